@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+const inspectUsage = `Usage: llmrec inspect DIR [--json]
+
+Summarises a recording: its sessions, closed segments (rows, bytes), live
+journals, time range, and per target and endpoint the rows by outcome (ok,
+parse_error, http_error, error, missed) with the distinct error messages.
+A crashed session's journal is recovered into a closed segment first.
+
+Examples:
+  llmrec inspect runs/bench1
+  llmrec inspect runs/bench1 --json | jq '.targets[].endpoints[].outcomes'
+`
+
+func inspectRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("inspect", inspectUsage, stderr)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := parseFlags(fs, interleave(args, map[string]bool{"json": true})); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: inspect: want exactly one run folder, got %d arguments", errUsage, fs.NArg())
+	}
+	r, err := capture.Open(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	rep := capture.Inspect(r)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printReport(stdout, rep)
+	if len(rep.Problems) > 0 {
+		return fmt.Errorf("%d segment(s) could not be read (listed above)", len(rep.Problems))
+	}
+	return nil
+}
+
+func printReport(w io.Writer, rep capture.Report) {
+	fmt.Fprintf(w, "run folder %s\n", rep.Dir)
+	fmt.Fprintf(w, "sessions   %s\n", strings.Join(rep.Runs, ", "))
+	var bytes int64
+	for _, s := range rep.Segments {
+		bytes += s.Bytes
+	}
+	fmt.Fprintf(w, "segments   %d closed (%s), %d live journal(s)\n", len(rep.Segments), byteCount(bytes), len(rep.Live))
+	for _, rc := range rep.Recovered {
+		fmt.Fprintf(w, "recovered  %s: %d rows into %s", rc.Journal, rc.Rows, orDash(rc.Segment))
+		if rc.TornBytes > 0 {
+			fmt.Fprintf(w, " (torn tail of %d bytes dropped)", rc.TornBytes)
+		}
+		if rc.Note != "" {
+			fmt.Fprintf(w, " (%s)", rc.Note)
+		}
+		fmt.Fprintln(w)
+	}
+	if rep.Rows > 0 {
+		first, last := time.Unix(0, rep.FirstNs).UTC(), time.Unix(0, rep.LastNs).UTC()
+		fmt.Fprintf(w, "time       %s .. %s (%s)\n", first.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano), last.Sub(first).Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, "rows       %d\n", rep.Rows)
+	outcomes := []string{capture.OutcomeOK, capture.OutcomeParseError, capture.OutcomeHTTPError, capture.OutcomeError, capture.OutcomeMissed}
+	for _, t := range rep.Targets {
+		for _, e := range t.Endpoints {
+			fmt.Fprintf(w, "\n%s %s: %d rows, seq %d..%d, %s of bodies\n", t.Name, e.Endpoint, e.Rows, e.FirstSeq, e.LastSeq, byteCount(e.BodyBytes))
+			var parts []string
+			for _, o := range outcomes {
+				if n := e.Outcomes[o]; n > 0 {
+					parts = append(parts, fmt.Sprintf("%s %d", o, n))
+				}
+			}
+			for o, n := range e.Outcomes {
+				if !slices.Contains(outcomes, o) {
+					parts = append(parts, fmt.Sprintf("%s %d", o, n))
+				}
+			}
+			fmt.Fprintf(w, "  %s\n", strings.Join(parts, ", "))
+			for i, ec := range e.Errors {
+				if i == 5 {
+					fmt.Fprintf(w, "  ... %d more distinct errors\n", len(e.Errors)-5)
+					break
+				}
+				fmt.Fprintf(w, "  error x%d: %s\n", ec.Count, ec.Message)
+			}
+			for i, ec := range e.ParseFails {
+				if i == 5 {
+					fmt.Fprintf(w, "  ... %d more distinct parse errors\n", len(e.ParseFails)-5)
+					break
+				}
+				fmt.Fprintf(w, "  parse error x%d: %s\n", ec.Count, ec.Message)
+			}
+		}
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintf(w, "\nPROBLEM: %s\n", p)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// interleave moves flags after positional arguments to the front, so
+// "inspect DIR --json" works as well as "inspect --json DIR". bools names
+// the flags that take no value.
+func interleave(args []string, bools map[string]bool) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && !bools[name] && i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	return append(flags, pos...)
+}
+

@@ -1,0 +1,129 @@
+// Command llmrec records the Prometheus /metrics of LLM inference engines
+// during a benchmark run and turns them into evidence a reviewer can trust.
+//
+//	llmrec record   scrape engines on a fixed cadence into Parquet
+//	llmrec inspect  summarise a recording: segments, counts, errors
+//	llmrec export   print one captured body byte-exact
+//	llmrec sim      serve simulated engines on loopback
+//
+// Run "llmrec COMMAND -h" for each command's flags and examples.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+type command struct {
+	run     func(ctx context.Context, stdout, stderr io.Writer, args []string) error
+	summary string
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"record":  {recordRun, "scrape engines' /metrics on a fixed cadence into Parquet"},
+		"inspect": {inspectRun, "summarise a recording: segments, time range, counts, errors"},
+		"export":  {exportRun, "print one captured body byte-exact (make a test fixture)"},
+		"sim":     {func(ctx context.Context, stdout, stderr io.Writer, args []string) error { return simRun(stdout, stderr, args) }, "serve simulated vLLM and llama.cpp engines on loopback"},
+		"version": {versionRun, "print llmrec's version"},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: llmrec COMMAND [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, `Run "llmrec COMMAND -h" for a command's flags and examples.`)
+}
+
+// errUsage marks errors that are the caller's words, answered with exit 2.
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	c, ok := commands()[args[0]]
+	if !ok {
+		usage(stderr)
+		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	}
+	return c.run(ctx, stdout, stderr, args[1:])
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Stdout, os.Stderr, os.Args[1:])
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return
+	case errors.Is(err, errUsage):
+		if msg := strings.TrimPrefix(err.Error(), errUsage.Error()); msg != "" {
+			fmt.Fprintln(os.Stderr, "llmrec:"+strings.TrimPrefix(msg, ":"))
+		}
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "llmrec:", err)
+		os.Exit(1)
+	}
+}
+
+func versionRun(_ context.Context, stdout, _ io.Writer, _ []string) error {
+	_, err := fmt.Fprintln(stdout, "llmrec", capture.Version)
+	return err
+}
+
+// newFlags returns a flag set that prints usage text to stderr and returns
+// errors instead of exiting.
+func newFlags(name, usageText string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args and wraps a bad flag as a usage error.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)
+	}
+	return nil
+}
+
+// multiFlag collects a repeated string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/llmrec/llmrec/record"
+)
+
+const recordUsage = `Usage: llmrec record --out DIR [--config FILE] [--target NAME=URL]... [flags]
+
+Scrapes every target's Prometheus /metrics on a fixed cadence and writes each
+attempt to Parquet segments in DIR: the body byte-exact, its send, first-byte
+and end times, and its parsed samples. Runs until Ctrl-C (SIGINT), SIGTERM or
+--duration, then closes the open segment and exits 0.
+
+A slow or hung target never delays another; a tick that finds the previous
+scrape of that target still running is written as a missed tick, never fired
+late. A SIGKILL loses no completed scrape: the open segment's journal is
+recovered by the next record into DIR and by every read of it.
+
+Examples:
+  # two engines at the default 2 s cadence for ten minutes
+  llmrec record --out runs/bench1 --duration 10m \
+    --target vllm=http://127.0.0.1:8000/metrics \
+    --target llama=http://127.0.0.1:8080/metrics
+
+  # from a config file, with a 500 ms cadence overriding the file
+  llmrec record --out runs/bench2 --config llmrec.toml --interval 500ms
+
+Config file (TOML):
+  interval = "2s"            # default cadence
+  timeout = "2s"             # default per-scrape timeout (default: the interval)
+  rotate = "60s"             # segment length
+  max_body_bytes = 67108864  # bodies above this (after gzip) are refused
+  [[target]]
+  name = "vllm"
+  url = "http://127.0.0.1:8000/metrics"
+  engine = "vllm"            # hint for analysis
+  bearer_token_env = "VLLM_API_KEY"   # the variable's name; the token is never written
+  headers = { "X-Bench" = "run-7" }
+  [[target.endpoint]]        # extra captures on the same cadence, or once at start
+  path = "/slots"
+  once = false
+
+Afterwards: llmrec inspect DIR; query with DuckDB: SELECT * FROM read_parquet('DIR/*.parquet').
+`
+
+func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("record", recordUsage, stderr)
+	out := fs.String("out", "", "run folder to write (created if missing; may hold earlier sessions)")
+	configPath := fs.String("config", "", "TOML config file")
+	var targets multiFlag
+	fs.Var(&targets, "target", "NAME=URL of a /metrics endpoint (repeatable; adds to the config's targets)")
+	interval := fs.Duration("interval", 0, "scrape cadence of every target (default 2s, or the config's)")
+	timeout := fs.Duration("timeout", 0, "per-scrape timeout (default: the interval)")
+	duration := fs.Duration("duration", 0, "stop after this long (default: until SIGINT/SIGTERM)")
+	rotate := fs.Duration("rotate", 0, "close a Parquet segment this often (default 60s)")
+	quiet := fs.Bool("quiet", false, "no progress output")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: record: unexpected argument %q (targets are given with --target NAME=URL)", errUsage, fs.Arg(0))
+	}
+	if *out == "" {
+		return fmt.Errorf("%w: record: --out DIR is required", errUsage)
+	}
+	cfg := &record.Config{}
+	if *configPath != "" {
+		c, err := record.LoadConfig(*configPath)
+		if err != nil {
+			return err
+		}
+		cfg = c
+	}
+	// Flags override the file.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["interval"] {
+		cfg.Interval = record.Duration(*interval)
+		for i := range cfg.Targets {
+			cfg.Targets[i].Interval = 0
+		}
+	}
+	if set["timeout"] {
+		cfg.Timeout = record.Duration(*timeout)
+		for i := range cfg.Targets {
+			cfg.Targets[i].Timeout = 0
+		}
+	}
+	if set["rotate"] {
+		cfg.Rotate = record.Duration(*rotate)
+	}
+	for _, s := range targets {
+		t, err := record.ParseTargetFlag(s)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		cfg.Targets = append(cfg.Targets, t)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: record: %v", errUsage, err)
+	}
+	opt := record.Options{Dir: *out, Duration: *duration}
+	if !*quiet {
+		opt.Progress = stderr
+		opt.Live = isTerminal(stderr)
+	}
+	fmt.Fprintf(stderr, "recording %d target(s) into %s; Ctrl-C to stop\n", len(cfg.Targets), *out)
+	s, err := record.Run(ctx, cfg, opt)
+	if s != nil {
+		fmt.Fprintf(stdout, "run %s: %d segment(s), %s in %s, %s\n", s.RunID, len(s.Segments), byteCount(s.Bytes), s.Dir, s.Elapsed.Round(time.Millisecond))
+		for _, t := range s.Targets {
+			fmt.Fprintln(stdout, "  "+record.StatusLine(t))
+		}
+	}
+	return err
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func byteCount(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,317 @@
+package capture
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func body(i int) []byte {
+	return fmt.Appendf(nil, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{engine=\"0\"} %d\n# TYPE up gauge\nup 1\n", i*100)
+}
+
+func row(run, target string, seq int) Scrape {
+	ct := "text/plain; version=0.0.4"
+	st := int64(1_700_000_000_000_000_000 + seq*1e9)
+	s := Scrape{RunID: run, Target: target, Endpoint: EndpointMetrics, URL: "http://127.0.0.1/metrics",
+		Seq: int64(seq), Outcome: OutcomeOK, ScheduledNs: st, StartNs: st + 1, FirstByteNs: st + 2, EndNs: st + 3,
+		ContentType: &ct, Body: body(seq)}
+	Parse(&s)
+	return s
+}
+
+func readAll(t *testing.T, dir string) []Scrape {
+	t.Helper()
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Scrape
+	for _, seg := range r.Segments {
+		err := ReadSegment(seg, func(s *Scrape) error {
+			c := *s
+			c.Body = bytes.Clone(s.Body)
+			c.Samples = append([]Sample(nil), s.Samples...)
+			out = append(out, c)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// Rows survive a write and a read whole: times, nulls, body bytes, samples.
+func TestWriteReadRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir, "R", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := "previous scrape (seq 1) still running"
+	missed := Scrape{RunID: "R", Target: "a", Endpoint: EndpointMetrics, Seq: 2, Outcome: OutcomeMissed, ScheduledNs: 5, Error: &why}
+	rows := []Scrape{row("R", "b", 0), row("R", "a", 1), missed, row("R", "a", 0)}
+	for _, r := range rows {
+		if err := w.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, dir)
+	if len(got) != 4 {
+		t.Fatalf("%d rows, want 4", len(got))
+	}
+	// Sorted by target, endpoint and seq.
+	order := []string{"a/0", "a/1", "a/2", "b/0"}
+	for i, g := range got {
+		if k := fmt.Sprintf("%s/%d", g.Target, g.Seq); k != order[i] {
+			t.Errorf("row %d is %s, want %s", i, k, order[i])
+		}
+	}
+	m := got[2]
+	if m.Outcome != OutcomeMissed || m.StartNs != 0 || m.Body != nil || m.Status != nil || m.Error == nil || *m.Error != why {
+		t.Errorf("missed row came back as %+v", m)
+	}
+	ok := got[1]
+	if !bytes.Equal(ok.Body, body(1)) || ok.StartNs != rows[1].StartNs || ok.EndNs != rows[1].EndNs {
+		t.Errorf("ok row came back as %+v", ok)
+	}
+	if len(ok.Samples) != 2 || ok.Samples[0].Name != "up" || ok.Samples[1].Value != 100 || ok.Samples[1].Labels != `{"engine":"0"}` {
+		t.Errorf("samples came back as %+v", ok.Samples)
+	}
+}
+
+// A segment rotates after the rotate interval, and each closed segment is a
+// complete Parquet file; the journal of a sealed segment is removed.
+func TestRotation(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir, "R", 30*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if err := w.Append(row("R", "a", i)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(12 * time.Millisecond)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.Segments()); n < 2 {
+		t.Fatalf("%d segments after 72 ms at 30 ms rotation", n)
+	}
+	if js, _ := filepath.Glob(filepath.Join(dir, "*.journal")); len(js) != 0 {
+		t.Fatalf("journals left after close: %v", js)
+	}
+	if got := readAll(t, dir); len(got) != 6 {
+		t.Fatalf("%d rows, want 6", len(got))
+	}
+}
+
+// A crash leaves a journal; recovery turns it into a closed segment with
+// every complete record, drops a torn tail, and is idempotent.
+func TestRecoverTornJournal(t *testing.T) {
+	dir := t.TempDir()
+	j, err := createJournal(filepath.Join(dir, "R-000001.journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		s := row("R", "a", i)
+		if err := j.append(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.close()
+	// A torn sixth record: a header and half a payload.
+	path := filepath.Join(dir, "R-000001.journal")
+	full, _ := os.ReadFile(path)
+	s := row("R", "a", 5)
+	rec := encodeScrape(nil, &s)
+	torn := append(full, append([]byte{byte(len(rec)), 0, 0, 0, 1, 2, 3, 4}, rec[:len(rec)/2]...)...)
+	if err := os.WriteFile(path, torn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Recover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Rows != 5 || rs[0].TornBytes == 0 || rs[0].Segment != "R-000001.parquet" {
+		t.Fatalf("recovery = %+v", rs)
+	}
+	if rs2, _ := Recover(dir); len(rs2) != 0 {
+		t.Fatalf("second recovery did something: %+v", rs2)
+	}
+	got := readAll(t, dir)
+	if len(got) != 5 || got[4].Samples[1].Value != 400 {
+		t.Fatalf("recovered %d rows: %+v", len(got), got)
+	}
+}
+
+// A corrupt record (bad checksum) ends the journal there.
+func TestRecoverCorruptRecord(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "R-000001.journal")
+	j, _ := createJournal(path)
+	for i := range 3 {
+		s := row("R", "a", i)
+		j.append(&s)
+	}
+	j.close()
+	b, _ := os.ReadFile(path)
+	b[len(b)-10] ^= 0xff
+	os.WriteFile(path, b, 0o644)
+	rows, torn, err := readJournal(path)
+	if err != nil || len(rows) != 2 || torn == 0 {
+		t.Fatalf("rows %d torn %d err %v", len(rows), torn, err)
+	}
+}
+
+// A journal killed before its magic was written is empty, not an error;
+// a file that is not a journal is an error naming it.
+func TestJournalHeader(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "R-000001.journal")
+	os.WriteFile(empty, []byte("LLM"), 0o644)
+	if rs, err := Recover(dir); err != nil || len(rs) != 1 || rs[0].Rows != 0 {
+		t.Fatalf("empty journal: %+v %v", rs, err)
+	}
+	bad := filepath.Join(dir, "R-000002.journal")
+	os.WriteFile(bad, []byte("NOTAJOURNAL"), 0o644)
+	if _, err := Recover(dir); err == nil || !strings.Contains(err.Error(), "R-000002.journal") {
+		t.Fatalf("bad journal error %v", err)
+	}
+}
+
+// A journal a live writer holds is not recovered under its feet, and its
+// rows are readable as live rows.
+func TestLiveJournalIsNotRecovered(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir, "R", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.Append(row("R", "a", 0))
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Recovered) != 0 || len(r.Live) != 1 || len(r.Segments) != 0 {
+		t.Fatalf("open during recording: %+v", r)
+	}
+	rows, err := ReadLive(r.Live[0])
+	if err != nil || len(rows) != 1 || rows[0].Samples[0].Name != "up" {
+		t.Fatalf("live rows %+v %v", rows, err)
+	}
+	rep := Inspect(r)
+	if rep.Rows != 1 {
+		t.Fatalf("inspect counted %d live rows", rep.Rows)
+	}
+}
+
+// Killed between seal and journal removal: the segment is the truth and the
+// stale journal goes; a leftover .tmp of an interrupted seal goes too.
+func TestRecoverAfterSeal(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := NewWriter(dir, "R", time.Hour)
+	w.Append(row("R", "a", 0))
+	w.Close()
+	j, _ := createJournal(filepath.Join(dir, "R-000001.journal"))
+	s := row("R", "a", 0)
+	j.append(&s)
+	j.close()
+	os.WriteFile(filepath.Join(dir, "R-000002.parquet.tmp"), []byte("half"), 0o644)
+	rs, err := Recover(dir)
+	if err != nil || len(rs) != 1 || rs[0].Note == "" {
+		t.Fatalf("%+v %v", rs, err)
+	}
+	if got := readAll(t, dir); len(got) != 1 {
+		t.Fatalf("%d rows after recovering a sealed segment's journal, want 1", len(got))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "R-000002.parquet.tmp")); err == nil {
+		t.Fatal("leftover .tmp kept")
+	}
+}
+
+// A second session into the same folder continues with its own run id and
+// recovers the first one's crash.
+func TestSecondSessionRecoversFirst(t *testing.T) {
+	dir := t.TempDir()
+	w1, _ := NewWriter(dir, "A", time.Hour)
+	w1.Append(row("A", "x", 0))
+	// Simulate a crash: release the lock without sealing.
+	syscall.Flock(int(w1.j.f.Fd()), syscall.LOCK_UN)
+	w1.j.f.Close()
+	w2, err := NewWriter(dir, "B", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2.Append(row("B", "x", 0))
+	w2.Close()
+	got := readAll(t, dir)
+	if len(got) != 2 || got[0].RunID != "A" || got[1].RunID != "B" {
+		t.Fatalf("rows %+v", got)
+	}
+	r, _ := Open(dir)
+	if _, err := Find(r, "", "x", EndpointMetrics, 0); err == nil || !strings.Contains(err.Error(), "--run") {
+		t.Fatalf("ambiguous find: %v", err)
+	}
+	s, err := Find(r, "B", "x", EndpointMetrics, 0)
+	if err != nil || !bytes.Equal(s.Body, body(0)) {
+		t.Fatalf("find: %v", err)
+	}
+	if _, err := Find(r, "", "y", EndpointMetrics, 0); err == nil {
+		t.Fatal("found a target that is not there")
+	}
+}
+
+// A segment that cannot be read is reported by name while the rest counts.
+func TestInspectReportsCorruptSegment(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := NewWriter(dir, "R", time.Hour)
+	w.Append(row("R", "a", 0))
+	w.Close()
+	os.WriteFile(filepath.Join(dir, "R-000009.parquet"), []byte("PAR1 garbage"), 0o644)
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Inspect(r)
+	if rep.Rows != 1 || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "R-000009.parquet") {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := Open(filepath.Join(t.TempDir(), "nope")); err == nil {
+		t.Error("opened a missing folder")
+	}
+	if _, err := Open(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no recording here") {
+		t.Errorf("empty folder: %v", err)
+	}
+}
+
+func TestManifestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	m := Manifest{RunID: "R", Start: "2026-01-01T00:00:00Z", Targets: []ManifestTarget{{Name: "a", IntervalNs: 2e9}}}
+	if err := WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Manifests) != 1 || r.Manifests[0].Targets[0].IntervalNs != 2e9 || r.Manifests[0].End != nil {
+		t.Fatalf("%+v", r.Manifests)
+	}
+}

@@ -1,0 +1,110 @@
+// Package capture owns the on-disk format of a recording: the Parquet schema
+// of a scrape row, the append-only journal that makes the open segment
+// crash-safe, segment rotation and recovery, the run manifest, and reading a
+// run back. The recorder writes through it and the analyser reads through
+// it; neither knows the other.
+//
+// A run folder holds, per recording session RUN:
+//
+//	RUN.manifest.json       what was recorded, how, and with which engines
+//	RUN-000001.parquet      closed segments, one row per scrape attempt
+//	RUN-000002.journal      the open segment's journal (only while recording or after a crash)
+//
+// Every *.parquet file is complete (footer written, fsynced, then renamed),
+// so read_parquet('DIR/*.parquet') always opens.
+package capture
+
+import "github.com/llmrec/llmrec/record/expo"
+
+// SchemaVersion is written into every segment's key/value metadata under
+// the key "llmrec.schema_version". Bump it on any change to Scrape.
+const SchemaVersion = "1"
+
+// Outcome of one scrape attempt.
+const (
+	OutcomeOK         = "ok"          // 200 with a body that parsed
+	OutcomeParseError = "parse_error" // 200, body kept byte-exact, parse failed
+	OutcomeHTTPError  = "http_error"  // a status other than 200; body kept
+	OutcomeError      = "error"       // no complete response: refused, timeout, body too large, ...
+	OutcomeMissed     = "missed"      // the previous scrape of this target was still running at the tick
+)
+
+// EndpointMetrics is the Endpoint of the target's main /metrics capture.
+const EndpointMetrics = "metrics"
+
+// Scrape is one row: one scrape attempt of one endpoint of one target.
+// Times are Unix nanoseconds derived from one wall-clock reading at the
+// start of the run plus monotonic elapsed time, so a wall-clock step cannot
+// reorder them. A time of 0 is written as null: the moment did not happen.
+type Scrape struct {
+	RunID    string `parquet:"run_id,dict,zstd"`
+	Target   string `parquet:"target,dict,zstd"`
+	Engine   string `parquet:"engine,dict,zstd"`   // the configured engine hint, "" when none
+	Endpoint string `parquet:"endpoint,dict,zstd"` // "metrics", or the extra endpoint's path
+	URL      string `parquet:"url,dict,zstd"`      // credentials removed
+	Seq      int64  `parquet:"seq,delta,zstd"`     // tick number k of this target and endpoint, from 0
+	Outcome  string `parquet:"outcome,dict,zstd"`
+
+	ScheduledNs int64 `parquet:"scheduled_ns,delta,zstd"`           // run start + k*interval
+	StartNs     int64 `parquet:"start_ns,optional,delta,zstd"`      // request sent; null for a missed tick
+	FirstByteNs int64 `parquet:"first_byte_ns,optional,delta,zstd"` // first response byte; null without response
+	EndNs       int64 `parquet:"end_ns,optional,delta,zstd"`        // body read to the end or attempt abandoned
+
+	Status          *int32  `parquet:"status,optional,zstd"`
+	Error           *string `parquet:"error,optional,dict,zstd"`
+	ContentType     *string `parquet:"content_type,optional,dict,zstd"`
+	ContentEncoding *string `parquet:"content_encoding,optional,dict,zstd"`
+	WireBytes       *int64  `parquet:"wire_bytes,optional,zstd"` // bytes on the wire, before decompression
+	Body            []byte  `parquet:"body,optional,zstd"`       // exactly as received, after transport decompression
+	ParseError      *string `parquet:"parse_error,optional,zstd"`
+
+	Samples []Sample `parquet:"samples,list"`
+}
+
+// Sample is one parsed sample of a scrape's body (see expo.Sample).
+type Sample struct {
+	Family      string  `parquet:"family,dict,zstd"`
+	Type        string  `parquet:"type,dict,zstd"`
+	Help        string  `parquet:"help,dict,zstd"`
+	Name        string  `parquet:"name,dict,zstd"`
+	Labels      string  `parquet:"labels,dict,zstd"` // JSON object, sorted keys
+	Value       float64 `parquet:"value,zstd"`
+	TimestampMs *int64  `parquet:"timestamp_ms,optional,zstd"`
+}
+
+// SamplesFrom converts parsed samples to rows.
+func SamplesFrom(ss []expo.Sample) []Sample {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]Sample, len(ss))
+	for i, s := range ss {
+		out[i] = Sample(s)
+	}
+	return out
+}
+
+// Parse fills s.Samples and s.ParseError (and moves an ok outcome to
+// parse_error) from s.Body. It is the one place a body becomes samples, used
+// by the recorder and by journal recovery alike.
+func Parse(s *Scrape) {
+	s.Samples = nil
+	s.ParseError = nil
+	// Only a complete 200 answer of the metrics endpoint is exposition text.
+	if s.Endpoint != EndpointMetrics || s.Body == nil || (s.Outcome != OutcomeOK && s.Outcome != OutcomeParseError) {
+		return
+	}
+	ct := ""
+	if s.ContentType != nil {
+		ct = *s.ContentType
+	}
+	ss, err := expo.Parse(s.Body, ct)
+	if err != nil {
+		msg := err.Error()
+		s.ParseError = &msg
+		s.Outcome = OutcomeParseError
+		return
+	}
+	s.Outcome = OutcomeOK
+	s.Samples = SamplesFrom(ss)
+}

@@ -1,0 +1,333 @@
+package capture
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// DefaultRotate is how long a segment stays open before it is closed into a
+// Parquet file.
+const DefaultRotate = 60 * time.Second
+
+// pageBufferSize is large so that one page of the body column holds many
+// consecutive bodies of one target: page compression sees each page alone,
+// and bodies differ little from one scrape to the next.
+const pageBufferSize = 16 << 20
+
+// Writer appends scrape rows to a run folder. It journals each row before
+// returning and closes the open segment into a Parquet file every Rotate.
+// It is not safe for concurrent use: one goroutine owns it.
+type Writer struct {
+	dir, run string
+	rotate   time.Duration
+	seg      int
+	j        *journal
+	rows     []Scrape
+	opened   time.Time
+	closed   []string
+	written  int64
+}
+
+// NewWriter recovers any crashed segments in dir and opens a new segment
+// for run. A rotate of 0 means DefaultRotate.
+func NewWriter(dir, run string, rotate time.Duration) (*Writer, error) {
+	if rotate <= 0 {
+		rotate = DefaultRotate
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create run folder: %w", err)
+	}
+	if _, err := Recover(dir); err != nil {
+		return nil, err
+	}
+	w := &Writer{dir: dir, run: run, rotate: rotate}
+	last, err := lastSegment(dir, run)
+	if err != nil {
+		return nil, err
+	}
+	w.seg = last
+	if err := w.open(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func segmentBase(run string, seg int) string { return fmt.Sprintf("%s-%06d", run, seg) }
+
+func lastSegment(dir, run string) (int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("list run folder: %w", err)
+	}
+	last := 0
+	for _, e := range ents {
+		r, seg, ok := parseSegmentName(e.Name())
+		if ok && r == run && seg > last {
+			last = seg
+		}
+	}
+	return last, nil
+}
+
+// parseSegmentName splits "RUN-000012.parquet" or "RUN-000012.journal".
+func parseSegmentName(name string) (run string, seg int, ok bool) {
+	ext := filepath.Ext(name)
+	if ext != ".parquet" && ext != ".journal" {
+		return "", 0, false
+	}
+	stem := strings.TrimSuffix(name, ext)
+	i := strings.LastIndexByte(stem, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(stem[i+1:])
+	if err != nil {
+		return "", 0, false
+	}
+	return stem[:i], n, true
+}
+
+func (w *Writer) open() error {
+	w.seg++
+	path := filepath.Join(w.dir, segmentBase(w.run, w.seg)+".journal")
+	j, err := createJournal(path)
+	if err != nil {
+		return err
+	}
+	// The lock tells readers of the folder that this journal is live and
+	// must not be recovered under the writer's feet.
+	if err := syscall.Flock(int(j.f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		j.close()
+		return fmt.Errorf("lock journal %s: %w", path, err)
+	}
+	w.j = j
+	w.opened = time.Now()
+	return nil
+}
+
+// Append journals s and keeps it for the open segment; it rotates the
+// segment when it has been open for the rotate interval. s.Samples must
+// already be filled (see Parse).
+func (w *Writer) Append(s Scrape) error {
+	if w.j == nil {
+		return errors.New("append to a closed writer")
+	}
+	if err := w.j.append(&s); err != nil {
+		return err
+	}
+	w.rows = append(w.rows, s)
+	if time.Since(w.opened) >= w.rotate {
+		return w.Rotate()
+	}
+	return nil
+}
+
+// Rotate closes the open segment into a Parquet file and opens the next.
+// An empty segment is kept open.
+func (w *Writer) Rotate() error {
+	if len(w.rows) == 0 {
+		w.opened = time.Now()
+		return nil
+	}
+	if err := w.seal(); err != nil {
+		return err
+	}
+	return w.open()
+}
+
+func (w *Writer) seal() error {
+	base := filepath.Join(w.dir, segmentBase(w.run, w.seg))
+	if len(w.rows) > 0 {
+		n, err := writeSegment(base+".parquet", w.rows)
+		if err != nil {
+			return err
+		}
+		w.written += n
+		w.closed = append(w.closed, base+".parquet")
+	}
+	w.rows = w.rows[:0]
+	if err := w.j.close(); err != nil {
+		return fmt.Errorf("close journal: %w", err)
+	}
+	w.j = nil
+	if err := os.Remove(base + ".journal"); err != nil {
+		return fmt.Errorf("remove sealed journal: %w", err)
+	}
+	return nil
+}
+
+// Close seals the open segment. The writer cannot be used afterwards.
+func (w *Writer) Close() error {
+	if w.j == nil {
+		return nil
+	}
+	return w.seal()
+}
+
+// Segments lists the Parquet files this writer has closed.
+func (w *Writer) Segments() []string { return slices.Clone(w.closed) }
+
+// BytesWritten is the size of the closed segments.
+func (w *Writer) BytesWritten() int64 { return w.written }
+
+// Pending is the number of rows in the open segment.
+func (w *Writer) Pending() int { return len(w.rows) }
+
+// writeSegment writes rows, sorted by target, endpoint and seq, to path:
+// first to path+".tmp", fsynced, then renamed, so a *.parquet file is
+// always complete. It returns the file's size.
+func writeSegment(path string, rows []Scrape) (int64, error) {
+	slices.SortStableFunc(rows, func(a, b Scrape) int {
+		return cmp.Or(strings.Compare(a.RunID, b.RunID), strings.Compare(a.Target, b.Target),
+			strings.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Seq, b.Seq))
+	})
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("create segment: %w", err)
+	}
+	fail := func(err error) (int64, error) {
+		f.Close()
+		os.Remove(tmp)
+		return 0, err
+	}
+	pw := parquet.NewGenericWriter[Scrape](f,
+		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		parquet.PageBufferSize(pageBufferSize),
+		// Min/max of a body is a whole body: written into every page header
+		// and the column index it would outweigh the compressed bodies.
+		parquet.SkipPageStatistics("body"),
+		parquet.SkipPageBounds("body"),
+		parquet.SkipPageStatistics("parse_error"),
+		parquet.SkipPageBounds("parse_error"),
+		parquet.KeyValueMetadata("llmrec.schema_version", SchemaVersion),
+		parquet.CreatedBy("llmrec", Version, ""),
+	)
+	if _, err := pw.Write(rows); err != nil {
+		return fail(fmt.Errorf("write segment %s: %w", path, err))
+	}
+	if err := pw.Close(); err != nil {
+		return fail(fmt.Errorf("write segment %s: %w", path, err))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(fmt.Errorf("sync segment %s: %w", path, err))
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return fail(fmt.Errorf("stat segment %s: %w", path, err))
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return 0, fmt.Errorf("close segment %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return 0, fmt.Errorf("rename segment: %w", err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync run folder: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync run folder: %w", err)
+	}
+	return nil
+}
+
+// Version is llmrec's version, written into segments and manifests. The
+// build sets it with -ldflags "-X .../record/capture.Version=...".
+var Version = "dev"
+
+// Recovery says what Recover did with one journal.
+type Recovery struct {
+	Journal   string `json:"journal"`
+	Segment   string `json:"segment,omitempty"` // the Parquet file written, "" when the journal held no row
+	Rows      int    `json:"rows"`
+	TornBytes int64  `json:"torn_bytes,omitempty"` // an incomplete last record, dropped
+	Note      string `json:"note,omitempty"`
+}
+
+// Recover turns every journal in dir that no live writer holds into a
+// closed segment, and removes leftovers of interrupted seals. It is
+// idempotent and runs before every write to and read of a run folder.
+func Recover(dir string) ([]Recovery, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list run folder: %w", err)
+	}
+	var out []Recovery
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasSuffix(name, ".parquet.tmp") {
+			// An interrupted seal; its journal is still there and is the truth.
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return out, fmt.Errorf("remove %s: %w", name, err)
+			}
+			continue
+		}
+		if filepath.Ext(name) != ".journal" {
+			continue
+		}
+		r, err := recoverJournal(filepath.Join(dir, name))
+		if err != nil {
+			return out, err
+		}
+		if r != nil {
+			out = append(out, *r)
+		}
+	}
+	return out, nil
+}
+
+func recoverJournal(path string) (*Recovery, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		// A live writer holds it.
+		return nil, nil
+	}
+	seg := strings.TrimSuffix(path, ".journal") + ".parquet"
+	r := &Recovery{Journal: filepath.Base(path)}
+	if _, err := os.Stat(seg); err == nil {
+		// Sealed, then killed before the journal was removed.
+		r.Note = "segment already sealed; stale journal removed"
+	} else {
+		rows, torn, err := readJournal(path)
+		if err != nil {
+			return nil, err
+		}
+		r.Rows, r.TornBytes = len(rows), torn
+		if len(rows) > 0 {
+			if _, err := writeSegment(seg, rows); err != nil {
+				return nil, err
+			}
+			r.Segment = filepath.Base(seg)
+		}
+	}
+	if err := os.Remove(path); err != nil {
+		return nil, fmt.Errorf("remove recovered journal: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,241 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Defaults of a recording.
+const (
+	DefaultInterval = 2 * time.Second
+	DefaultMaxBody  = 64 << 20
+)
+
+// Config is a recording's configuration, from TOML and flags.
+type Config struct {
+	Interval Duration `toml:"interval" json:"interval"` // default cadence of every target
+	Timeout  Duration `toml:"timeout" json:"timeout"`   // default per-scrape timeout; 0 = the target's interval
+	Rotate   Duration `toml:"rotate" json:"rotate"`     // segment rotation; 0 = 60 s
+	MaxBody  int64    `toml:"max_body_bytes" json:"max_body_bytes"`
+	Targets  []Target `toml:"target" json:"targets"`
+}
+
+// Target is one engine to scrape.
+type Target struct {
+	Name     string   `toml:"name" json:"name"`
+	URL      string   `toml:"url" json:"url"`
+	Engine   string   `toml:"engine" json:"engine,omitempty"` // a hint for analysis: vllm, llamacpp, sglang, tgi, trtllm, ...
+	Interval Duration `toml:"interval" json:"interval"`
+	Timeout  Duration `toml:"timeout" json:"timeout"`
+	// Headers are sent with every request. Values of headers whose name
+	// suggests a credential are redacted in the manifest.
+	Headers map[string]string `toml:"headers" json:"headers,omitempty"`
+	// BearerTokenEnv names the environment variable holding a bearer token.
+	// Only the name is ever written anywhere.
+	BearerTokenEnv string     `toml:"bearer_token_env" json:"bearer_token_env,omitempty"`
+	Endpoints      []Endpoint `toml:"endpoint" json:"endpoints,omitempty"`
+}
+
+// Endpoint is an extra path captured beside /metrics, e.g. llama.cpp /slots.
+type Endpoint struct {
+	Path string `toml:"path" json:"path"`
+	// Once captures it at start only; otherwise on the target's cadence.
+	Once bool `toml:"once" json:"once,omitempty"`
+}
+
+// Duration is a time.Duration that reads "500ms"-style strings from TOML
+// and writes them to JSON.
+type Duration time.Duration
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("not a duration like \"500ms\" or \"2s\": %q", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// D is the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// LoadConfig reads a TOML configuration file. Errors name the file, the
+// line where it is known, and the key.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return ParseConfig(b, path)
+}
+
+// ParseConfig decodes TOML text; file names it in errors.
+func ParseConfig(text []byte, file string) (*Config, error) {
+	var c Config
+	md, err := toml.Decode(string(text), &c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s:%d: %s", file, pe.Position.Line, pe.Message)
+		}
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0]
+		return nil, fmt.Errorf("%s:%d: unknown key %q", file, keyLine(text, k), k.String())
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return &c, nil
+}
+
+// keyLine finds the line of a TOML key: the table header or the assignment
+// of its last component. 0 when it cannot tell.
+func keyLine(text []byte, k toml.Key) int {
+	last := regexp.QuoteMeta(k[len(k)-1])
+	assign := regexp.MustCompile(`^\s*("?)` + last + `("?)\s*=`)
+	header := regexp.MustCompile(`^\s*\[\[?\s*` + regexp.QuoteMeta(k.String()) + `\s*\]`)
+	for i, line := range strings.Split(string(text), "\n") {
+		if assign.MatchString(line) || header.MatchString(line) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
+
+// Validate checks values and fills defaults. It is called by ParseConfig
+// and again after flags are merged.
+func (c *Config) Validate() error {
+	if c.Interval < 0 || c.Timeout < 0 || c.Rotate < 0 {
+		return errors.New("interval, timeout and rotate must not be negative")
+	}
+	if c.Interval == 0 {
+		c.Interval = Duration(DefaultInterval)
+	}
+	if time.Duration(c.Interval) < 10*time.Millisecond {
+		return fmt.Errorf("interval %s is below 10ms", c.Interval.D())
+	}
+	if c.MaxBody < 0 {
+		return fmt.Errorf("max_body_bytes %d is negative", c.MaxBody)
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	seen := map[string]bool{}
+	for i := range c.Targets {
+		t := &c.Targets[i]
+		where := fmt.Sprintf("target %d", i+1)
+		if t.Name != "" {
+			where = fmt.Sprintf("target %q", t.Name)
+		}
+		if !namePattern.MatchString(t.Name) {
+			return fmt.Errorf("%s: name %q must start with a letter or digit and hold only letters, digits and _.:-", where, t.Name)
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("%s: the name is used twice", where)
+		}
+		seen[t.Name] = true
+		u, err := url.Parse(t.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s: url %q is not an http(s) URL", where, t.URL)
+		}
+		if t.Interval < 0 || t.Timeout < 0 {
+			return fmt.Errorf("%s: interval and timeout must not be negative", where)
+		}
+		if t.Interval == 0 {
+			t.Interval = c.Interval
+		}
+		if time.Duration(t.Interval) < 10*time.Millisecond {
+			return fmt.Errorf("%s: interval %s is below 10ms", where, t.Interval.D())
+		}
+		if t.Timeout == 0 {
+			t.Timeout = c.Timeout
+		}
+		if t.Timeout == 0 {
+			t.Timeout = t.Interval
+		}
+		if t.BearerTokenEnv != "" {
+			if _, ok := os.LookupEnv(t.BearerTokenEnv); !ok {
+				return fmt.Errorf("%s: bearer_token_env names %s, which is not set", where, t.BearerTokenEnv)
+			}
+		}
+		for j, e := range t.Endpoints {
+			if !strings.HasPrefix(e.Path, "/") {
+				return fmt.Errorf("%s: endpoint %d: path %q must start with /", where, j+1, e.Path)
+			}
+			if e.Path == "/metrics" || e.Path == u.Path {
+				return fmt.Errorf("%s: endpoint %d: %s is the target's own URL", where, j+1, e.Path)
+			}
+		}
+	}
+	return nil
+}
+
+// ParseTargetFlag reads a --target NAME=URL flag.
+func ParseTargetFlag(s string) (Target, error) {
+	name, u, ok := strings.Cut(s, "=")
+	if !ok || name == "" || u == "" {
+		return Target{}, fmt.Errorf("--target %q: want NAME=URL, e.g. vllm=http://127.0.0.1:8000/metrics", s)
+	}
+	return Target{Name: name, URL: u}, nil
+}
+
+var secretHeader = regexp.MustCompile(`(?i)auth|token|key|secret|cookie|password`)
+
+// Redacted returns the configuration as it may be written down: URL
+// credentials removed and credential-like header values replaced.
+func (c Config) Redacted() Config {
+	out := c
+	out.Targets = make([]Target, len(c.Targets))
+	for i, t := range c.Targets {
+		t.URL = RedactURL(t.URL)
+		if len(t.Headers) > 0 {
+			h := make(map[string]string, len(t.Headers))
+			for k, v := range t.Headers {
+				if secretHeader.MatchString(k) {
+					v = "<redacted>"
+				}
+				h[k] = v
+			}
+			t.Headers = h
+		}
+		out.Targets[i] = t
+	}
+	return out
+}
+
+// RedactURL removes user information and credential-like query values.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparseable url>"
+	}
+	u.User = nil
+	if q := u.Query(); len(q) > 0 {
+		changed := false
+		for k := range q {
+			if secretHeader.MatchString(k) {
+				q.Set(k, "redacted")
+				changed = true
+			}
+		}
+		if changed {
+			u.RawQuery = q.Encode()
+		}
+	}
+	return u.String()
+}

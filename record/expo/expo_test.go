@@ -1,0 +1,277 @@
+package expo
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// realDir holds the real captures shared beside the repository.
+const realDir = "../../../shared/captures/real"
+
+func realCaptures(t testing.TB) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(realDir, "*.txt"))
+	if len(files) == 0 {
+		t.Skipf("no real captures: %s is absent (it sits beside the repository as ../shared)", realDir)
+	}
+	return files
+}
+
+// Every real capture goes through the parsing path; the conformance golden
+// pins, per file, its sample and family counts and the type of every
+// family, so an engine upgrade or a parser change that drops or retypes a
+// series fails here.
+func TestRealCapturesConform(t *testing.T) {
+	var b strings.Builder
+	for _, f := range realCaptures(t) {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := Parse(body, "text/plain; version=0.0.4")
+		if err != nil {
+			t.Errorf("%s: complete scrape does not parse: %v", filepath.Base(f), err)
+			continue
+		}
+		fams := map[string]string{}
+		for _, s := range ss {
+			fams[s.Family] = s.Type
+		}
+		names := make([]string, 0, len(fams))
+		for n := range fams {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		fmt.Fprintf(&b, "%s: %d samples, %d families\n", filepath.Base(f), len(ss), len(fams))
+		for _, n := range names {
+			fmt.Fprintf(&b, "  %s %s\n", fams[n], n)
+		}
+	}
+	golden(t, "testdata/real-captures.golden", b.String())
+}
+
+// A scrape cut anywhere (a fragment, a torn read) never panics: it parses
+// or reports its error, and an error always comes with no samples.
+func TestFragmentsReportTheirError(t *testing.T) {
+	for _, f := range realCaptures(t) {
+		body, _ := os.ReadFile(f)
+		step := max(1, len(body)/97)
+		errs := 0
+		for cut := 1; cut < len(body); cut += step {
+			ss, err := Parse(body[:cut], "text/plain")
+			if err != nil {
+				errs++
+				if ss != nil {
+					t.Fatalf("%s cut at %d: error %v with %d samples", filepath.Base(f), cut, err, len(ss))
+				}
+			}
+		}
+		if errs == 0 {
+			t.Errorf("%s: no cut produced an error; the parser accepts torn lines", filepath.Base(f))
+		}
+	}
+}
+
+func TestParseShapes(t *testing.T) {
+	body := []byte(`# HELP req Requests.
+# TYPE req counter
+req_total{code="200"} 3
+req_created{code="200"} 1.7e9
+# TYPE lat histogram
+lat_bucket{le="0.1"} 1
+lat_bucket{le="+Inf"} 2
+lat_sum 0.3
+lat_count 2
+# TYPE q summary
+q{quantile="0.5"} 7
+q_sum 10
+q_count 2
+g NaN
+h +Inf
+ts 1 1700000000000
+`)
+	ss, err := Parse(body, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Sample{}
+	for _, s := range ss {
+		got[s.Name+s.Labels] = s
+	}
+	want := []struct {
+		key, typ, fam string
+		v             float64
+	}{
+		// A TYPE foo counter followed by foo_total is, to expfmt, untyped foo_total.
+		{`req_total{"code":"200"}`, "untyped", "req_total", 3},
+		{`req_created{"code":"200"}`, "untyped", "req_created", 1.7e9},
+		{`lat_bucket{"le":"0.1"}`, "histogram", "lat", 1},
+		{`lat_bucket{"le":"+Inf"}`, "histogram", "lat", 2},
+		{`lat_sum{}`, "histogram", "lat", 0.3},
+		{`lat_count{}`, "histogram", "lat", 2},
+		{`q{"quantile":"0.5"}`, "summary", "q", 7},
+		{`q_count{}`, "summary", "q", 2},
+		{`h{}`, "untyped", "h", math.Inf(1)},
+	}
+	for _, w := range want {
+		s, ok := got[w.key]
+		if !ok {
+			t.Errorf("missing %s", w.key)
+			continue
+		}
+		if s.Type != w.typ || s.Family != w.fam || s.Value != w.v {
+			t.Errorf("%s = %+v, want type %s family %s value %v", w.key, s, w.typ, w.fam, w.v)
+		}
+	}
+	if s := got["g{}"]; !math.IsNaN(s.Value) {
+		t.Errorf("NaN gauge read as %v", s.Value)
+	}
+	if s := got["ts{}"]; s.TimestampMs == nil || *s.TimestampMs != 1700000000000 {
+		t.Errorf("explicit timestamp lost: %+v", s)
+	}
+}
+
+// A body that is another format is named as such, not as a line-1 syntax error.
+func TestParseNamesOtherFormats(t *testing.T) {
+	cases := []struct{ body, ct, want string }{
+		{`{"nv_trt_llm_request_metrics": 3}`, "application/json", "body is JSON"},
+		{`[1,2]`, "text/plain", "body is JSON"},
+		{"<!DOCTYPE html><html><body>login</body></html>", "text/html; charset=utf-8", "body is HTML"},
+		{"<html>", "", "body is HTML"},
+		{"x 1\n\xff\xfe\n", "", "not valid UTF-8"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.body), c.ct)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Parse(%q) error %v, want %q", c.body, err, c.want)
+		}
+	}
+}
+
+// Duplicate series make a value ambiguous: the parse fails and names the series.
+func TestParseRejectsDuplicateSeries(t *testing.T) {
+	_, err := Parse([]byte("a{x=\"1\"} 1\na{x=\"1\"} 2\n"), "")
+	if err == nil || !strings.Contains(err.Error(), `duplicate series a{"x":"1"}`) {
+		t.Fatalf("error %v, want duplicate series", err)
+	}
+}
+
+// A missing final newline is a complete last line, not a torn one.
+func TestParseAcceptsMissingFinalNewline(t *testing.T) {
+	ss, err := Parse([]byte("a 1\nb 2"), "")
+	if err != nil || len(ss) != 2 || ss[1].Value != 2 {
+		t.Fatalf("got %v, %v", ss, err)
+	}
+}
+
+// Labels are canonical JSON with sorted keys, and inert inside HTML.
+func TestLabelsEncoding(t *testing.T) {
+	m := map[string]string{"z": "1", "a": "</script><img src=x onerror=alert(1)>", "q": "\"\\\n\t\x01&"}
+	s := EncodeLabels(m)
+	if strings.ContainsAny(s, "<>&") {
+		t.Fatalf("labels %s hold raw HTML characters", s)
+	}
+	if !strings.HasPrefix(s, `{"a":`) {
+		t.Fatalf("keys not sorted: %s", s)
+	}
+	back, err := DecodeLabels(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range m {
+		if back[k] != v {
+			t.Errorf("label %s: %q round-tripped to %q", k, v, back[k])
+		}
+	}
+	if EncodeLabels(nil) != "{}" {
+		t.Errorf("empty set = %s", EncodeLabels(nil))
+	}
+	if _, err := DecodeLabels("{bad"); err == nil {
+		t.Error("DecodeLabels accepted bad JSON")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join(realDir, "*.txt"))
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("a{b=\"c\"} 1\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_count 1\n"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ss, err := Parse(body, "text/plain")
+		if err != nil && ss != nil {
+			t.Fatalf("error %v with samples", err)
+		}
+		seen := map[string]bool{}
+		for _, s := range ss {
+			k := s.Name + s.Labels
+			if seen[k] {
+				t.Fatalf("duplicate %s passed", k)
+			}
+			seen[k] = true
+			if _, err := DecodeLabels(s.Labels); err != nil {
+				t.Fatalf("labels %s: %v", s.Labels, err)
+			}
+		}
+	})
+}
+
+func BenchmarkParseVLLMV1(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join(realDir, "vllm-v1-armandossrecife-vllm-server-api-chat.txt"))
+	if err != nil {
+		b.Skipf("real capture absent: %v", err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(body, "text/plain"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(want, []byte(got)) {
+		t.Errorf("%s differs from the output (go test -update rewrites it):\n%s", path, diff(string(want), got))
+	}
+}
+
+func diff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out strings.Builder
+	for i := 0; i < max(len(al), len(bl)); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			fmt.Fprintf(&out, "line %d:\n- %s\n+ %s\n", i+1, x, y)
+		}
+	}
+	return out.String()
+}

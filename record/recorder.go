@@ -1,0 +1,373 @@
+// Package record scrapes every target on a fixed cadence and writes each
+// capture through package capture: the body byte-exact, its send, first-byte
+// and end times, and its parsed samples.
+//
+// Scheduling rules:
+//   - each target has its own cadence from one monotonic start: tick k
+//     fires at start + k*interval;
+//   - a slow or hung target never delays another (one goroutine per target,
+//     one per scrape);
+//   - a tick that finds the same endpoint's previous scrape still running is
+//     a missed tick, written as a row, never fired late;
+//   - ticks the recorder itself slept through (a stalled host) are missed
+//     ticks too: after a stall only the current tick fires, no catch-up burst.
+package record
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+// Options of one recording session.
+type Options struct {
+	Dir      string
+	Duration time.Duration // 0: until ctx is cancelled
+	// Progress receives progress lines; nil for none. Live, when true,
+	// redraws one line per target in place (a terminal).
+	Progress io.Writer
+	Live     bool
+	// ProgressEvery is the period of progress output (default 1 s live,
+	// 10 s otherwise).
+	ProgressEvery time.Duration
+}
+
+// Summary is what a finished recording reports.
+type Summary struct {
+	RunID    string
+	Dir      string
+	Segments []string
+	Bytes    int64
+	Targets  []TargetStats
+	Elapsed  time.Duration
+}
+
+// TargetStats counts one target's scrape attempts (all endpoints).
+type TargetStats struct {
+	Name        string
+	OK          int64
+	Failed      int64
+	Missed      int64
+	LastLatency time.Duration
+	LastError   string
+	Up          bool
+	BodyBytes   int64
+}
+
+// NewRunID returns a sortable, unique run id: UTC time and 4 random bytes.
+func NewRunID(t time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// Run records until ctx is done or opt.Duration has passed, then closes the
+// open segment and the manifest. A write error (disk full) stops the run
+// and is returned; segments closed before it stay intact.
+func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
+	if len(cfg.Targets) == 0 {
+		return nil, errors.New("no targets: give --target NAME=URL or a config file with [[target]] tables")
+	}
+	clock := NewClock()
+	runID := NewRunID(clock.Start())
+	w, err := capture.NewWriter(opt.Dir, runID, cfg.Rotate.D())
+	if err != nil {
+		return nil, err
+	}
+	client := newClient()
+	host, _ := os.Hostname()
+	m := capture.Manifest{
+		SchemaVersion: capture.SchemaVersion, RunID: runID,
+		Start: clock.Start().UTC().Format(time.RFC3339Nano), StartNs: clock.Ns(clock.Start()),
+		Host: host, Version: capture.Version, Config: cfg.Redacted(),
+	}
+	for _, t := range cfg.Targets {
+		mt := capture.ManifestTarget{Name: t.Name, URL: RedactURL(t.URL), Engine: t.Engine,
+			IntervalNs: int64(t.Interval), TimeoutNs: int64(t.Timeout)}
+		for _, e := range t.Endpoints {
+			mt.Endpoints = append(mt.Endpoints, e.Path)
+		}
+		m.Targets = append(m.Targets, mt)
+	}
+	m.Engines = engineInfo(ctx, client, cfg.Targets)
+	if err := capture.WriteManifest(opt.Dir, m); err != nil {
+		w.Close()
+		return nil, err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if opt.Duration > 0 {
+		var c2 context.CancelFunc
+		ctx, c2 = context.WithTimeout(ctx, opt.Duration)
+		defer c2()
+	}
+	rec := &recorder{clock: clock, client: client, runID: runID, maxBody: cfg.MaxBody,
+		rows: make(chan capture.Scrape, 256), stats: make([]TargetStats, len(cfg.Targets))}
+	for i, t := range cfg.Targets {
+		rec.stats[i].Name = t.Name
+	}
+
+	// The writer goroutine owns w.
+	writeErr := make(chan error, 1)
+	go func() {
+		var err error
+		for row := range rec.rows {
+			if err != nil {
+				continue // drain; the run is stopping
+			}
+			if err = w.Append(row); err != nil {
+				rec.written.Store(w.BytesWritten())
+				cancel()
+				continue
+			}
+			rec.written.Store(w.BytesWritten())
+		}
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		writeErr <- err
+	}()
+
+	var progressDone chan struct{}
+	if opt.Progress != nil {
+		progressDone = make(chan struct{})
+		go rec.progress(ctx, opt, progressDone)
+	}
+
+	var wg sync.WaitGroup
+	for i := range cfg.Targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec.loop(ctx, i, &cfg.Targets[i])
+		}()
+	}
+	wg.Wait()
+	rec.inflight.Wait()
+	close(rec.rows)
+	err = <-writeErr
+	if progressDone != nil {
+		<-progressDone
+	}
+
+	end := time.Now()
+	es, ens := end.UTC().Format(time.RFC3339Nano), clock.Ns(end)
+	m.End, m.EndNs = &es, &ens
+	if merr := capture.WriteManifest(opt.Dir, m); err == nil {
+		err = merr
+	}
+	s := &Summary{RunID: runID, Dir: opt.Dir, Segments: w.Segments(), Bytes: w.BytesWritten(),
+		Elapsed: end.Sub(clock.Start())}
+	rec.mu.Lock()
+	s.Targets = append(s.Targets, rec.stats...)
+	rec.mu.Unlock()
+	if err != nil {
+		return s, fmt.Errorf("recording stopped: %w", err)
+	}
+	return s, nil
+}
+
+type recorder struct {
+	clock    Clock
+	client   *http.Client
+	runID    string
+	maxBody  int64
+	rows     chan capture.Scrape
+	inflight sync.WaitGroup
+	written  atomic.Int64
+
+	mu    sync.Mutex
+	stats []TargetStats
+}
+
+// endpointState is the per-endpoint scheduling state.
+type endpointState struct {
+	name    string
+	url     string
+	busy    atomic.Bool
+	running atomic.Int64 // seq of the scrape in flight
+}
+
+func (r *recorder) loop(ctx context.Context, ti int, t *Target) {
+	eps := []*endpointState{{name: capture.EndpointMetrics, url: t.URL}}
+	for _, e := range t.Endpoints {
+		u := joinPath(t.URL, e.Path)
+		if e.Once {
+			r.fire(ctx, ti, t, &endpointState{name: e.Path, url: u}, 0, time.Now())
+			continue
+		}
+		eps = append(eps, &endpointState{name: e.Path, url: u})
+	}
+	interval := t.Interval.D()
+	start := r.clock.Start()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for k := int64(0); ; {
+		at := start.Add(time.Duration(k) * interval)
+		timer.Reset(time.Until(at))
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		// Ticks slept through by the recorder itself are missed, not fired late.
+		now := time.Now()
+		if behind := int64(now.Sub(at) / interval); behind > 0 {
+			for j := k; j < k+behind; j++ {
+				for _, ep := range eps {
+					r.missed(ti, t, ep, j, start.Add(time.Duration(j)*interval),
+						fmt.Sprintf("recorder stalled: tick due %s ago was not fired", now.Sub(start.Add(time.Duration(j)*interval)).Round(time.Millisecond)))
+				}
+			}
+			k += behind
+			at = start.Add(time.Duration(k) * interval)
+		}
+		for _, ep := range eps {
+			if ep.busy.Load() {
+				r.missed(ti, t, ep, k, at, fmt.Sprintf("previous scrape (seq %d) still running", ep.running.Load()))
+				continue
+			}
+			r.fire(ctx, ti, t, ep, k, at)
+		}
+		k++
+	}
+}
+
+func (r *recorder) fire(ctx context.Context, ti int, t *Target, ep *endpointState, k int64, at time.Time) {
+	ep.busy.Store(true)
+	ep.running.Store(k)
+	r.inflight.Add(1)
+	go func() {
+		defer r.inflight.Done()
+		// A scrape in flight when the run stops is finished, not abandoned:
+		// it runs on a context that only its own timeout ends.
+		row := scrape(context.WithoutCancel(ctx), r.client, r.clock, request{target: t, endpoint: ep.name, url: ep.url,
+			seq: k, scheduled: at, maxBody: r.maxBody, runID: r.runID})
+		ep.busy.Store(false)
+		r.account(ti, &row)
+		r.rows <- row
+	}()
+}
+
+func (r *recorder) missed(ti int, t *Target, ep *endpointState, k int64, at time.Time, why string) {
+	row := capture.Scrape{RunID: r.runID, Target: t.Name, Engine: t.Engine, Endpoint: ep.name,
+		URL: RedactURL(ep.url), Seq: k, ScheduledNs: r.clock.Ns(at), Outcome: capture.OutcomeMissed, Error: &why}
+	r.account(ti, &row)
+	r.rows <- row
+}
+
+func (r *recorder) account(ti int, row *capture.Scrape) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &r.stats[ti]
+	switch row.Outcome {
+	case capture.OutcomeOK:
+		s.OK++
+	case capture.OutcomeMissed:
+		s.Missed++
+		return
+	default:
+		s.Failed++
+	}
+	if row.Endpoint != capture.EndpointMetrics {
+		return
+	}
+	s.Up = row.Outcome == capture.OutcomeOK
+	if row.Error != nil {
+		s.LastError = *row.Error
+	} else if row.ParseError != nil {
+		s.LastError = *row.ParseError
+	}
+	if row.StartNs != 0 && row.EndNs != 0 {
+		s.LastLatency = time.Duration(row.EndNs - row.StartNs)
+	}
+	s.BodyBytes += int64(len(row.Body))
+}
+
+// joinPath puts an endpoint path on the target's scheme and host.
+func joinPath(target, path string) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		return target
+	}
+	u.Path, u.RawQuery, u.RawPath = path, "", ""
+	return u.String()
+}
+
+// engineInfoPaths are fetched once at start: vLLM, SGLang and TGI answer
+// /version or /info; OpenAI-compatible servers /v1/models; llama.cpp /props.
+var engineInfoPaths = []string{"/version", "/v1/models", "/props", "/info"}
+
+func engineInfo(ctx context.Context, client *http.Client, targets []Target) map[string][]capture.EngineInfo {
+	out := make(map[string][]capture.EngineInfo, len(targets))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range targets {
+		t := &targets[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var infos []capture.EngineInfo
+			for _, p := range engineInfoPaths {
+				infos = append(infos, fetchInfo(ctx, client, t, p))
+			}
+			mu.Lock()
+			out[t.Name] = infos
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func fetchInfo(ctx context.Context, client *http.Client, t *Target, path string) capture.EngineInfo {
+	info := capture.EngineInfo{Path: path}
+	ctx, cancel := context.WithTimeout(ctx, t.Timeout.D())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinPath(t.URL, path), nil)
+	if err != nil {
+		info.Error = err.Error()
+		return info
+	}
+	for k, v := range t.Headers {
+		req.Header.Set(k, v)
+	}
+	if t.BearerTokenEnv != "" {
+		req.Header.Set("Authorization", "Bearer "+os.Getenv(t.BearerTokenEnv))
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		info.Error = describe(err, t.Timeout.D()).Error()
+		return info
+	}
+	defer resp.Body.Close()
+	info.Status = resp.StatusCode
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		info.Error = err.Error()
+		return info
+	}
+	if resp.StatusCode != http.StatusOK {
+		return info
+	}
+	if json.Valid(b) {
+		info.JSON = b
+	} else {
+		info.Text = strings.ToValidUTF8(string(b), "\uFFFD")
+	}
+	return info
+}

@@ -1,0 +1,185 @@
+package record
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+// AcceptHeader asks for the classic text format: the OpenMetrics decoders
+// are reference decoders and far slower, and every engine serves 0.0.4.
+const AcceptHeader = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
+
+// Clock stamps times as Unix nanoseconds from one wall-clock reading plus
+// monotonic elapsed time, so a wall-clock step cannot reorder a run.
+type Clock struct {
+	base   time.Time
+	baseNs int64
+}
+
+// NewClock reads the wall clock once.
+func NewClock() Clock {
+	now := time.Now()
+	return Clock{base: now, baseNs: now.UnixNano()}
+}
+
+// Ns converts a time.Time taken from time.Now (which carries a monotonic
+// reading) to the run's Unix nanoseconds.
+func (c Clock) Ns(t time.Time) int64 { return c.baseNs + int64(t.Sub(c.base)) }
+
+// Start is the clock's base.
+func (c Clock) Start() time.Time { return c.base }
+
+// newClient returns the HTTP client of a recording. Compression is handled
+// here rather than by the transport, so the body can be capped after
+// decompression and the wire size recorded.
+func newClient() *http.Client {
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DisableCompression:    true,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 0,
+	}
+	return &http.Client{
+		Transport: tr,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("more than 5 redirects")
+			}
+			return nil
+		},
+	}
+}
+
+// request is one scrape to make.
+type request struct {
+	target    *Target
+	endpoint  string // capture.EndpointMetrics or a path
+	url       string
+	seq       int64
+	scheduled time.Time
+	maxBody   int64
+	runID     string
+}
+
+// countingReader counts bytes read from the wire.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// scrape performs one request and returns its row, samples parsed. It
+// never fails: every problem is a row with its error.
+func scrape(ctx context.Context, client *http.Client, clock Clock, q request) capture.Scrape {
+	t := q.target
+	row := capture.Scrape{
+		RunID: q.runID, Target: t.Name, Engine: t.Engine, Endpoint: q.endpoint,
+		URL: RedactURL(q.url), Seq: q.seq, ScheduledNs: clock.Ns(q.scheduled),
+	}
+	fail := func(outcome string, err error) capture.Scrape {
+		row.Outcome = outcome
+		msg := err.Error()
+		row.Error = &msg
+		if row.EndNs == 0 {
+			row.EndNs = clock.Ns(time.Now())
+		}
+		return row
+	}
+	timeout := t.Timeout.D()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var firstByte time.Time
+	trace := &httptrace.ClientTrace{GotFirstResponseByte: func() { firstByte = time.Now() }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, q.url, nil)
+	if err != nil {
+		return fail(capture.OutcomeError, fmt.Errorf("build request: %w", err))
+	}
+	if q.endpoint == capture.EndpointMetrics {
+		req.Header.Set("Accept", AcceptHeader)
+	}
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("User-Agent", "llmrec/"+capture.Version)
+	for k, v := range t.Headers {
+		req.Header.Set(k, v)
+	}
+	if t.BearerTokenEnv != "" {
+		req.Header.Set("Authorization", "Bearer "+os.Getenv(t.BearerTokenEnv))
+	}
+	start := time.Now()
+	row.StartNs = clock.Ns(start)
+	resp, err := client.Do(req)
+	if err != nil {
+		return fail(capture.OutcomeError, describe(err, timeout))
+	}
+	defer resp.Body.Close()
+	if !firstByte.IsZero() {
+		row.FirstByteNs = clock.Ns(firstByte)
+	}
+	status := int32(resp.StatusCode)
+	row.Status = &status
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		row.ContentType = &ct
+	}
+	wire := &countingReader{r: resp.Body}
+	var body io.Reader = wire
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" {
+		row.ContentEncoding = &ce
+		switch strings.ToLower(ce) {
+		case "gzip":
+			zr, err := gzip.NewReader(wire)
+			if err != nil {
+				return fail(capture.OutcomeError, fmt.Errorf("gzip body: %w", err))
+			}
+			body = zr
+		case "identity":
+		default:
+			return fail(capture.OutcomeError, fmt.Errorf("unsupported content-encoding %q", ce))
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(body, q.maxBody+1))
+	row.EndNs = clock.Ns(time.Now())
+	row.WireBytes = &wire.n
+	if err != nil {
+		return fail(capture.OutcomeError, fmt.Errorf("read body after %d bytes: %w", len(b), describe(err, timeout)))
+	}
+	if int64(len(b)) > q.maxBody {
+		what := "body"
+		if row.ContentEncoding != nil {
+			what = "decompressed body"
+		}
+		return fail(capture.OutcomeError, fmt.Errorf("%s exceeds the %d-byte cap (max_body_bytes); not stored", what, q.maxBody))
+	}
+	row.Body = b
+	if resp.StatusCode != http.StatusOK {
+		return fail(capture.OutcomeHTTPError, fmt.Errorf("HTTP %s", resp.Status))
+	}
+	row.Outcome = capture.OutcomeOK
+	capture.Parse(&row)
+	return row
+}
+
+// describe turns transport errors into messages a user can act on.
+func describe(err error, timeout time.Duration) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("timeout after %s: %w", timeout, err)
+	}
+	return err
+}
