@@ -167,12 +167,18 @@ func (w *Writer) seal() error {
 	return nil
 }
 
-// Close seals the open segment. The writer cannot be used afterwards.
+// Close seals the open segment. The writer cannot be used afterwards. If
+// sealing fails (disk full), the journal stays on disk for recovery.
 func (w *Writer) Close() error {
 	if w.j == nil {
 		return nil
 	}
-	return w.seal()
+	err := w.seal()
+	if w.j != nil {
+		w.j.close()
+		w.j = nil
+	}
+	return err
 }
 
 // Segments lists the Parquet files this writer has closed.
