@@ -1,0 +1,125 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+// duckdb runs SQL in DuckDB itself (the npm package @duckdb/node-api, which
+// .ci/run installs) and returns the rows of each statement. Outside CI it
+// skips when node or the package is missing; in CI (CI=true) that fails.
+func duckdb(t *testing.T, sql ...string) [][]map[string]any {
+	t.Helper()
+	script, _ := filepath.Abs("../.ci/duckdb/query.mjs")
+	modules := filepath.Join(filepath.Dir(script), "node_modules", "@duckdb", "node-api")
+	_, nodeErr := exec.LookPath("node")
+	_, modErr := os.Stat(modules)
+	if nodeErr != nil || modErr != nil {
+		msg := fmt.Sprintf("DuckDB unavailable (node: %v; module: %v); run: (cd .ci/duckdb && npm ci)", nodeErr, modErr)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	out, err := exec.Command("node", append([]string{script}, sql...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("duckdb: %v\n%s", err, out)
+	}
+	var res [][]map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var rows []map[string]any
+		if err := json.Unmarshal(line, &rows); err != nil {
+			t.Fatalf("duckdb output %q: %v", line, err)
+		}
+		res = append(res, rows)
+	}
+	return res
+}
+
+// DuckDB itself reads a recorded run: its row count and a body's bytes
+// match inspect and export, and the samples are queryable with their labels.
+func TestDuckDBReadsARecording(t *testing.T) {
+	var n int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n++
+		if n%4 == 0 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{engine=\"0\",model_name=\"m\"} %d\n# TYPE x gauge\nx NaN\n", n*10)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := &Config{Interval: Duration(50 * time.Millisecond), Rotate: Duration(200 * time.Millisecond),
+		Targets: []Target{{Name: "vllm", URL: srv.URL + "/metrics"}, {Name: "dead", URL: "http://127.0.0.1:1/metrics"}}}
+	cfg.Validate()
+	if _, err := Run(context.Background(), cfg, Options{Dir: dir, Duration: 700 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := capture.Inspect(r)
+	if len(rep.Segments) < 2 {
+		t.Fatalf("want several segments, got %d", len(rep.Segments))
+	}
+	want, err := capture.Find(r, "", "vllm", capture.EndpointMetrics, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	glob := filepath.Join(dir, "*.parquet")
+	res := duckdb(t,
+		fmt.Sprintf("SELECT count(*) AS n FROM read_parquet('%s')", glob),
+		fmt.Sprintf("SELECT hex(body) AS b FROM read_parquet('%s') WHERE target = 'vllm' AND seq = 5", glob),
+		fmt.Sprintf(`SELECT s.value AS v, json_extract_string(s.labels, '$.model_name') AS model
+			FROM (SELECT unnest(samples) AS s FROM read_parquet('%s') WHERE target = 'vllm' AND seq = 5)
+			WHERE s.name = 'vllm:generation_tokens_total'`, glob),
+		fmt.Sprintf("SELECT outcome, count(*) AS n, count(start_ns) AS started FROM read_parquet('%s') GROUP BY outcome ORDER BY outcome", glob),
+		fmt.Sprintf("SELECT key, value FROM parquet_kv_metadata('%s') WHERE key = 'llmrec.schema_version' LIMIT 1", glob),
+	)
+	if got := num(res[0][0]["n"]); got != rep.Rows {
+		t.Errorf("DuckDB counts %d rows, inspect %d", got, rep.Rows)
+	}
+	body, _ := hex.DecodeString(res[1][0]["b"].(string))
+	if !bytes.Equal(body, want.Body) {
+		t.Errorf("DuckDB body %q, export %q", body, want.Body)
+	}
+	if len(res[2]) != 1 || res[2][0]["model"] != "m" || num(res[2][0]["v"]) != int64(want.Samples[0].Value) {
+		t.Errorf("samples via DuckDB %v, want %v", res[2], want.Samples)
+	}
+	outcomes := map[string]int64{}
+	for _, row := range res[3] {
+		outcomes[row["outcome"].(string)] = num(row["n"])
+	}
+	if outcomes["ok"] == 0 || outcomes["http_error"] == 0 || outcomes["error"] == 0 {
+		t.Errorf("outcomes %v", outcomes)
+	}
+	if len(res[4]) != 1 {
+		t.Errorf("schema version metadata: %v", res[4])
+	}
+}
+
+func num(v any) int64 {
+	switch x := v.(type) {
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	case float64:
+		return int64(x)
+	}
+	return -1
+}
