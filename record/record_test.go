@@ -5,8 +5,8 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/rand"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -87,7 +87,9 @@ func TestScrapeBodyOverCap(t *testing.T) {
 
 // A non-200 answer is an http_error row that keeps the body.
 func TestScrapeHTTPError(t *testing.T) {
-	s := do(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "engine overloaded", http.StatusServiceUnavailable) }, time.Second, 1<<20)
+	s := do(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "engine overloaded", http.StatusServiceUnavailable)
+	}, time.Second, 1<<20)
 	if s.Outcome != capture.OutcomeHTTPError || *s.Status != 503 || string(s.Body) != "engine overloaded\n" || s.Samples != nil {
 		t.Fatalf("%+v", s)
 	}

@@ -152,7 +152,9 @@ func counts(m map[string]int) []ErrorCount {
 	for msg, n := range m {
 		out = append(out, ErrorCount{msg, n})
 	}
-	slices.SortFunc(out, func(a, b ErrorCount) int { return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Message, b.Message)) })
+	slices.SortFunc(out, func(a, b ErrorCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Message, b.Message))
+	})
 	return out
 }
 

@@ -22,8 +22,11 @@ const DefaultRotate = 60 * time.Second
 
 // pageBufferSize is large so that one page of the body column holds many
 // consecutive bodies of one target: page compression sees each page alone,
-// and bodies differ little from one scrape to the next.
-const pageBufferSize = 16 << 20
+// and bodies differ little from one scrape to the next. A 60 s segment of
+// a 47 KB page at 2 s is 1.4 MB, so 4 MiB keeps a target's segment in one
+// page. parquet-go sizes every required column's buffer from it, so the
+// encoder is kept and reused across segments (see encoder).
+const pageBufferSize = 4 << 20
 
 // Writer appends scrape rows to a run folder. It journals each row before
 // returning and closes the open segment into a Parquet file every Rotate.
@@ -37,6 +40,7 @@ type Writer struct {
 	opened   time.Time
 	closed   []string
 	written  int64
+	enc      encoder
 }
 
 // NewWriter recovers any crashed segments in dir and opens a new segment
@@ -149,7 +153,7 @@ func (w *Writer) Rotate() error {
 func (w *Writer) seal() error {
 	base := filepath.Join(w.dir, segmentBase(w.run, w.seg))
 	if len(w.rows) > 0 {
-		n, err := writeSegment(base+".parquet", w.rows)
+		n, err := w.enc.writeSegment(base+".parquet", w.rows)
 		if err != nil {
 			return err
 		}
@@ -190,10 +194,15 @@ func (w *Writer) BytesWritten() int64 { return w.written }
 // Pending is the number of rows in the open segment.
 func (w *Writer) Pending() int { return len(w.rows) }
 
+// encoder writes segments, reusing one Parquet writer and its buffers.
+type encoder struct {
+	pw *parquet.GenericWriter[Scrape]
+}
+
 // writeSegment writes rows, sorted by target, endpoint and seq, to path:
 // first to path+".tmp", fsynced, then renamed, so a *.parquet file is
 // always complete. It returns the file's size.
-func writeSegment(path string, rows []Scrape) (int64, error) {
+func (e *encoder) writeSegment(path string, rows []Scrape) (int64, error) {
 	slices.SortStableFunc(rows, func(a, b Scrape) int {
 		return cmp.Or(strings.Compare(a.RunID, b.RunID), strings.Compare(a.Target, b.Target),
 			strings.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Seq, b.Seq))
@@ -204,22 +213,17 @@ func writeSegment(path string, rows []Scrape) (int64, error) {
 		return 0, fmt.Errorf("create segment: %w", err)
 	}
 	fail := func(err error) (int64, error) {
+		e.pw = nil // a failed write leaves the writer's state unknown
 		f.Close()
 		os.Remove(tmp)
 		return 0, err
 	}
-	pw := parquet.NewGenericWriter[Scrape](f,
-		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
-		parquet.PageBufferSize(pageBufferSize),
-		// Min/max of a body is a whole body: written into every page header
-		// and the column index it would outweigh the compressed bodies.
-		parquet.SkipPageStatistics("body"),
-		parquet.SkipPageBounds("body"),
-		parquet.SkipPageStatistics("parse_error"),
-		parquet.SkipPageBounds("parse_error"),
-		parquet.KeyValueMetadata("llmrec.schema_version", SchemaVersion),
-		parquet.CreatedBy("llmrec", Version, ""),
-	)
+	if e.pw == nil {
+		e.pw = newParquetWriter(f)
+	} else {
+		e.pw.Reset(f)
+	}
+	pw := e.pw
 	if _, err := pw.Write(rows); err != nil {
 		return fail(fmt.Errorf("write segment %s: %w", path, err))
 	}
@@ -326,7 +330,8 @@ func recoverJournal(path string) (*Recovery, error) {
 		}
 		r.Rows, r.TornBytes = len(rows), torn
 		if len(rows) > 0 {
-			if _, err := writeSegment(seg, rows); err != nil {
+			var enc encoder
+			if _, err := enc.writeSegment(seg, rows); err != nil {
 				return nil, err
 			}
 			r.Segment = filepath.Base(seg)
@@ -336,4 +341,19 @@ func recoverJournal(path string) (*Recovery, error) {
 		return nil, fmt.Errorf("remove recovered journal: %w", err)
 	}
 	return r, nil
+}
+
+func newParquetWriter(out *os.File) *parquet.GenericWriter[Scrape] {
+	return parquet.NewGenericWriter[Scrape](out,
+		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		parquet.PageBufferSize(pageBufferSize),
+		// Min/max of a body is a whole body: written into every page header
+		// and the column index it would outweigh the compressed bodies.
+		parquet.SkipPageStatistics("body"),
+		parquet.SkipPageBounds("body"),
+		parquet.SkipPageStatistics("parse_error"),
+		parquet.SkipPageBounds("parse_error"),
+		parquet.KeyValueMetadata("llmrec.schema_version", SchemaVersion),
+		parquet.CreatedBy("llmrec", Version, ""),
+	)
 }

@@ -1,0 +1,41 @@
+package capture
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkScrapeVLLMV1 is the recorder's CPU cost of one scrape of the
+// real 47 KB vLLM V1 page: parse, journal, and its share of encoding and
+// writing a Parquet segment (sealed every 30 scrapes: 60 s at 2 s).
+func BenchmarkScrapeVLLMV1(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("../../../shared/captures/real", "vllm-v1-armandossrecife-vllm-server-api-chat.txt"))
+	if err != nil {
+		b.Skipf("real capture absent: %v", err)
+	}
+	w, err := NewWriter(b.TempDir(), "B", time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	ct := "text/plain; version=0.0.4"
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	i := int64(0)
+	for b.Loop() {
+		s := Scrape{RunID: "B", Target: "vllm", Endpoint: EndpointMetrics, Seq: i, Outcome: OutcomeOK,
+			ScheduledNs: i * 2e9, StartNs: i*2e9 + 1, FirstByteNs: i*2e9 + 2, EndNs: i*2e9 + 3, ContentType: &ct, Body: body}
+		Parse(&s)
+		if err := w.Append(s); err != nil {
+			b.Fatal(err)
+		}
+		i++
+		if i%30 == 0 {
+			if err := w.Rotate(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
