@@ -1,0 +1,172 @@
+package rate
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// bucket is one cumulative histogram bucket: observations ≤ le.
+type bucket struct {
+	le, n float64
+}
+
+// addBucket adds Δn at st's le bound to the scratch buckets; a key without a
+// parseable le label adds nothing.
+func (e *Estimator) addBucket(st *keyState, n float64) {
+	if st.leState == 0 {
+		st.leState = -1
+		if s, ok := labelValue(st.key.Labels, "le"); ok {
+			if le, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(le) {
+				st.le, st.leState = le, 1
+			}
+		}
+	}
+	if st.leState > 0 {
+		e.buckets = append(e.buckets, bucket{st.le, n})
+	}
+}
+
+// notePastBuckets says a quantile fell in the +Inf bucket.
+const notePastBuckets = "above the highest finite bucket: its bound is reported"
+
+// Histogram returns the histogram named base (series base_bucket, base_count
+// and base_sum) over the window of the poll just observed, summed over the
+// label sets match accepts (nil accepts all; it sees the le label too).
+// Count is the number of new observations, Mean Δsum/Δcount, and the
+// quantiles are interpolated linearly within the bucket deltas as
+// Prometheus' histogram_quantile does; a rank past the last finite bound
+// reports that bound, with a note. Every gate but the jump gate applies.
+func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist {
+	h := Hist{
+		Count: Cell{Source: e.source(srcCount, base, ""), Derived: true},
+		Mean:  Cell{Source: e.source(srcMean, base, ""), Derived: true},
+		P50:   Cell{Source: e.source(srcP50, base, ""), Derived: true},
+		P95:   Cell{Source: e.source(srcP95, base, ""), Derived: true},
+		P99:   Cell{Source: e.source(srcP99, base, ""), Derived: true},
+	}
+	// A refused poll measured nothing.
+	if e.disordered {
+		for _, c := range h.cells() {
+			c.Reason = ReasonOrder
+		}
+		return h
+	}
+	e.buckets = e.buckets[:0]
+	b := e.gather(e.source(srcBucket, base, ""), match, modeBuckets)
+	cnt := e.gather(e.source(srcCountName, base, ""), match, modeDelta)
+	sum := e.gather(e.source(srcSumName, base, ""), match, modeDelta)
+	var bs []bucket
+	readable, malformed := false, false
+	if b.usable() {
+		bs, readable = prepareBuckets(e.buckets)
+		malformed = !readable
+	}
+
+	// Count: Δ_count, or the +Inf bucket's Δ when the engine has no _count.
+	switch {
+	case cnt.present > 0:
+		h.Count = cnt.cell(h.Count)
+	case readable:
+		h.Count.Source = e.source(srcCountInf, base, "")
+		h.Count.Value, h.Count.Window = Some(bs[len(bs)-1].n), Some(b.window)
+	case malformed:
+		h.Count.Reason, h.Count.Window = ReasonBuckets, Some(b.window)
+	default:
+		h.Count = b.cell(h.Count)
+	}
+
+	// Mean: Δsum over the count, when both can be read.
+	switch {
+	case !h.Count.Value.Valid:
+		h.Mean.Reason, h.Mean.Window, h.Mean.Notes = h.Count.Reason, h.Count.Window, h.Count.Notes
+	case !sum.usable():
+		h.Mean = sum.cell(h.Mean)
+	case h.Count.Value.V == 0:
+		// A window with no new observations has no mean, not a mean of 0.
+		h.Mean.Reason, h.Mean.Window = ReasonEmpty, Some(max(h.Count.Window.V, sum.window))
+	default:
+		h.Mean.Value = Some(sum.sum / h.Count.Value.V)
+		h.Mean.Window = Some(max(h.Count.Window.V, sum.window))
+	}
+
+	for _, q := range [...]struct {
+		c *Cell
+		q float64
+	}{{&h.P50, 0.5}, {&h.P95, 0.95}, {&h.P99, 0.99}} {
+		c := q.c
+		switch {
+		case !b.usable():
+			*c = b.cell(*c)
+		case malformed:
+			// Quantiles need a +Inf bucket and a finite one to interpolate in.
+			c.Reason, c.Window = ReasonBuckets, Some(b.window)
+		case bs[len(bs)-1].n == 0:
+			// A window with no new observations has no quantile, not a quantile of 0.
+			c.Reason, c.Window = ReasonEmpty, Some(b.window)
+		default:
+			v, past := bucketQuantile(q.q, bs)
+			c.Value, c.Window = Some(v), Some(b.window)
+			if past {
+				c.Notes = []string{notePastBuckets}
+			}
+		}
+	}
+	return h
+}
+
+func (h *Hist) cells() []*Cell { return []*Cell{&h.Count, &h.Mean, &h.P50, &h.P95, &h.P99} }
+
+// prepareBuckets sorts the gathered bucket deltas, merges equal bounds (one
+// per label set) and makes the counts monotonic. It reports false when the
+// buckets lack a +Inf bucket or a finite one.
+func prepareBuckets(bs []bucket) ([]bucket, bool) {
+	slices.SortFunc(bs, func(x, y bucket) int { return cmp.Compare(x.le, y.le) })
+	out := bs[:0]
+	for _, b := range bs {
+		if len(out) > 0 && out[len(out)-1].le == b.le {
+			out[len(out)-1].n += b.n
+			continue
+		}
+		out = append(out, b)
+	}
+	// Quantiles need a +Inf bucket and a finite one to interpolate in.
+	if len(out) < 2 || !math.IsInf(out[len(out)-1].le, 1) {
+		return nil, false
+	}
+	// Cumulative counts cannot fall with le; float noise across sets can.
+	for i := 1; i < len(out); i++ {
+		out[i].n = max(out[i].n, out[i-1].n)
+	}
+	return out, true
+}
+
+// bucketQuantile is Prometheus' histogram_quantile over cumulative buckets
+// that end with +Inf and hold at least one observation: linear interpolation
+// within the bucket the rank falls in, 0 as the lower bound of a first bucket
+// with a positive bound. past reports that the rank fell in the +Inf bucket,
+// where the highest finite bound is returned.
+func bucketQuantile(q float64, bs []bucket) (v float64, past bool) {
+	rank := q * bs[len(bs)-1].n
+	b, _ := slices.BinarySearchFunc(bs[:len(bs)-1], rank, func(x bucket, r float64) int {
+		// The first bucket holding the rank: count ≥ rank.
+		if x.n >= r {
+			return 1
+		}
+		return -1
+	})
+	// Past every finite bound, the last one is the best that can be said.
+	if b == len(bs)-1 {
+		return bs[len(bs)-2].le, true
+	}
+	// A first bucket with a bound ≤ 0 has no lower bound to interpolate from.
+	if b == 0 && bs[0].le <= 0 {
+		return bs[0].le, false
+	}
+	lo, n := 0.0, bs[b].n
+	if b > 0 {
+		lo, n, rank = bs[b-1].le, n-bs[b-1].n, rank-bs[b-1].n
+	}
+	return lo + (bs[b].le-lo)*(rank/n), false
+}

@@ -1,0 +1,220 @@
+package rate
+
+// gatherMode says what gather sums over a series' label sets.
+type gatherMode uint8
+
+const (
+	modeRate    gatherMode = iota // Σ per-set Δ/Δt; the jump gate applies
+	modeDelta                     // Σ per-set Δ; the jump gate does not
+	modeBuckets                   // modeDelta, plus each set's (le, Δ) into e.buckets
+)
+
+// agg is what gather found for one series on the current poll.
+type agg struct {
+	sum         float64
+	window      float64 // the widest window a contributing set used
+	present     int     // label sets in the poll
+	contributed int     // label sets with an accepted window
+	refused     string  // reason of the first set that refuses the cell
+	refusedWin  Num     // and its window, when it kept one
+	quiet       string  // reason of the first refused set that was not at the previous poll
+	quietWin    Num     // and its window
+	notes       []string
+}
+
+func (a *agg) note(reason, labels string) {
+	if labels == "" {
+		labels = "{}"
+	}
+	a.notes = append(a.notes, reason+" "+labels)
+}
+
+// gather sums series over the label sets match accepts (nil accepts all), on
+// the poll just observed. It is the one place the label-set rules live.
+func (e *Estimator) gather(series string, match func(labels string) bool, mode gatherMode) agg {
+	var a agg
+	for _, slot := range e.series[series] {
+		st := &e.keys[slot]
+		if match != nil && !match(st.key.Labels) {
+			continue
+		}
+		if st.lastSeq != e.seq {
+			// A set that vanished adds nothing, and says so.
+			if st.lastSeq != 0 && st.lastSeq == e.seq-1 {
+				a.note(ReasonAbsent, st.key.Labels)
+			}
+			continue
+		}
+		a.present++
+		reason := st.reason
+		if reason == "" && mode == modeRate && st.jump {
+			reason = ReasonJump
+		}
+		switch {
+		case reason == ReasonNoBaseline:
+			// A set without a baseline contributes 0, noted.
+			a.note(reason, st.key.Labels)
+			if mode == modeBuckets {
+				e.addBucket(st, 0)
+			}
+			continue
+		case reason != "":
+			// A refused set that was there at the previous poll refuses the cell;
+			// one that was not contributes 0, noted.
+			var win Num
+			if st.hasWin {
+				win = Some(st.window)
+			}
+			if st.prevSeq != 0 && st.prevSeq == e.seq-1 && a.refused == "" {
+				a.refused, a.refusedWin = reason, win
+				continue
+			}
+			if a.quiet == "" {
+				a.quiet, a.quietWin = reason, win
+			}
+			a.note(reason, st.key.Labels)
+			continue
+		}
+		a.contributed++
+		a.window = max(a.window, st.window)
+		switch mode {
+		case modeRate:
+			a.sum += st.delta / st.window
+		case modeBuckets:
+			e.addBucket(st, st.delta)
+			fallthrough
+		default:
+			a.sum += st.delta
+		}
+	}
+	return a
+}
+
+// cell finishes c from a: the value and window, or the reason there is none.
+func (a *agg) cell(c Cell) Cell {
+	c.Notes = a.notes
+	switch {
+	case a.present == 0:
+		// Nothing to read is absent, never 0.
+		c.Reason = ReasonAbsent
+	case a.refused != "":
+		// A sum missing one term is not the sum.
+		c.Reason, c.Window = a.refused, a.refusedWin
+	case a.contributed == 0 && a.quiet != "":
+		// With nothing contributing, a refused set's reason is the cell's.
+		c.Reason, c.Window = a.quiet, a.quietWin
+	case a.contributed == 0:
+		// Sets that all lack a baseline give no value; the reason says it for each.
+		c.Reason, c.Notes = ReasonNoBaseline, nil
+	default:
+		c.Value, c.Window = Some(a.sum), Some(a.window)
+	}
+	return c
+}
+
+// usable reports whether a yields a value.
+func (a *agg) usable() bool { return a.present > 0 && a.refused == "" && a.contributed > 0 }
+
+// Rate returns the per-second rate of series on the poll just observed: the
+// sum of the rates of the label sets match accepts (nil accepts all), each
+// over its own window, every gate applied. Source is computed:Δ<series>/Δt.
+func (e *Estimator) Rate(series string, match func(labels string) bool) Cell {
+	c := Cell{Source: e.source(srcRate, series, ""), Derived: true}
+	// A refused poll measured nothing.
+	if e.disordered {
+		c.Reason = ReasonOrder
+		return c
+	}
+	a := e.gather(series, match, modeRate)
+	return a.cell(c)
+}
+
+// Ratio returns ΣΔnum / ΣΔden over the window of the poll just observed,
+// summed over the label sets match accepts in each series (nil accepts all):
+// a prefix-cache hit ratio (hits over queries) or a speculative acceptance
+// ratio (accepted over drafted tokens). Every gate but the jump gate applies;
+// a window without denominator events is null with reason empty.
+func (e *Estimator) Ratio(num, den string, match func(labels string) bool) Cell {
+	c := Cell{Source: e.source(srcRatio, num, den), Derived: true}
+	// A refused poll measured nothing.
+	if e.disordered {
+		c.Reason = ReasonOrder
+		return c
+	}
+	n := e.gather(num, match, modeDelta)
+	d := e.gather(den, match, modeDelta)
+	// The side that cannot be read decides the cell, numerator first.
+	if !n.usable() {
+		return n.cell(c)
+	}
+	if !d.usable() {
+		return d.cell(c)
+	}
+	c.Notes = append(n.notes, d.notes...)
+	c.Window = Some(max(n.window, d.window))
+	// A window without denominator events has no ratio, not a ratio of 0.
+	if d.sum == 0 {
+		c.Reason = ReasonEmpty
+		return c
+	}
+	c.Value = Some(n.sum / d.sum)
+	return c
+}
+
+// srcKind names a provenance string's shape.
+type srcKind uint8
+
+const (
+	srcRate srcKind = iota
+	srcRatio
+	srcCount
+	srcCountInf
+	srcMean
+	srcP50
+	srcP95
+	srcP99
+	srcBucket // the name of a histogram's series, not provenance
+	srcCountName
+	srcSumName
+)
+
+type srcKey struct {
+	kind srcKind
+	a, b string
+}
+
+// source returns a provenance string, built once per name so that queries do
+// not allocate.
+func (e *Estimator) source(kind srcKind, a, b string) string {
+	k := srcKey{kind, a, b}
+	if s, ok := e.sources[k]; ok {
+		return s
+	}
+	var s string
+	switch kind {
+	case srcRate:
+		s = "computed:Δ" + a + "/Δt"
+	case srcRatio:
+		s = "computed:Δ" + a + "/Δ" + b
+	case srcCount:
+		s = "computed:Δ" + a + "_count"
+	case srcCountInf:
+		s = "computed:Δ" + a + `_bucket{le="+Inf"}`
+	case srcMean:
+		s = "computed:Δ" + a + "_sum/Δ" + a + "_count"
+	case srcP50:
+		s = "computed:histogram_quantile(0.5, Δ" + a + "_bucket)"
+	case srcP95:
+		s = "computed:histogram_quantile(0.95, Δ" + a + "_bucket)"
+	case srcP99:
+		s = "computed:histogram_quantile(0.99, Δ" + a + "_bucket)"
+	case srcBucket:
+		s = a + "_bucket"
+	case srcCountName:
+		s = a + "_count"
+	case srcSumName:
+		s = a + "_sum"
+	}
+	e.sources[k] = s
+	return s
+}

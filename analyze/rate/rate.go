@@ -1,0 +1,287 @@
+package rate
+
+import "math"
+
+// Key names one counter series: its name and its canonical label set.
+type Key struct {
+	Series string // the name as exposed, e.g. "vllm:generation_tokens_total"
+	Labels string // canonical label set (see Labels); "" for none
+}
+
+// Sample is one counter reading of a poll.
+type Sample struct {
+	Key     Key
+	Value   float64
+	Created float64 // the counter's _created time, Unix seconds; 0 when unknown
+}
+
+// Poll is one scrape of one target.
+type Poll struct {
+	T            float64  // first-byte time of the scrape, Unix seconds: the samples' stamp
+	Start        float64  // when the request was sent; 0 when unknown (no stale check)
+	ProcessStart float64  // process_start_time_seconds; 0 when unknown
+	Samples      []Sample // counters only; Observe does not keep the slice
+}
+
+// Config sets the span and the gates. A zero field takes its default; a
+// negative MinWindow, CeilingFactor, JumpFactor or StaleFraction turns that
+// gate off, and a negative JumpFloor means no floor.
+type Config struct {
+	Span          float64 // seconds of history a window may reach back; default 10
+	MinWindow     float64 // the floor, seconds; default 0.5
+	CeilingFactor float64 // the ceiling, in spans; default 2
+	JumpFactor    float64 // a rate above this × the last accepted one is held; default 8
+	JumpFloor     float64 // the last accepted rate counts as at least this, per second; default 10
+	StaleFraction float64 // the largest uncertainty a window tolerates, as a fraction of it; default 0.25
+}
+
+// Defaults of Config.
+const (
+	DefaultSpan          = 10.0
+	DefaultMinWindow     = 0.5
+	DefaultCeilingFactor = 2.0
+	DefaultJumpFactor    = 8.0
+	DefaultJumpFloor     = 10.0
+	DefaultStaleFraction = 0.25
+)
+
+// edgeTolerance lets a sample stamped at T−span, give or take float error,
+// count as inside the span.
+const edgeTolerance = 1e-3
+
+// WithDefaults returns the configuration an Estimator runs with: defaults
+// filled in, disabled gates as 0 (MinWindow, JumpFloor) or +Inf (factors).
+func (c Config) WithDefaults() Config {
+	c.Span = orDefault(c.Span, DefaultSpan, DefaultSpan)
+	c.MinWindow = orDefault(c.MinWindow, DefaultMinWindow, 0)
+	c.CeilingFactor = orDefault(c.CeilingFactor, DefaultCeilingFactor, math.Inf(1))
+	c.JumpFactor = orDefault(c.JumpFactor, DefaultJumpFactor, math.Inf(1))
+	c.JumpFloor = orDefault(c.JumpFloor, DefaultJumpFloor, 0)
+	c.StaleFraction = orDefault(c.StaleFraction, DefaultStaleFraction, math.Inf(1))
+	return c
+}
+
+func orDefault(v, def, off float64) float64 {
+	switch {
+	case v == 0 || math.IsNaN(v):
+		return def
+	case v < 0:
+		return off
+	}
+	return v
+}
+
+// Estimator holds, per key, the samples of the last span and the state of the
+// gates. Make one per target and span with New.
+type Estimator struct {
+	cfg        Config
+	ceiling    float64 // CeilingFactor × Span
+	seq        uint64  // polls observed; a sample carries the seq of its poll
+	lastT      float64
+	disordered bool    // the last Observe was refused: every cell is refused
+	procStart  float64 // last known process start
+
+	keys   []keyState
+	index  map[Key]int32
+	series map[string][]int32 // series name → its keys, in order of appearance
+
+	// prev and cur map a sample's position in a poll to its key: targets
+	// print their series in a stable order, so most lookups are one compare.
+	prev, cur []int32
+
+	buckets []bucket          // scratch for Histogram
+	sources map[srcKey]string // provenance strings, built once
+}
+
+// New returns an Estimator with cfg's defaults filled in.
+func New(cfg Config) *Estimator {
+	cfg = cfg.WithDefaults()
+	return &Estimator{
+		cfg:     cfg,
+		ceiling: cfg.CeilingFactor * cfg.Span,
+		index:   make(map[Key]int32),
+		series:  make(map[string][]int32),
+		sources: make(map[srcKey]string),
+	}
+}
+
+// Config returns the configuration e runs with.
+func (e *Estimator) Config() Config { return e.cfg }
+
+// point is one sample in a key's history.
+type point struct {
+	t, v float64
+	u    float64 // timing uncertainty: first byte − request start
+	seq  uint64
+}
+
+// keyState is one key's history, gate state and verdict on the current poll.
+type keyState struct {
+	key     Key
+	hist    []point // hist[head:] is the history, oldest first
+	head    int
+	created float64 // the last known _created
+	proc    float64 // the process start known at the last sample
+
+	lastSeq, prevSeq uint64 // the last two polls that carried the key
+
+	// The verdict on poll lastSeq.
+	reason string  // "" accepted, else a Reason
+	jump   bool    // accepted by every gate but held by the jump gate
+	delta  float64 // Δvalue over the window
+	window float64 // the window, seconds; meaningful when hasWin
+	hasWin bool
+
+	// The jump gate.
+	lastRate float64
+	hasRate  bool
+	held     bool
+	heldBase uint64 // seq of the base sample of the held jump
+
+	le      float64 // the le label, parsed once for _bucket keys
+	leState int8    // 0 not parsed, 1 parsed, -1 none or malformed
+}
+
+// Observe records one poll. Polls must come in time order: one not later than
+// the previous is refused whole (every cell reads null, reason order) and
+// changes nothing. Samples with a NaN or infinite value are treated as
+// absent. A key appearing twice in one poll keeps its first reading.
+func (e *Estimator) Observe(p Poll) {
+	// A poll without a usable time, or not after its predecessor, measures no time.
+	if math.IsNaN(p.T) || math.IsInf(p.T, 0) || (e.seq > 0 && p.T <= e.lastT) {
+		e.disordered = true
+		return
+	}
+	e.disordered = false
+	e.seq++
+	e.lastT = p.T
+	if p.ProcessStart != 0 {
+		e.procStart = p.ProcessStart
+	}
+	var u float64
+	if p.Start > 0 && p.Start < p.T {
+		u = p.T - p.Start
+	}
+	e.cur = e.cur[:0]
+	for i := range p.Samples {
+		s := &p.Samples[i]
+		// A reading that is not a finite number is no reading.
+		if math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
+			e.cur = append(e.cur, -1)
+			continue
+		}
+		slot := e.slot(i, s.Key)
+		e.cur = append(e.cur, slot)
+		e.step(&e.keys[slot], s.Value, s.Created, u)
+	}
+	e.prev, e.cur = e.cur, e.prev
+}
+
+// slot returns the index of k's state, creating it on first sight.
+func (e *Estimator) slot(i int, k Key) int32 {
+	if i < len(e.prev) {
+		if s := e.prev[i]; s >= 0 && e.keys[s].key == k {
+			return s
+		}
+	}
+	if s, ok := e.index[k]; ok {
+		return s
+	}
+	s := int32(len(e.keys))
+	e.keys = append(e.keys, keyState{key: k})
+	e.index[k] = s
+	e.series[k.Series] = append(e.series[k.Series], s)
+	return s
+}
+
+// step gates one key's reading at poll e.seq, time e.lastT, and records it.
+func (e *Estimator) step(st *keyState, v, created, u float64) {
+	// A key seen twice in one poll keeps its first reading.
+	if st.lastSeq == e.seq {
+		return
+	}
+	st.prevSeq, st.lastSeq = st.lastSeq, e.seq
+	now := e.lastT
+	pt := point{t: now, v: v, u: u, seq: e.seq}
+	st.jump, st.hasWin, st.delta = false, false, 0
+
+	restarted := (created != 0 && st.created != 0 && created != st.created) ||
+		(e.procStart != 0 && st.proc != 0 && e.procStart != st.proc)
+	if created != 0 {
+		st.created = created
+	}
+	st.proc = e.procStart
+
+	// The first sample of a key has nothing to be diffed against.
+	if len(st.hist) == st.head {
+		st.reason = ReasonNoBaseline
+		st.push(pt)
+		return
+	}
+	// A decrease, a new _created or a new process start is a restart: null, never a spike.
+	if v < st.hist[len(st.hist)-1].v || restarted {
+		st.reason = ReasonReset
+		st.held = false
+		st.rebase(pt)
+		return
+	}
+
+	// The base is the oldest sample inside the span, else the previous one.
+	cutoff := now - e.cfg.Span - edgeTolerance
+	for len(st.hist)-st.head >= 2 && st.hist[st.head].t < cutoff {
+		st.head++
+	}
+	base := st.hist[st.head]
+	dt := now - base.t
+
+	// A window longer than the ceiling is a stall: it measured no window.
+	if dt > e.ceiling {
+		st.reason = ReasonCeiling
+		st.rebase(pt)
+		return
+	}
+	st.delta, st.window, st.hasWin = v-base.v, dt, true
+	// A window under the floor is a catch-up poll: refused, window kept, re-based.
+	if dt < e.cfg.MinWindow {
+		st.reason = ReasonFloor
+		st.rebase(pt)
+		return
+	}
+	st.push(pt)
+	// A window resting on a sample more uncertain than StaleFraction of it is refused; the sample stays.
+	if limit := e.cfg.StaleFraction * dt; base.u > limit || u > limit {
+		st.reason = ReasonStale
+		return
+	}
+	st.reason = ""
+
+	rate := st.delta / dt
+	if st.held {
+		// A window on the held jump's base sample is no confirmation.
+		if base.seq == st.heldBase {
+			st.jump = true
+			return
+		}
+		// A window on a different base confirms or replaces the held jump.
+		st.held = false
+	} else if st.hasRate && rate > e.cfg.JumpFactor*max(st.lastRate, e.cfg.JumpFloor) {
+		// A rate that many times the last accepted one is held.
+		st.held, st.heldBase, st.jump = true, base.seq, true
+		return
+	}
+	st.lastRate, st.hasRate = rate, true
+}
+
+// push appends p to the history, compacting instead of growing when it can.
+func (st *keyState) push(p point) {
+	if len(st.hist) == cap(st.hist) && st.head > 0 {
+		n := copy(st.hist, st.hist[st.head:])
+		st.hist, st.head = st.hist[:n], 0
+	}
+	st.hist = append(st.hist, p)
+}
+
+// rebase makes p the only sample of the history.
+func (st *keyState) rebase(p point) {
+	st.hist, st.head = append(st.hist[:0], p), 0
+}
