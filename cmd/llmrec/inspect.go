@@ -141,4 +141,3 @@ func interleave(args []string, bools map[string]bool) []string {
 	}
 	return append(flags, pos...)
 }
-

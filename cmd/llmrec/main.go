@@ -34,7 +34,9 @@ func commands() map[string]command {
 		"record":  {recordRun, "scrape engines' /metrics on a fixed cadence into Parquet"},
 		"inspect": {inspectRun, "summarise a recording: segments, time range, counts, errors"},
 		"export":  {exportRun, "print one captured body byte-exact (make a test fixture)"},
-		"sim":     {func(ctx context.Context, stdout, stderr io.Writer, args []string) error { return simRun(stdout, stderr, args) }, "serve simulated vLLM and llama.cpp engines on loopback"},
+		"sim": {func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			return simRun(stdout, stderr, args)
+		}, "serve simulated vLLM and llama.cpp engines on loopback"},
 		"version": {versionRun, "print llmrec's version"},
 	}
 }
