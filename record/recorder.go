@@ -102,7 +102,6 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		}
 		m.Targets = append(m.Targets, mt)
 	}
-	m.Engines = engineInfo(ctx, client, cfg.Targets)
 	if err := capture.WriteManifest(opt.Dir, m); err != nil {
 		w.Close()
 		return nil, err
@@ -148,6 +147,19 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		go rec.progress(ctx, opt, progressDone)
 	}
 
+	// What the engines say about themselves is fetched beside the first
+	// ticks, not before them, so a hung engine cannot delay the cadence.
+	var manifestMu sync.Mutex
+	infoDone := make(chan struct{})
+	go func() {
+		defer close(infoDone)
+		engines := engineInfo(ctx, client, cfg.Targets)
+		manifestMu.Lock()
+		defer manifestMu.Unlock()
+		m.Engines = engines
+		_ = capture.WriteManifest(opt.Dir, m) // written again at the end, where an error counts
+	}()
+
 	var wg sync.WaitGroup
 	for i := range cfg.Targets {
 		wg.Add(1)
@@ -164,6 +176,9 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		<-progressDone
 	}
 
+	<-infoDone
+	manifestMu.Lock()
+	defer manifestMu.Unlock()
 	end := time.Now()
 	es, ens := end.UTC().Format(time.RFC3339Nano), clock.Ns(end)
 	m.End, m.EndNs = &es, &ens
@@ -321,10 +336,12 @@ func engineInfo(ctx context.Context, client *http.Client, targets []Target) map[
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var infos []capture.EngineInfo
-			for _, p := range engineInfoPaths {
-				infos = append(infos, fetchInfo(ctx, client, t, p))
+			infos := make([]capture.EngineInfo, len(engineInfoPaths))
+			var pw sync.WaitGroup
+			for j, p := range engineInfoPaths {
+				pw.Go(func() { infos[j] = fetchInfo(ctx, client, t, p) })
 			}
+			pw.Wait()
 			mu.Lock()
 			out[t.Name] = infos
 			mu.Unlock()
