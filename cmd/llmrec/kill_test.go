@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/sim"
+)
+
+// buildBinary builds llmrec once per test binary run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "llmrec")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+const steadyScenario = `
+name = "steady"
+duration = "10m"
+[[engine]]
+name = "vllm"
+format = "vllm"
+  [[engine.phase]]
+  at = "0s"
+  decode_tps = 900.0
+  prompt_tps = 2500.0
+  running = 8
+`
+
+// SIGKILL of the recorder, a real child process, at 10 random moments into
+// one run folder: after recovery every scrape the engine finished serving
+// more than one interval before the kill is present exactly once, and every
+// *.parquet opens.
+func TestSIGKILLLosesNoCompletedScrape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a recorder 10 times")
+	}
+	bin := buildBinary(t)
+	sc, err := sim.ParseScenario([]byte(steadyScenario), "steady.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := sim.Serve(ctx, sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	url := srv.Targets()[0].MetricsURL
+	dir := filepath.Join(t.TempDir(), "run")
+	const interval = 100 * time.Millisecond
+	rng := rand.New(rand.NewPCG(7, 11))
+	type session struct{ start, kill int64 }
+	var sessions []session
+	for range 10 {
+		cmd := exec.Command(bin, "record", "--out", dir, "--interval", interval.String(), "--rotate", "350ms",
+			"--quiet", "--target", "vllm="+url)
+		start := time.Now().UnixNano()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(200+rng.IntN(1300)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		kill := time.Now().UnixNano()
+		cmd.Wait()
+		sessions = append(sessions, session{start, kill})
+	}
+
+	r, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Live) != 0 {
+		t.Fatalf("journals left after recovery: %v", r.Live)
+	}
+	seen := map[[32]byte]int{}
+	type key struct {
+		run string
+		seq int64
+	}
+	rows := map[key]int{}
+	for _, seg := range r.Segments {
+		err := capture.ReadSegment(seg, func(s *capture.Scrape) error {
+			rows[key{s.RunID, s.Seq}]++
+			if s.Outcome == capture.OutcomeOK {
+				seen[sha256.Sum256(s.Body)]++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("segment does not open: %v", err)
+		}
+	}
+	for k, n := range rows {
+		if n != 1 {
+			t.Errorf("run %s seq %d stored %d times", k.run, k.seq, n)
+		}
+	}
+	engine := srv.Engines()[0]
+	var checked int
+	for _, e := range srv.Log() {
+		if e.Path != "/metrics" || e.Status != 200 {
+			continue
+		}
+		var kill int64
+		for _, s := range sessions {
+			if e.ReceivedNs >= s.start && e.ReceivedNs <= s.kill {
+				kill = s.kill
+			}
+		}
+		if kill == 0 || e.SentNs >= kill-int64(interval) {
+			continue // served too close to a kill to promise anything
+		}
+		checked++
+		h := sha256.Sum256(engine.Render(e.Offset))
+		if n := seen[h]; n != 1 {
+			t.Errorf("scrape served at %s (offset %s) is stored %d times", time.Unix(0, e.SentNs).Format("15:04:05.000"), e.Offset, n)
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d scrapes to check; the sessions were too short", checked)
+	}
+	t.Logf("%d sessions, %d segments, %d recovered journals, %d served scrapes checked", len(sessions), len(r.Segments), len(r.Recovered), checked)
+}
