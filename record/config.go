@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/llmrec/llmrec/record/capture"
 )
 
 // Defaults of a recording.
@@ -24,7 +26,10 @@ type Config struct {
 	Timeout  Duration `toml:"timeout" json:"timeout"`   // default per-scrape timeout; 0 = the target's interval
 	Rotate   Duration `toml:"rotate" json:"rotate"`     // segment rotation; 0 = 60 s
 	MaxBody  int64    `toml:"max_body_bytes" json:"max_body_bytes"`
-	Targets  []Target `toml:"target" json:"targets"`
+	// CompactEvery merges this many closed segments into one file (default
+	// 10: ten-minute files at the default rotate); 1 keeps every segment.
+	CompactEvery int      `toml:"compact_every" json:"compact_every"`
+	Targets      []Target `toml:"target" json:"targets"`
 }
 
 // Target is one engine to scrape.
@@ -134,6 +139,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBody == 0 {
 		c.MaxBody = DefaultMaxBody
+	}
+	if c.CompactEvery < 0 {
+		return fmt.Errorf("compact_every %d is negative", c.CompactEvery)
+	}
+	if c.CompactEvery == 0 {
+		c.CompactEvery = capture.DefaultCompactEvery
 	}
 	seen := map[string]bool{}
 	for i := range c.Targets {

@@ -41,7 +41,7 @@ func TestParseConfigDefaultsAndOverrides(t *testing.T) {
 	if l.Interval.D() != 500*time.Millisecond || l.Timeout.D() != 300*time.Millisecond {
 		t.Errorf("llama interval/timeout = %s/%s", l.Interval.D(), l.Timeout.D())
 	}
-	if len(l.Endpoints) != 2 || !l.Endpoints[1].Once || c.MaxBody != DefaultMaxBody || c.Rotate.D() != 30*time.Second {
+	if len(l.Endpoints) != 2 || !l.Endpoints[1].Once || c.MaxBody != DefaultMaxBody || c.Rotate.D() != 30*time.Second || c.CompactEvery != 10 {
 		t.Errorf("config %+v", c)
 	}
 }
@@ -89,6 +89,7 @@ func TestConfigErrorsNameFileLineKey(t *testing.T) {
 		{"interval = \"1ms\"\n", "below 10ms"},
 		{"timeout = \"-1s\"\n", "negative"},
 		{"max_body_bytes = -1\n", "negative"},
+		{"compact_every = -1\n", "compact_every -1 is negative"},
 		{"[[target]]\nname = \"a\"\nurl = \"http://h/m\"\ninterval = \"-1s\"\n", "negative"},
 	}
 	for _, c := range cases {

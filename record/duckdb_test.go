@@ -63,7 +63,7 @@ func TestDuckDBReadsARecording(t *testing.T) {
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
-	cfg := &Config{Interval: Duration(50 * time.Millisecond), Rotate: Duration(200 * time.Millisecond),
+	cfg := &Config{Interval: Duration(50 * time.Millisecond), Rotate: Duration(200 * time.Millisecond), CompactEvery: 1,
 		Targets: []Target{{Name: "vllm", URL: srv.URL + "/metrics"}, {Name: "dead", URL: "http://127.0.0.1:1/metrics"}}}
 	cfg.Validate()
 	if _, err := Run(context.Background(), cfg, Options{Dir: dir, Duration: 700 * time.Millisecond}); err != nil {

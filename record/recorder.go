@@ -87,6 +87,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.SetCompactEvery(cfg.CompactEvery)
 	client := newClient()
 	host, _ := os.Hostname()
 	m := capture.Manifest{

@@ -59,6 +59,10 @@ func printReport(w io.Writer, rep capture.Report) {
 	}
 	fmt.Fprintf(w, "segments   %d closed (%s), %d live journal(s)\n", len(rep.Segments), byteCount(bytes), len(rep.Live))
 	for _, rc := range rep.Recovered {
+		if rc.Journal == "" {
+			fmt.Fprintf(w, "recovered  %s: %s\n", rc.Segment, rc.Note)
+			continue
+		}
 		fmt.Fprintf(w, "recovered  %s: %d rows into %s", rc.Journal, rc.Rows, orDash(rc.Segment))
 		if rc.TornBytes > 0 {
 			fmt.Fprintf(w, " (torn tail of %d bytes dropped)", rc.TornBytes)

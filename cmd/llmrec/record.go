@@ -36,6 +36,7 @@ Config file (TOML):
   interval = "2s"            # default cadence
   timeout = "2s"             # default per-scrape timeout (default: the interval)
   rotate = "60s"             # segment length
+  compact_every = 10         # merge this many closed segments into one file (1: never)
   max_body_bytes = 67108864  # bodies above this (after gzip) are refused
   [[target]]
   name = "vllm"

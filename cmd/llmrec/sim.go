@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/sim"
 )
 
@@ -37,6 +38,14 @@ Flags:
   -duration D         stop after D, e.g. 45s (default: until interrupted)
   -print-scenario     print the built-in scenario, an annotated example of
                       the format, and exit
+  -generate DIR       write a recording of the scenario to DIR without
+                      waiting for the clock, as "llmrec record" at
+                      -interval would have written it (for benchmarks)
+  -engines N          with -generate: use a long synthetic scenario of N
+                      engines (every 4th a llama.cpp) lasting -duration,
+                      with varied load, restarts, a label join, hangs
+  -interval D         with -generate: the scrape interval (default 2s)
+  -seed N             with -generate: seed of the synthetic scenario
 
 Output:
   One line per engine on stdout, "NAME URL", where URL is its /metrics
@@ -47,6 +56,7 @@ Examples:
   llmrec sim -duration 30s -truth truth.jsonl
   llmrec sim -print-scenario > my.toml
   llmrec sim -scenario my.toml -listen-host 127.0.0.2
+  llmrec sim -generate runs/day -engines 8 -duration 24h
 `
 
 const simShortUsage = "usage: llmrec sim [-scenario FILE] [-listen-host HOST] [-truth FILE] [-duration D] (-h for help)"
@@ -60,6 +70,10 @@ func simRun(stdout, stderr io.Writer, args []string) error {
 	truthPath := fs.String("truth", "", "truth log file (JSON lines)")
 	duration := fs.Duration("duration", 0, "stop after this long")
 	printScenario := fs.Bool("print-scenario", false, "print the built-in scenario and exit")
+	generate := fs.String("generate", "", "write a recording to this folder instead of serving")
+	engines := fs.Int("engines", 0, "with -generate: a long synthetic scenario of this many engines")
+	interval := fs.Duration("interval", 2*time.Second, "with -generate: the scrape interval")
+	seed := fs.Int64("seed", 1, "with -generate: seed of the synthetic scenario and latencies")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, simUsage)
@@ -78,6 +92,10 @@ func simRun(stdout, stderr io.Writer, args []string) error {
 	if *printScenario {
 		_, err := io.WriteString(stdout, sim.DefaultScenarioTOML())
 		return err
+	}
+
+	if *generate != "" {
+		return simGenerate(stdout, stderr, *generate, *scenarioPath, *engines, *duration, *interval, *seed)
 	}
 
 	sc := sim.DefaultScenario()
@@ -123,5 +141,41 @@ func simRun(stdout, stderr io.Writer, args []string) error {
 			err = fmt.Errorf("sim: truth log: %w", cerr)
 		}
 	}
+	return err
+}
+
+// simGenerate writes a simulated recording to dir.
+func simGenerate(stdout, stderr io.Writer, dir, scenarioPath string, engines int, duration, interval time.Duration, seed int64) error {
+	var sc *sim.Scenario
+	switch {
+	case engines > 0 && scenarioPath != "":
+		return fmt.Errorf("%w: sim: -engines and -scenario exclude each other", errUsage)
+	case engines > 0:
+		if duration <= 0 {
+			duration = time.Hour
+		}
+		sc = sim.LongScenario(engines, duration, seed)
+	case scenarioPath != "":
+		var err error
+		if sc, err = sim.LoadScenario(scenarioPath); err != nil {
+			return err
+		}
+	default:
+		sc = sim.DefaultScenario()
+	}
+	began := time.Now()
+	st, err := record.WriteGenerated(dir, sc, sim.GenerateOptions{Interval: interval, Duration: duration, Seed: seed}, 0,
+		func(written, total int64) {
+			if total > 0 && written%2000 < int64(len(sc.Engines)*30) {
+				fmt.Fprintf(stderr, "\rgenerated %d of %d scrapes (%.0f%%)", written, total, 100*float64(written)/float64(total))
+			}
+		})
+	fmt.Fprintln(stderr)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "run %s: %d scrapes of %d engines, %d samples, %s of bodies in %s on disk (%d segments, %.1fx) in %s\n",
+		st.RunID, st.Scrapes, len(sc.Engines), st.Samples, byteCount(st.BodyBytes), byteCount(st.DiskBytes), st.Segments,
+		float64(st.BodyBytes)/float64(max(st.DiskBytes, 1)), time.Since(began).Round(time.Millisecond))
 	return err
 }

@@ -97,6 +97,7 @@ func TestRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.SetCompactEvery(0)
 	for i := range 6 {
 		if err := w.Append(row("R", "a", i)); err != nil {
 			t.Fatal(err)
@@ -313,5 +314,117 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 	if len(r.Manifests) != 1 || r.Manifests[0].Targets[0].IntervalNs != 2e9 || r.Manifests[0].End != nil {
 		t.Fatalf("%+v", r.Manifests)
+	}
+}
+
+// Every CompactEvery sealed segments are merged into one file named for
+// its range, in order, sources removed; the rest are merged at Close.
+func TestCompaction(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir, "R", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetCompactEvery(3)
+	for i := range 16 {
+		for _, tg := range []string{"b", "a"} {
+			if err := w.Append(row("R", tg, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%2 == 1 {
+			if err := w.Rotate(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range w.Segments() {
+		names = append(names, filepath.Base(f))
+	}
+	want := []string{"R-000001_000003.parquet", "R-000004_000006.parquet", "R-000007_000008.parquet"}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Fatalf("files %v, want %v", names, want)
+	}
+	all, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if len(all) != 3 {
+		t.Fatalf("sources left behind: %v", all)
+	}
+	got := readAll(t, dir)
+	if len(got) != 32 {
+		t.Fatalf("%d rows after compaction, want 32", len(got))
+	}
+	// Within a file: target a before b, each by seq.
+	for i, g := range got[:6] {
+		want := fmt.Sprintf("%s/%d", []string{"a", "a", "a", "a", "a", "a"}[i], i)
+		if k := fmt.Sprintf("%s/%d", g.Target, g.Seq); k != want {
+			t.Errorf("row %d of the first file is %s, want %s", i, k, want)
+		}
+	}
+	if got[6].Target != "b" || got[6].Seq != 0 || !bytes.Equal(got[6].Body, body(0)) || got[6].Samples[1].Value != 0 {
+		t.Errorf("row 6 = %s/%d", got[6].Target, got[6].Seq)
+	}
+	if w.BytesWritten() <= 0 {
+		t.Error("no bytes written")
+	}
+}
+
+// Killed after a compacted file was renamed but before its sources were
+// removed: readers skip the covered sources and recovery removes them.
+func TestCompactionCrashLeavesNoDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := NewWriter(dir, "R", time.Hour)
+	w.SetCompactEvery(0)
+	for i := range 4 {
+		w.Append(row("R", "a", i))
+		w.Rotate()
+	}
+	w.Close()
+	srcs, _ := filepath.Glob(filepath.Join(dir, "R-00000[1-3].parquet"))
+	if _, err := merge(filepath.Join(dir, "R-000001_000003.parquet"), srcs); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if c := covered(names); len(c) != 3 || !c["R-000002.parquet"] || c["R-000004.parquet"] {
+		t.Fatalf("covered %v", c)
+	}
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Segments) != 2 || len(r.Recovered) != 3 {
+		t.Fatalf("segments %v recovered %+v", r.Segments, r.Recovered)
+	}
+	if got := readAll(t, dir); len(got) != 4 {
+		t.Fatalf("%d rows, want 4 (no duplicates)", len(got))
+	}
+	// A new session numbers its segments after the run's last, merged or not.
+	if n, _ := lastSegment(dir, "R"); n != 4 {
+		t.Fatalf("last segment %d", n)
+	}
+}
+
+func TestParseSegName(t *testing.T) {
+	for name, want := range map[string]segName{
+		"20261202T114830Z-bd2d8c0d-000012.parquet":        {"20261202T114830Z-bd2d8c0d", 12, 12},
+		"20261202T114830Z-bd2d8c0d-000001_000010.parquet": {"20261202T114830Z-bd2d8c0d", 1, 10},
+		"R-000003.journal": {"R", 3, 3},
+	} {
+		got, ok := parseSegName(name)
+		if !ok || got != want || got.file() != strings.Replace(name, ".journal", ".parquet", 1) {
+			t.Errorf("%s: %+v %v", name, got, ok)
+		}
+	}
+	for _, bad := range []string{"x.parquet", "R-abc.parquet", "R-000005_000003.parquet", "R-000001_000002.journal", "R-1.txt", "-000001.parquet"} {
+		if _, ok := parseSegName(bad); ok {
+			t.Errorf("%s parsed", bad)
+		}
 	}
 }

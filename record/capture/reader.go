@@ -15,7 +15,7 @@ import (
 // Run is a run folder opened for reading.
 type Run struct {
 	Dir       string
-	Segments  []string   // closed segments, in name order (run id, then segment number)
+	Segments  []string   // closed segments (one-minute or compacted), in name order: run id, then segment number
 	Live      []string   // journals a live writer holds; their rows are not in Segments yet
 	Manifests []Manifest // one per recording session, in start order
 	Recovered []Recovery // what opening the folder recovered
@@ -40,9 +40,16 @@ func Open(dir string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open run: %w", err)
 	}
+	names := make([]string, 0, len(ents))
 	for _, e := range ents {
-		name := e.Name()
+		names = append(names, e.Name())
+	}
+	// A writer may be between renaming a compacted file and removing its
+	// sources: those are duplicates.
+	cov := covered(names)
+	for _, name := range names {
 		switch {
+		case cov[name]:
 		case strings.HasSuffix(name, ".parquet"):
 			r.Segments = append(r.Segments, filepath.Join(dir, name))
 		case strings.HasSuffix(name, ".journal"):

@@ -55,34 +55,16 @@ type Scrape struct {
 	ContentType     *string `parquet:"content_type,optional,dict,zstd"`
 	ContentEncoding *string `parquet:"content_encoding,optional,dict,zstd"`
 	WireBytes       *int64  `parquet:"wire_bytes,optional,zstd"` // bytes on the wire, before decompression
-	Body            []byte  `parquet:"body,optional,zstd"`       // exactly as received, after transport decompression
+	Body            []byte  `parquet:"body,optional"`            // exactly as received, after transport decompression
 	ParseError      *string `parquet:"parse_error,optional,zstd"`
 
 	Samples []Sample `parquet:"samples,list"`
 }
 
-// Sample is one parsed sample of a scrape's body (see expo.Sample).
-type Sample struct {
-	Family      string  `parquet:"family,dict,zstd"`
-	Type        string  `parquet:"type,dict,zstd"`
-	Help        string  `parquet:"help,dict,zstd"`
-	Name        string  `parquet:"name,dict,zstd"`
-	Labels      string  `parquet:"labels,dict,zstd"` // JSON object, sorted keys
-	Value       float64 `parquet:"value,zstd"`
-	TimestampMs *int64  `parquet:"timestamp_ms,optional,zstd"`
-}
-
-// SamplesFrom converts parsed samples to rows.
-func SamplesFrom(ss []expo.Sample) []Sample {
-	if len(ss) == 0 {
-		return nil
-	}
-	out := make([]Sample, len(ss))
-	for i, s := range ss {
-		out[i] = Sample(s)
-	}
-	return out
-}
+// Sample is one parsed sample of a scrape's body. Its Parquet columns are
+// declared on expo.Sample, the parser's own type, so parsing fills rows
+// without a copy.
+type Sample = expo.Sample
 
 // Parse fills s.Samples and s.ParseError (and moves an ok outcome to
 // parse_error) from s.Body. It is the one place a body becomes samples, used
@@ -106,5 +88,5 @@ func Parse(s *Scrape) {
 		return
 	}
 	s.Outcome = OutcomeOK
-	s.Samples = SamplesFrom(ss)
+	s.Samples = ss
 }

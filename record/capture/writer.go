@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,9 +38,13 @@ type Writer struct {
 	j        *journal
 	rows     []Scrape
 	opened   time.Time
-	closed   []string
-	written  int64
 	enc      encoder
+
+	// Compaction of sealed segments, in the background (see compact.go).
+	compactEvery int
+	sealed       []int
+	compacting   sync.WaitGroup
+	compactErr   error // of the last background compaction, read after Wait
 }
 
 // NewWriter recovers any crashed segments in dir and opens a new segment
@@ -55,7 +59,7 @@ func NewWriter(dir, run string, rotate time.Duration) (*Writer, error) {
 	if _, err := Recover(dir); err != nil {
 		return nil, err
 	}
-	w := &Writer{dir: dir, run: run, rotate: rotate}
+	w := &Writer{dir: dir, run: run, rotate: rotate, compactEvery: DefaultCompactEvery}
 	last, err := lastSegment(dir, run)
 	if err != nil {
 		return nil, err
@@ -76,30 +80,12 @@ func lastSegment(dir, run string) (int, error) {
 	}
 	last := 0
 	for _, e := range ents {
-		r, seg, ok := parseSegmentName(e.Name())
-		if ok && r == run && seg > last {
-			last = seg
+		s, ok := parseSegName(e.Name())
+		if ok && s.run == run && s.last > last {
+			last = s.last
 		}
 	}
 	return last, nil
-}
-
-// parseSegmentName splits "RUN-000012.parquet" or "RUN-000012.journal".
-func parseSegmentName(name string) (run string, seg int, ok bool) {
-	ext := filepath.Ext(name)
-	if ext != ".parquet" && ext != ".journal" {
-		return "", 0, false
-	}
-	stem := strings.TrimSuffix(name, ext)
-	i := strings.LastIndexByte(stem, '-')
-	if i <= 0 {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(stem[i+1:])
-	if err != nil {
-		return "", 0, false
-	}
-	return stem[:i], n, true
 }
 
 func (w *Writer) open() error {
@@ -153,12 +139,10 @@ func (w *Writer) Rotate() error {
 func (w *Writer) seal() error {
 	base := filepath.Join(w.dir, segmentBase(w.run, w.seg))
 	if len(w.rows) > 0 {
-		n, err := w.enc.writeSegment(base+".parquet", w.rows)
-		if err != nil {
+		if _, err := w.enc.writeSegment(base+".parquet", w.rows); err != nil {
 			return err
 		}
-		w.written += n
-		w.closed = append(w.closed, base+".parquet")
+		w.sealed = append(w.sealed, w.seg)
 	}
 	w.rows = w.rows[:0]
 	if err := w.j.close(); err != nil {
@@ -167,6 +151,17 @@ func (w *Writer) seal() error {
 	w.j = nil
 	if err := os.Remove(base + ".journal"); err != nil {
 		return fmt.Errorf("remove sealed journal: %w", err)
+	}
+	if w.compactEvery > 1 && len(w.sealed) >= w.compactEvery {
+		// One compaction at a time; it runs beside the journal, never
+		// holding up the next scrape's write.
+		w.compacting.Wait()
+		if err := w.compactErr; err != nil {
+			return err
+		}
+		segs := w.sealed
+		w.sealed = nil
+		w.compacting.Go(func() { w.compactErr = compact(w.dir, w.run, segs) })
 	}
 	return nil
 }
@@ -182,14 +177,37 @@ func (w *Writer) Close() error {
 		w.j.close()
 		w.j = nil
 	}
+	w.compacting.Wait()
+	if err == nil {
+		err = w.compactErr
+	}
+	if err == nil && w.compactEvery > 1 && len(w.sealed) > 1 {
+		err = compact(w.dir, w.run, w.sealed)
+		w.sealed = nil
+	}
 	return err
 }
 
-// Segments lists the Parquet files this writer has closed.
-func (w *Writer) Segments() []string { return slices.Clone(w.closed) }
+// SetCompactEvery sets how many sealed segments are merged into one file
+// (default DefaultCompactEvery); 0 or 1 turns compaction off.
+func (w *Writer) SetCompactEvery(n int) { w.compactEvery = n }
 
-// BytesWritten is the size of the closed segments.
-func (w *Writer) BytesWritten() int64 { return w.written }
+// Segments lists this session's closed Parquet files.
+func (w *Writer) Segments() []string {
+	fs, _ := runFiles(w.dir, w.run)
+	return fs
+}
+
+// BytesWritten is the size of this session's closed Parquet files.
+func (w *Writer) BytesWritten() int64 {
+	var n int64
+	for _, f := range w.Segments() {
+		if st, err := os.Stat(f); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
 
 // Pending is the number of rows in the open segment.
 func (w *Writer) Pending() int { return len(w.rows) }
@@ -207,6 +225,16 @@ func (e *encoder) writeSegment(path string, rows []Scrape) (int64, error) {
 		return cmp.Or(strings.Compare(a.RunID, b.RunID), strings.Compare(a.Target, b.Target),
 			strings.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Seq, b.Seq))
 	})
+	return e.write(path, func(pw *parquet.GenericWriter[Scrape]) error {
+		_, err := pw.Write(rows)
+		return err
+	})
+}
+
+// write creates path through a temporary file: fill writes the rows, then
+// the footer is written, the file fsynced and renamed, and the folder
+// fsynced. It returns the file's size.
+func (e *encoder) write(path string, fill func(*parquet.GenericWriter[Scrape]) error) (int64, error) {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -223,11 +251,10 @@ func (e *encoder) writeSegment(path string, rows []Scrape) (int64, error) {
 	} else {
 		e.pw.Reset(f)
 	}
-	pw := e.pw
-	if _, err := pw.Write(rows); err != nil {
+	if err := fill(e.pw); err != nil {
 		return fail(fmt.Errorf("write segment %s: %w", path, err))
 	}
-	if err := pw.Close(); err != nil {
+	if err := e.pw.Close(); err != nil {
 		return fail(fmt.Errorf("write segment %s: %w", path, err))
 	}
 	if err := f.Sync(); err != nil {
@@ -285,6 +312,17 @@ func Recover(dir string) ([]Recovery, error) {
 		return nil, fmt.Errorf("list run folder: %w", err)
 	}
 	var out []Recovery
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	for name := range covered(names) {
+		// Merged into a range file, then killed before its removal.
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return out, fmt.Errorf("remove compacted %s: %w", name, err)
+		}
+		out = append(out, Recovery{Segment: name, Note: "already merged into a compacted file; removed"})
+	}
 	for _, e := range ents {
 		name := e.Name()
 		if strings.HasSuffix(name, ".parquet.tmp") {
@@ -345,7 +383,7 @@ func recoverJournal(path string) (*Recovery, error) {
 
 func newParquetWriter(out *os.File) *parquet.GenericWriter[Scrape] {
 	return parquet.NewGenericWriter[Scrape](out,
-		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		parquet.Compression(&zstd.Codec{Level: zstd.SpeedBetterCompression}),
 		parquet.PageBufferSize(pageBufferSize),
 		// Min/max of a body is a whole body: written into every page header
 		// and the column index it would outweigh the compressed bodies.

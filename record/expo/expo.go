@@ -26,15 +26,18 @@ import (
 // Sample is one line of an exposition, flattened: histogram buckets, sums and
 // counts and summary quantiles become samples of their own, named as they are
 // on the wire (foo_bucket, foo_sum, foo_count).
+//
+// The struct tags are the Parquet columns of a capture's samples (see
+// docs/capture-format.md).
 type Sample struct {
-	Family string // metric family name as declared by TYPE (or the sample name when untyped)
-	Type   string // counter, gauge, histogram, summary, gaugehistogram or untyped
-	Help   string
-	Name   string // the sample's own name
-	Labels string // label set as a JSON object with sorted keys, "{}" when empty
-	Value  float64
+	Family string  `parquet:"family,dict,zstd"` // metric family name as declared by TYPE (or the sample name when untyped)
+	Type   string  `parquet:"type,dict,zstd"`   // counter, gauge, histogram, summary, gaugehistogram or untyped
+	Help   string  `parquet:"help,dict,zstd"`
+	Name   string  `parquet:"name,dict,zstd"`   // the sample's own name
+	Labels string  `parquet:"labels,dict,zstd"` // label set as a JSON object with sorted keys, "{}" when empty
+	Value  float64 `parquet:"value,split,zstd"`
 	// TimestampMs is the explicit exposition timestamp in milliseconds, or nil.
-	TimestampMs *int64
+	TimestampMs *int64 `parquet:"timestamp_ms,optional,zstd"`
 }
 
 // ErrNotExposition is returned for bodies that are clearly another format.

@@ -1,0 +1,225 @@
+package capture
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// Compaction. A segment is sealed every rotate (60 s) so a reader sees a
+// run minute by minute, but a minute holds only ~30 bodies of a target and
+// each file repeats the samples' string dictionaries: one-minute files
+// store an hour of a vLLM engine in about 1/24 of its raw bodies, ten-minute
+// files in 1/31. So every CompactEvery sealed segments are merged, in the
+// background, into one file named for the range it covers:
+//
+//	RUN-000001.parquet ... RUN-000010.parquet  →  RUN-000001_000010.parquet
+//
+// The merged file is written to a temporary name, fsynced and renamed
+// before the sources are removed; a crash in between leaves both, and the
+// sources are then removed by Recover (a file covered by a merged range is
+// a duplicate). Readers skip covered files too.
+
+// DefaultCompactEvery is how many sealed segments are merged into one.
+const DefaultCompactEvery = 10
+
+// segName is a parsed segment file name: RUN-FIRST.parquet, or
+// RUN-FIRST_LAST.parquet for a merged range.
+type segName struct {
+	run         string
+	first, last int
+}
+
+// parseSegName parses a .parquet or .journal name.
+func parseSegName(name string) (segName, bool) {
+	ext := filepath.Ext(name)
+	if ext != ".parquet" && ext != ".journal" {
+		return segName{}, false
+	}
+	stem := strings.TrimSuffix(name, ext)
+	i := strings.LastIndexByte(stem, '-')
+	if i <= 0 {
+		return segName{}, false
+	}
+	a, b, merged := strings.Cut(stem[i+1:], "_")
+	first, err := strconv.Atoi(a)
+	if err != nil {
+		return segName{}, false
+	}
+	last := first
+	if merged {
+		if ext != ".parquet" {
+			return segName{}, false
+		}
+		if last, err = strconv.Atoi(b); err != nil || last < first {
+			return segName{}, false
+		}
+	}
+	return segName{stem[:i], first, last}, true
+}
+
+func (s segName) file() string {
+	if s.first == s.last {
+		return fmt.Sprintf("%s-%06d.parquet", s.run, s.first)
+	}
+	return fmt.Sprintf("%s-%06d_%06d.parquet", s.run, s.first, s.last)
+}
+
+// covered lists the .parquet files in names that a merged range in names
+// covers: duplicates left by a crash during compaction.
+func covered(names []string) map[string]bool {
+	var merged []segName
+	for _, n := range names {
+		if s, ok := parseSegName(n); ok && s.first != s.last && strings.HasSuffix(n, ".parquet") {
+			merged = append(merged, s)
+		}
+	}
+	out := map[string]bool{}
+	for _, n := range names {
+		s, ok := parseSegName(n)
+		if !ok || !strings.HasSuffix(n, ".parquet") {
+			continue
+		}
+		for _, m := range merged {
+			if m.run == s.run && m.first <= s.first && s.last <= m.last && m != s {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}
+
+// merge writes the rows of the segment files srcs (all of one run, each
+// sorted by target, endpoint and seq, consecutive) into dst, in the same
+// order, streaming: a k-way merge that holds a few rows per source.
+func merge(dst string, srcs []string) (int64, error) {
+	type cursor struct {
+		f    *os.File
+		r    *parquet.GenericReader[Scrape]
+		buf  []Scrape
+		i, n int
+		done bool
+	}
+	var curs []*cursor
+	defer func() {
+		for _, c := range curs {
+			c.r.Close()
+			c.f.Close()
+		}
+	}()
+	for _, s := range srcs {
+		f, err := os.Open(s)
+		if err != nil {
+			return 0, fmt.Errorf("compact: %w", err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return 0, fmt.Errorf("compact: %w", err)
+		}
+		pf, err := parquet.OpenFile(f, st.Size())
+		if err != nil {
+			f.Close()
+			return 0, fmt.Errorf("compact %s: %w", s, err)
+		}
+		curs = append(curs, &cursor{f: f, r: parquet.NewGenericReader[Scrape](pf), buf: make([]Scrape, 8)})
+	}
+	advance := func(c *cursor) error {
+		c.i++
+		if c.i < c.n {
+			return nil
+		}
+		n, err := c.r.Read(c.buf)
+		c.i, c.n = 0, n
+		if n == 0 {
+			c.done = true
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("compact %s: %w", c.f.Name(), err)
+		}
+		return nil
+	}
+	for _, c := range curs {
+		c.i = -1
+		if err := advance(c); err != nil {
+			return 0, err
+		}
+	}
+	less := func(a, b *Scrape) int {
+		return cmp.Or(strings.Compare(a.Target, b.Target), strings.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Seq, b.Seq))
+	}
+	var e encoder
+	return e.write(dst, func(pw *parquet.GenericWriter[Scrape]) error {
+		one := make([]Scrape, 1)
+		for {
+			var best *cursor
+			for _, c := range curs {
+				if !c.done && (best == nil || less(&c.buf[c.i], &best.buf[best.i]) < 0) {
+					best = c
+				}
+			}
+			if best == nil {
+				return nil
+			}
+			one[0] = best.buf[best.i]
+			if _, err := pw.Write(one); err != nil {
+				return err
+			}
+			if err := advance(best); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+// compact merges the sealed segments numbered segs (consecutive, of run) in
+// dir into one file and removes them.
+func compact(dir, run string, segs []int) error {
+	if len(segs) < 2 {
+		return nil
+	}
+	srcs := make([]string, len(segs))
+	for i, n := range segs {
+		srcs[i] = filepath.Join(dir, segName{run, n, n}.file())
+	}
+	dst := filepath.Join(dir, segName{run, segs[0], segs[len(segs)-1]}.file())
+	if _, err := merge(dst, srcs); err != nil {
+		return err
+	}
+	for _, s := range srcs {
+		if err := os.Remove(s); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("compact: remove merged source: %w", err)
+		}
+	}
+	return syncDir(dir)
+}
+
+// runFiles lists the .parquet files of run in dir, covered ones excluded.
+func runFiles(dir, run string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list run folder: %w", err)
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	cov := covered(names)
+	var out []string
+	for _, n := range names {
+		s, ok := parseSegName(n)
+		if ok && s.run == run && strings.HasSuffix(n, ".parquet") && !cov[n] {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
