@@ -1,6 +1,7 @@
 // Command llmrec records the Prometheus /metrics of LLM inference engines
 // during a benchmark run and turns them into evidence a reviewer can trust.
 //
+//	llmrec demo     record simulated engines for ~30 s: the built-in default
 //	llmrec record   scrape engines on a fixed cadence into Parquet
 //	llmrec inspect  summarise a recording: segments, counts, errors
 //	llmrec export   print one captured body byte-exact
@@ -31,6 +32,7 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
+		"demo":    {demoRun, "record simulated engines on loopback for ~30 s (the built-in default)"},
 		"record":  {recordRun, "scrape engines' /metrics on a fixed cadence into Parquet"},
 		"inspect": {inspectRun, "summarise a recording: segments, time range, counts, errors"},
 		"export":  {exportRun, "print one captured body byte-exact (make a test fixture)"},

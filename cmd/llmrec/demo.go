@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/llmrec/llmrec/record"
+	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/sim"
+)
+
+const demoUsage = `Usage: llmrec demo [-o DIR] [--interval D]
+
+Starts simulated engines on loopback (a vLLM-like and a llama.cpp-like
+target, the built-in scenario of "llmrec sim": load starts and ends, a
+stall, a restart, capacity queueing), records them for the scenario's
+length (about 30 s) with "llmrec record", and prints what was recorded.
+Nothing leaves this machine.
+
+Examples:
+  llmrec demo
+  llmrec demo -o /tmp/demo --interval 500ms
+`
+
+func demoRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("demo", demoUsage, stderr)
+	out := fs.String("o", "llmrec-demo", "folder to record into")
+	interval := fs.Duration("interval", time.Second, "scrape cadence")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: demo: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	sc := sim.DefaultScenario()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srv, err := sim.Serve(ctx, sc, sim.Options{NoMemoryLog: true})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	cfg := &record.Config{Interval: record.Duration(*interval)}
+	for _, t := range srv.Targets() {
+		cfg.Targets = append(cfg.Targets, record.Target{Name: t.Name, URL: t.MetricsURL, Engine: string(t.Format)})
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "demo: %d simulated engines on loopback, scenario %q; recording %s into %s\n",
+		len(cfg.Targets), sc.Name, sc.Duration, *out)
+	opt := record.Options{Dir: *out, Duration: sc.Duration, Progress: stderr, Live: isTerminal(stderr), ProgressEvery: 5 * time.Second}
+	if _, err := record.Run(ctx, cfg, opt); err != nil {
+		return err
+	}
+	r, err := capture.Open(*out)
+	if err != nil {
+		return err
+	}
+	printReport(stdout, capture.Inspect(r))
+	fmt.Fprintf(stdout, "\nNext: llmrec inspect %s; llmrec export %s --target %s --seq 5; DuckDB: SELECT * FROM read_parquet('%s/*.parquet')\n",
+		*out, *out, cfg.Targets[0].Name, *out)
+	return nil
+}
