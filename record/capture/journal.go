@@ -51,7 +51,7 @@ func (j *journal) append(s *Scrape) error {
 	j.buf = encodeScrape(j.buf, s)
 	payload := j.buf[8:]
 	binary.LittleEndian.PutUint32(j.buf[0:4], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(j.buf[4:8], crc32.Checksum(payload, crcTable))
+	binary.LittleEndian.PutUint32(j.buf[4:8], crc32Sum(payload))
 	if _, err := j.f.Write(j.buf); err != nil {
 		return fmt.Errorf("write journal %s: %w", j.f.Name(), err)
 	}
@@ -96,7 +96,7 @@ func readJournal(path string) (rows []Scrape, tail int64, err error) {
 		if m, err := io.ReadFull(r, payload); err != nil {
 			return rows, int64(m) + 8, nil
 		}
-		if crc32.Checksum(payload, crcTable) != sum {
+		if crc32Sum(payload) != sum {
 			return rows, rest(r) + 8 + int64(size), nil
 		}
 		s, err := decodeScrape(payload)
@@ -276,3 +276,5 @@ func decodeScrape(p []byte) (Scrape, error) {
 	Parse(&s)
 	return s, nil
 }
+
+func crc32Sum(p []byte) uint32 { return crc32.Checksum(p, crcTable) }
