@@ -200,8 +200,14 @@ func encodeLabels(ps []pair) string {
 	if len(ps) == 0 {
 		return "{}"
 	}
-	slices.SortFunc(ps, func(a, b pair) int { return strings.Compare(a.k, b.k) })
-	var b []byte
+	if !slices.IsSortedFunc(ps, comparePairs) {
+		slices.SortFunc(ps, comparePairs)
+	}
+	n := 2
+	for _, p := range ps {
+		n += len(p.k) + len(p.v) + 6
+	}
+	b := make([]byte, 0, n)
 	b = append(b, '{')
 	for i, p := range ps {
 		if i > 0 {
@@ -214,6 +220,8 @@ func encodeLabels(ps []pair) string {
 	b = append(b, '}')
 	return string(b)
 }
+
+func comparePairs(a, b pair) int { return strings.Compare(a.k, b.k) }
 
 const hexDigits = "0123456789abcdef"
 
@@ -254,9 +262,9 @@ func DecodeLabels(s string) (map[string]string, error) {
 }
 
 func firstDuplicate(ss []Sample) string {
-	seen := make(map[string]struct{}, len(ss))
+	seen := make(map[[2]string]struct{}, len(ss))
 	for _, s := range ss {
-		k := s.Name + s.Labels
+		k := [2]string{s.Name, s.Labels}
 		if _, ok := seen[k]; ok {
 			return s.Name + s.Labels
 		}
