@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,9 +53,9 @@ func duckdb(t *testing.T, sql ...string) [][]map[string]any {
 // DuckDB itself reads a recorded run: its row count and a body's bytes
 // match inspect and export, and the samples are queryable with their labels.
 func TestDuckDBReadsARecording(t *testing.T) {
-	var n int
+	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n++
+		n := calls.Add(1)
 		if n%4 == 0 {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return

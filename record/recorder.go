@@ -14,6 +14,7 @@
 package record
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -81,8 +82,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	if len(cfg.Targets) == 0 {
 		return nil, errors.New("no targets: give --target NAME=URL or a config file with [[target]] tables")
 	}
-	clock := NewClock()
-	runID := NewRunID(clock.Start())
+	runID := NewRunID(time.Now())
 	w, err := capture.NewWriter(opt.Dir, runID, cfg.Rotate.D())
 	if err != nil {
 		return nil, err
@@ -92,7 +92,6 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	host, _ := os.Hostname()
 	m := capture.Manifest{
 		SchemaVersion: capture.SchemaVersion, RunID: runID,
-		Start: clock.Start().UTC().Format(time.RFC3339Nano), StartNs: clock.Ns(clock.Start()),
 		Host: host, Version: capture.Version, Config: cfg.Redacted(),
 	}
 	for _, t := range cfg.Targets {
@@ -103,11 +102,6 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		}
 		m.Targets = append(m.Targets, mt)
 	}
-	if err := capture.WriteManifest(opt.Dir, m); err != nil {
-		w.Close()
-		return nil, err
-	}
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if opt.Duration > 0 {
@@ -115,7 +109,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		ctx, c2 = context.WithTimeout(ctx, opt.Duration)
 		defer c2()
 	}
-	rec := &recorder{clock: clock, client: client, runID: runID, maxBody: cfg.MaxBody,
+	rec := &recorder{client: client, runID: runID, maxBody: cfg.MaxBody,
 		rows: make(chan capture.Scrape, 256), stats: make([]TargetStats, len(cfg.Targets))}
 	for i, t := range cfg.Targets {
 		rec.stats[i].Name = t.Name
@@ -142,15 +136,33 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		writeErr <- err
 	}()
 
+	var manifestMu sync.Mutex
+	// Tick 0 is now: the clock starts as the loops do, and the manifest is
+	// written beside the first ticks.
+	clock := NewClock()
+	rec.clock = clock
+	var wg sync.WaitGroup
+	for i := range cfg.Targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec.loop(ctx, i, &cfg.Targets[i])
+		}()
+	}
 	var progressDone chan struct{}
 	if opt.Progress != nil {
 		progressDone = make(chan struct{})
 		go rec.progress(ctx, opt, progressDone)
 	}
-
+	manifestMu.Lock()
+	m.Start, m.StartNs = clock.Start().UTC().Format(time.RFC3339Nano), clock.Ns(clock.Start())
+	startErr := capture.WriteManifest(opt.Dir, m)
+	manifestMu.Unlock()
+	if startErr != nil {
+		cancel()
+	}
 	// What the engines say about themselves is fetched beside the first
 	// ticks, not before them, so a hung engine cannot delay the cadence.
-	var manifestMu sync.Mutex
 	infoDone := make(chan struct{})
 	go func() {
 		defer close(infoDone)
@@ -161,18 +173,10 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		_ = capture.WriteManifest(opt.Dir, m) // written again at the end, where an error counts
 	}()
 
-	var wg sync.WaitGroup
-	for i := range cfg.Targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rec.loop(ctx, i, &cfg.Targets[i])
-		}()
-	}
 	wg.Wait()
 	rec.inflight.Wait()
 	close(rec.rows)
-	err = <-writeErr
+	err = cmp.Or(<-writeErr, startErr)
 	if progressDone != nil {
 		<-progressDone
 	}
@@ -240,17 +244,18 @@ func (r *recorder) loop(ctx context.Context, ti int, t *Target) {
 			return
 		case <-timer.C:
 		}
-		// Ticks slept through by the recorder itself are missed, not fired late.
+		// Ticks slept through by the recorder itself (a stalled host, a
+		// SIGSTOP) are missed, not fired late: after a stall the next tick
+		// fires on time, with no catch-up.
 		now := time.Now()
-		if behind := int64(now.Sub(at) / interval); behind > 0 {
-			for j := k; j < k+behind; j++ {
+		if now.Sub(at) > lateTolerance(interval) {
+			for ; !start.Add(time.Duration(k) * interval).After(now); k++ {
+				due := start.Add(time.Duration(k) * interval)
 				for _, ep := range eps {
-					r.missed(ti, t, ep, j, start.Add(time.Duration(j)*interval),
-						fmt.Sprintf("recorder stalled: tick due %s ago was not fired", now.Sub(start.Add(time.Duration(j)*interval)).Round(time.Millisecond)))
+					r.missed(ti, t, ep, k, due, fmt.Sprintf("recorder stalled: tick due %s ago was not fired", now.Sub(due).Round(time.Millisecond)))
 				}
 			}
-			k += behind
-			at = start.Add(time.Duration(k) * interval)
+			continue
 		}
 		for _, ep := range eps {
 			if ep.busy.Load() {
@@ -261,6 +266,14 @@ func (r *recorder) loop(ctx context.Context, ti int, t *Target) {
 		}
 		k++
 	}
+}
+
+// lateTolerance is how late a tick may fire and still count as on time:
+// half the interval, at most 100 ms. Timers on a loaded host wake tens of
+// milliseconds late; a tick later than this would land close to the next
+// one, a catch-up, so it is missed instead.
+func lateTolerance(interval time.Duration) time.Duration {
+	return min(interval/2, 100*time.Millisecond)
 }
 
 func (r *recorder) fire(ctx context.Context, ti int, t *Target, ep *endpointState, k int64, at time.Time) {

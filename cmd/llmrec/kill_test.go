@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -141,4 +142,64 @@ func TestSIGKILLLosesNoCompletedScrape(t *testing.T) {
 		t.Fatalf("only %d scrapes to check; the sessions were too short", checked)
 	}
 	t.Logf("%d sessions, %d segments, %d recovered journals, %d served scrapes checked", len(sessions), len(r.Segments), len(r.Recovered), checked)
+}
+
+// A recorder paused by SIGSTOP (a stalled host) writes the ticks it slept
+// through as missed and fires the next tick on time: no catch-up burst.
+func TestSIGSTOPStallIsMissedNotCaughtUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("pauses a recorder")
+	}
+	bin := buildBinary(t)
+	sc, err := sim.ParseScenario([]byte(steadyScenario), "steady.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := sim.Serve(ctx, sc, sim.Options{NoMemoryLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "run")
+	const interval = 200 * time.Millisecond
+	cmd := exec.Command(bin, "record", "--out", dir, "--interval", interval.String(), "--quiet",
+		"--target", "a="+srv.Targets()[0].MetricsURL, "--target", "b="+srv.Targets()[0].MetricsURL)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGCONT)
+	time.Sleep(700 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("recorder exited with %v after SIGINT", err)
+	}
+	r, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled := map[string]int{}
+	for _, seg := range r.Segments {
+		capture.ReadSegment(seg, func(s *capture.Scrape) error {
+			switch {
+			case s.Outcome == capture.OutcomeMissed && strings.HasPrefix(*s.Error, "recorder stalled"):
+				stalled[s.Target]++
+			case s.StartNs != 0:
+				if lag := time.Duration(s.StartNs - s.ScheduledNs); lag > 100*time.Millisecond {
+					t.Errorf("%s seq %d fired %s after its tick", s.Target, s.Seq, lag)
+				}
+			}
+			return nil
+		})
+	}
+	// 1.5 s at 200 ms: 7 or 8 ticks slept through, on both targets at once.
+	for _, tg := range []string{"a", "b"} {
+		if n := stalled[tg]; n < 6 || n > 9 {
+			t.Errorf("target %s: %d ticks missed as recorder stalled, want about 7", tg, n)
+		}
+	}
 }
