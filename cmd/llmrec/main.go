@@ -35,6 +35,7 @@ func commands() map[string]command {
 		"demo":    {demoRun, "record simulated engines on loopback for ~30 s (the built-in default)"},
 		"record":  {recordRun, "scrape engines' /metrics on a fixed cadence into Parquet"},
 		"inspect": {inspectRun, "summarise a recording: segments, time range, counts, errors"},
+		"analyze": {analyzeRun, "replay recordings offline into cells with provenance (rates, ratios, latencies)"},
 		"export":  {exportRun, "print one captured body byte-exact (make a test fixture)"},
 		"sim": {func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			return simRun(stdout, stderr, args)

@@ -1,0 +1,344 @@
+package analyze
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+// Options configure [Analyze].
+type Options struct {
+	// Dirs are the run folders. Their segments are read per target in time
+	// order: sessions by start, segments by number, a live journal last.
+	Dirs []string
+	// Gates are the estimator's span and gates (zero fields take the
+	// defaults of package rate).
+	Gates rate.Config
+	// SkipPolls leaves Target.Polls empty: the summary alone, which keeps
+	// a few numbers per poll instead of every cell.
+	SkipPolls bool
+	// Progress, when set, is called after each file is read.
+	Progress func(Progress)
+}
+
+// Progress reports the files read so far.
+type Progress struct {
+	File    string // the file just read
+	Done    int    // files read, including this one
+	Total   int    // files to read
+	Rows    int64  // rows read so far
+	Samples int64  // samples replayed so far
+}
+
+// Analyze reads every segment of the run folders and replays each target's
+// polls through its engine reader and estimator. A folder that cannot be
+// opened is an error; a file that cannot be read is a Problem in the result
+// and the rest is analysed.
+func Analyze(opts Options) (*Result, error) {
+	if len(opts.Dirs) == 0 {
+		return nil, errors.New("analyze: no run folder")
+	}
+	cfg := opts.Gates.WithDefaults()
+	res := &Result{
+		Schema: Schema, Generator: "llmrec " + capture.Version, Gates: gatesOf(cfg),
+		Inputs: []Input{}, Problems: []Problem{}, Targets: []Target{},
+	}
+	var files []file
+	for _, dir := range opts.Dirs {
+		run, err := capture.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		in, fs := inputOf(run)
+		res.Inputs = append(res.Inputs, in)
+		files = append(files, fs...)
+	}
+	slices.SortStableFunc(files, func(a, b file) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), strings.Compare(a.run, b.run), cmp.Compare(a.seg, b.seg),
+			cmp.Compare(boolInt(a.live), boolInt(b.live)))
+	})
+
+	an := newAnalyzer(opts)
+	for i, f := range files {
+		var err error
+		if f.live {
+			var rows []capture.Scrape
+			rows, err = capture.ReadLive(f.path)
+			an.r.journal(rows, an.row)
+		} else {
+			err = an.r.read(f.path, an.row)
+		}
+		if err != nil {
+			res.Problems = append(res.Problems, Problem{File: f.path, Error: err.Error()})
+		}
+		if opts.Progress != nil {
+			opts.Progress(Progress{File: f.path, Done: i + 1, Total: len(files), Rows: an.rows, Samples: an.samples})
+		}
+	}
+	res.Targets = an.finish()
+	return res, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// file is one segment or live journal to read.
+type file struct {
+	path  string
+	run   string
+	seg   int
+	start int64 // the session's start from its manifest; 0 when unknown
+	live  bool
+}
+
+// inputOf lists a run folder's files and describes it.
+func inputOf(r *capture.Run) (Input, []file) {
+	in := Input{Dir: r.Dir, Sessions: []string{}, Segments: len(r.Segments), Journals: len(r.Live), Recovered: r.Recovered}
+	if in.Recovered == nil {
+		in.Recovered = []capture.Recovery{}
+	}
+	starts := map[string]int64{}
+	for _, m := range r.Manifests {
+		starts[m.RunID] = m.StartNs
+		in.Sessions = append(in.Sessions, m.RunID)
+	}
+	var out []file
+	add := func(path string, live bool) {
+		run, seg := splitName(filepath.Base(path))
+		if _, ok := starts[run]; !ok {
+			starts[run] = 0
+			in.Sessions = append(in.Sessions, run)
+		}
+		out = append(out, file{path: path, run: run, seg: seg, start: starts[run], live: live})
+	}
+	for _, p := range r.Segments {
+		add(p, false)
+	}
+	for _, p := range r.Live {
+		add(p, true)
+	}
+	return in, out
+}
+
+// splitName splits "RUN-000012.parquet" (or a merged "RUN-000001_000010.parquet")
+// into RUN and its first segment number; a name of another shape is its own
+// run, segment 0.
+func splitName(name string) (run string, seg int) {
+	stem := strings.TrimSuffix(name, filepath.Ext(name))
+	i := strings.LastIndexByte(stem, '-')
+	if i <= 0 {
+		return stem, 0
+	}
+	first, _, _ := strings.Cut(stem[i+1:], "_")
+	n, err := strconv.Atoi(first)
+	if err != nil {
+		return stem, 0
+	}
+	return stem[:i], n
+}
+
+// analyzer replays batches of rows into per-target trackers.
+type analyzer struct {
+	opts    Options
+	cfg     rate.Config
+	r       *segReader
+	targets map[int32]*targetState
+	rows    int64
+	samples int64
+
+	metricsID, okID int32
+}
+
+func newAnalyzer(opts Options) *analyzer {
+	tab := newStrtab()
+	return &analyzer{
+		opts: opts, cfg: opts.Gates, r: newSegReader(tab), targets: map[int32]*targetState{},
+		metricsID: tab.idString(capture.EndpointMetrics), okID: tab.idString(capture.OutcomeOK),
+	}
+}
+
+// targetState is one target's replay.
+type targetState struct {
+	out   Target
+	tr    *engine.Tracker
+	keyOf map[uint64]int32 // (name id, labels id) → tracker key
+	prevK []uint64         // the keys of the previous poll, by position:
+	prevI []int32          // targets print their series in a stable order
+	cells engine.Cells
+	stats []headStat
+}
+
+// headStat gathers one headline cell over the polls.
+type headStat struct {
+	values, windows []float64
+	nulls           map[string]int
+}
+
+var headIndex = func() []int {
+	out := make([]int, len(engine.Headline))
+	for i, h := range engine.Headline {
+		out[i] = slices.Index(engine.Canonical, h)
+	}
+	return out
+}()
+
+func (a *analyzer) target(id, hint int32) *targetState {
+	if st, ok := a.targets[id]; ok {
+		return st
+	}
+	h := a.r.tab.s[hint]
+	st := &targetState{
+		out: Target{Name: a.r.tab.s[id], Hint: h, Scrapes: map[string]int{}, OtherEndpoints: map[string]int{},
+			Polls: []Poll{}},
+		tr:    engine.NewTracker(h, a.cfg),
+		keyOf: make(map[uint64]int32),
+		stats: make([]headStat, len(engine.Headline)),
+	}
+	for i := range st.stats {
+		st.stats[i].nulls = map[string]int{}
+	}
+	a.targets[id] = st
+	return st
+}
+
+// row replays one row: a poll when it is an ok /metrics scrape.
+func (a *analyzer) row(w *row) {
+	tab := a.r.tab
+	a.rows++
+	st := a.target(w.target, w.engine)
+	if w.endpoint != a.metricsID {
+		st.out.OtherEndpoints[tab.s[w.endpoint]]++
+		return
+	}
+	st.out.Scrapes[tab.s[w.outcome]]++
+	// Only a complete, parsed answer is a poll.
+	if w.outcome != a.okID || w.firstByte == 0 {
+		return
+	}
+	T := float64(w.firstByte) / 1e9
+	st.tr.Begin(T, float64(w.start)/1e9)
+	a.samples += int64(len(w.name))
+	for j, name := range w.name {
+		k := uint64(uint32(name))<<32 | uint64(uint32(w.labels[j]))
+		var id int32
+		if j < len(st.prevK) && st.prevK[j] == k {
+			id = st.prevI[j]
+		} else {
+			var ok bool
+			if id, ok = st.keyOf[k]; !ok {
+				id = st.tr.Key(engine.Series{Family: tab.s[w.family[j]], Type: tab.s[w.typ[j]],
+					Name: tab.s[name], Labels: tab.s[w.labels[j]]})
+				st.keyOf[k] = id
+			}
+			if j < len(st.prevK) {
+				st.prevK[j], st.prevI[j] = k, id
+			} else {
+				st.prevK, st.prevI = append(st.prevK, k), append(st.prevI, id)
+			}
+		}
+		st.tr.Set(id, w.value[j])
+	}
+	st.cells = st.tr.End(st.cells)
+	st.record(T, tab.s[w.run], w.seq, a.opts.SkipPolls)
+}
+
+// record keeps a poll's headline values and, unless skipped, its cells.
+func (st *targetState) record(T float64, run string, seq int64, skip bool) {
+	s := &st.out.Summary
+	if s.Polls == 0 {
+		s.First = T
+	}
+	s.Polls++
+	s.Last = T
+	for k, ci := range headIndex {
+		c := &st.cells[ci].Cell
+		h := &st.stats[k]
+		if !c.Value.Valid {
+			h.nulls[c.Reason]++
+			continue
+		}
+		h.values = append(h.values, c.Value.V)
+		if c.Window.Valid {
+			h.windows = append(h.windows, c.Window.V)
+		}
+	}
+	if skip {
+		return
+	}
+	st.out.Polls = append(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Cells: slices.Clone(st.cells)})
+}
+
+// finish completes every target, sorted by name.
+func (a *analyzer) finish() []Target {
+	out := make([]Target, 0, len(a.targets))
+	for _, st := range a.targets {
+		t := st.out
+		t.Engine, t.DetectedBy = st.tr.Engine()
+		t.Notes = st.tr.Notes()
+		t.UnknownSeries = st.tr.Unknown()
+		t.Summary.Headlines = make([]Headline, len(engine.Headline))
+		t.Summary.Refusals = map[string]int{}
+		for k, name := range engine.Headline {
+			h := &st.stats[k]
+			t.Summary.Headlines[k] = Headline{Cell: name, Median: median(h.values), Window: median(h.windows),
+				Values: len(h.values), Nulls: h.nulls}
+			for r, n := range h.nulls {
+				if gateReasons[r] {
+					t.Summary.Refusals[r] += n
+				}
+			}
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(x, y Target) int { return strings.Compare(x.Name, y.Name) })
+	return out
+}
+
+// gateReasons are the estimator's refusals, as opposed to nulls that say a
+// series is absent, not exported, or a window held no events.
+var gateReasons = map[string]bool{
+	rate.ReasonOrder: true, rate.ReasonNoBaseline: true, rate.ReasonReset: true, rate.ReasonCeiling: true,
+	rate.ReasonFloor: true, rate.ReasonStale: true, rate.ReasonJump: true,
+}
+
+// median of xs (sorted in place); null for none.
+func median(xs []float64) rate.Num {
+	// No values, no median.
+	if len(xs) == 0 {
+		return rate.Num{}
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return rate.Some(xs[n/2])
+	}
+	return rate.Some((xs[n/2-1] + xs[n/2]) / 2)
+}
+
+// Cell returns the cell called name of the target's poll at time t (within
+// 1 ms): a convenience for tests and tools.
+func (t *Target) Cell(at float64, name string) (engine.Cell, error) {
+	for i := range t.Polls {
+		p := &t.Polls[i]
+		if p.T > at-1e-3 && p.T < at+1e-3 {
+			c, ok := p.Cells.Get(name)
+			if !ok {
+				return engine.Cell{}, fmt.Errorf("target %s poll %v: no cell %s", t.Name, at, name)
+			}
+			return c, nil
+		}
+	}
+	return engine.Cell{}, fmt.Errorf("target %s: no poll at %v", t.Name, at)
+}

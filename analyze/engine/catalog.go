@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Engine ids.
+const (
+	VLLM     = "vllm"     // vLLM V1 engine
+	VLLMV0   = "vllm-v0"  // vLLM V0 engine
+	NIM      = "nim"      // NVIDIA NIM for LLMs: V0's families without a prefix
+	LlamaCpp = "llamacpp" // llama.cpp server and its forks
+	SGLang   = "sglang"
+	TGI      = "tgi"    // Hugging Face text-generation-inference
+	TRTLLM   = "trtllm" // Triton with the TensorRT-LLM backend
+	Triton   = "triton" // Triton's core series without nv_trt_llm_*
+	Generic  = "generic"
+)
+
+// Engines lists the engine ids, Generic last.
+var Engines = []string{VLLM, VLLMV0, NIM, LlamaCpp, SGLang, TGI, TRTLLM, Triton, Generic}
+
+// reader is one engine: the series it knows and how its cells are made.
+type reader struct {
+	id       string
+	families map[string]string // family → the cells it feeds ("" known, not used)
+	prefixes []string          // families with these prefixes are known (client libraries' own)
+	notes    map[string]string // cell → what it means for this engine
+	variant  func(t *Tracker) string
+	fill     func(q *query)
+}
+
+// knows reports whether family is in the reader's catalog.
+func (r *reader) knows(family string) bool {
+	if _, ok := r.families[family]; ok {
+		return true
+	}
+	for _, p := range r.prefixes {
+		if strings.HasPrefix(family, p) {
+			return true
+		}
+	}
+	// prometheus_client prints a counter's or histogram's creation time as
+	// a family of its own: known when its base is.
+	if base, ok := strings.CutSuffix(family, "_created"); ok {
+		_, k1 := r.families[base+"_total"]
+		_, k2 := r.families[base]
+		return k1 || k2
+	}
+	return false
+}
+
+// cells fills a poll's cells: the canonical ones, then the reader's own.
+func (r *reader) cells(q *query, dst Cells) Cells {
+	dst = append(dst, canonTemplate...)
+	q.dst = dst
+	r.fill(q)
+	return q.dst
+}
+
+var canonTemplate = func() Cells {
+	out := make(Cells, len(Canonical))
+	for i, n := range Canonical {
+		out[i] = Named{n, notExported}
+	}
+	return out
+}()
+
+var (
+	readersOnce sync.Once
+	readers     map[string]*reader
+)
+
+func readerFor(id string) *reader {
+	readersOnce.Do(func() {
+		readers = map[string]*reader{
+			VLLM:     newVLLM(VLLM, "vllm:"),
+			VLLMV0:   newVLLM(VLLMV0, "vllm:"),
+			NIM:      newVLLM(NIM, ""),
+			LlamaCpp: newLlamaCpp(),
+			SGLang:   newSGLang(),
+			TGI:      newTGI(),
+			TRTLLM:   newTriton(TRTLLM),
+			Triton:   newTriton(Triton),
+			Generic:  newGeneric(),
+		}
+	})
+	return readers[id]
+}
+
+// Known is one entry of a reader's catalog.
+type Known struct {
+	Family string `json:"family"`
+	Feeds  string `json:"feeds"` // the cells it feeds, "" when known but not used
+}
+
+// Catalog returns the families engine's reader knows, sorted, and the
+// prefixes under which every family is known; nil for an unknown engine.
+func Catalog(engine string) (families []Known, prefixes []string) {
+	r := readerFor(engine)
+	if r == nil {
+		return nil, nil
+	}
+	for f, feeds := range r.families {
+		families = append(families, Known{f, feeds})
+	}
+	slices.SortFunc(families, func(a, b Known) int { return strings.Compare(a.Family, b.Family) })
+	return families, slices.Clone(r.prefixes)
+}
+
+// catalog builds a family → cells map from pairs.
+func catalog(pairs ...string) map[string]string {
+	m := make(map[string]string, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		m[pairs[i]] = pairs[i+1]
+	}
+	return m
+}
+
+func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }

@@ -1,0 +1,117 @@
+package engine
+
+import "strings"
+
+// llama.cpp series names, and the names forks give the counters mainline
+// does not have (a cached-prompt counter, speculative-decoding counters):
+// the first present is read.
+var (
+	lcPrompt       = "llamacpp:prompt_tokens_total"
+	lcPredicted    = "llamacpp:tokens_predicted_total"
+	lcPredictedSec = "llamacpp:tokens_predicted_seconds_total"
+	lcCached       = []string{"llamacpp:prompt_tokens_cache_total", "llamacpp:prompt_tokens_cached_total",
+		"llamacpp:tokens_prompt_cached_total", "llamacpp:cached_prompt_tokens_total"}
+	lcDrafted = []string{"llamacpp:n_drafted_total", "llamacpp:n_draft_total", "llamacpp:draft_tokens_total",
+		"llamacpp:n_draft_tokens_total"}
+	lcAccepted = []string{"llamacpp:n_drafted_accepted_total", "llamacpp:n_draft_accepted_total",
+		"llamacpp:draft_tokens_accepted_total", "llamacpp:n_accepted_total"}
+	lcKV = "llamacpp:kv_cache_usage_ratio"
+)
+
+var noteNoCached = []string{"cache hits not included: this build exports no cached-prompt counter"}
+
+// newLlamaCpp reads llama-server --metrics and its forks (ik_llama.cpp keeps
+// the kv_cache gauges mainline removed; others add cached-prompt and
+// speculative-decoding counters). No series has labels.
+func newLlamaCpp() *reader {
+	r := &reader{id: LlamaCpp}
+	pairs := []string{
+		lcPrompt, "prompt_tokens_per_second prompt_tokens_computed_per_second prompt_tokens_total tokens_total prefix_cache_hit_ratio",
+		"llamacpp:prompt_seconds_total", "",
+		lcPredicted, "decode_tokens_per_second generation_tokens_total tokens_total per_request_decode_tokens_per_second",
+		lcPredictedSec, "per_request_decode_tokens_per_second",
+		"llamacpp:prompt_tokens_seconds", "prompt_tokens_per_second_native",
+		"llamacpp:predicted_tokens_seconds", "decode_tokens_per_second_native",
+		"llamacpp:requests_processing", "requests_running",
+		"llamacpp:requests_deferred", "requests_waiting",
+		lcKV, "kv_cache_usage_ratio",
+		"llamacpp:kv_cache_tokens", "",
+		"llamacpp:n_decode_total", "",
+		"llamacpp:n_busy_slots_per_decode", "",
+		"llamacpp:n_tokens_max", "",
+		"llamacpp:n_past_max", "",
+		"llamacpp:prompt_cache_hit_ratio", "prefix_cache_hit_ratio_native",
+		"llamacpp:draft_acceptance_rate", "spec_accept_ratio_native",
+		"llamacpp:draft_mean_accept_len", "",
+		"llamacpp:draft_verify_steps_total", "",
+		"llamacpp:n_draft_verif_steps_total", "",
+		"llamacpp:n_verify_steps_total", "",
+		"llamacpp:n_drafted_rejected_total", "",
+	}
+	for _, c := range lcCached {
+		pairs = append(pairs, c, "prompt_tokens_cached_total tokens_total prefix_cache_hit_ratio")
+	}
+	for _, c := range lcDrafted {
+		pairs = append(pairs, c, "spec_accept_ratio")
+	}
+	for _, c := range lcAccepted {
+		pairs = append(pairs, c, "spec_accept_ratio")
+	}
+	r.families = catalog(pairs...)
+	r.notes = map[string]string{
+		PromptTokensPerSecond:           "prompt tokens evaluated: tokens reused from the slot's prompt cache are excluded; added once per request when its prompt is processed",
+		PromptTokensComputedPerSecond:   "the same counter: llama.cpp counts evaluated prompt tokens only",
+		DecodeTokensPerSecond:           "tokens_predicted_total moves only when a request finishes: use windows longer than a request",
+		PerRequestDecodeTokensPerSecond: "Δtokens_predicted_total / Δtokens_predicted_seconds_total: per-slot speed, not server throughput",
+		DecodeTokensPerSecondNative:     "predicted_tokens_seconds: a per-slot average whose window depends on the build (since start, or since the last scrape); never the headline",
+		PromptTokensPerSecondNative:     "prompt_tokens_seconds: a per-slot average whose window depends on the build; never the headline",
+	}
+	r.variant = func(t *Tracker) string {
+		q := query{t: t}
+		var parts []string
+		if q.present(lcKV) && !q.present("llamacpp:n_decode_total") {
+			parts = append(parts, "kv_cache gauges and no n_decode_total: ik_llama.cpp or a build before PR #13660")
+		}
+		if _, ok := q.pick(lcCached...); ok {
+			parts = append(parts, "a cached-prompt counter")
+		}
+		if _, ok := q.pick(lcDrafted...); ok {
+			parts = append(parts, "speculative-decoding counters")
+		}
+		return strings.Join(parts, "; ")
+	}
+	r.fill = func(q *query) {
+		decode := q.rate(nil, lcPredicted)
+		q.put(DecodeTokensPerSecond, decode)
+		prompt := q.rate(nil, lcPrompt)
+		q.put(PromptTokensPerSecond, prompt)
+		q.put(PromptTokensComputedPerSecond, prompt)
+		q.put(RequestsRunning, q.gauge(aggSum, nil, "llamacpp:requests_processing"))
+		q.put(RequestsWaiting, q.gauge(aggSum, nil, "llamacpp:requests_deferred"))
+		q.put(KVCacheUsageRatio, q.kv(nil, lcKV))
+
+		cached, _ := q.pick(lcCached...)
+		q.put(PrefixCacheHitRatio, q.hitShare(cached, lcPrompt))
+		pt, ct, gt := q.total(nil, lcPrompt), q.total(nil, lcCached...), q.total(nil, lcPredicted)
+		q.put(PrefixCacheHitRatioLifetime, q.lifetimeShare(ct, pt))
+		q.put(SpecAcceptRatio, q.ratio(lcAccepted, lcDrafted))
+		q.put(SpecAcceptRatioLifetime, q.lifetimeRatio(q.total(nil, lcAccepted...), q.total(nil, lcDrafted...)))
+		q.put(PerRequestDecodeTokensPerSecond, q.ratio([]string{lcPredicted}, []string{lcPredictedSec}))
+		q.put(PerRequestDecodeTokensPerSecondLifetime, q.lifetimeRatio(gt, q.total(nil, lcPredictedSec)))
+
+		tt := q.sumTotals(q.sumTotals(pt, ct, true), gt, false)
+		if tt.Value.Valid && !ct.Value.Valid {
+			tt.Notes = noteNoCached
+		}
+		q.put(TokensTotal, tt)
+		q.put(PromptTokensTotal, pt)
+		q.put(PromptTokensCachedTotal, ct)
+		q.put(GenerationTokensTotal, gt)
+
+		q.put(DecodeTokensPerSecondNative, q.gauge(aggSum, nil, "llamacpp:predicted_tokens_seconds"))
+		q.put(PromptTokensPerSecondNative, q.gauge(aggSum, nil, "llamacpp:prompt_tokens_seconds"))
+		q.put(PrefixCacheHitRatioNative, q.gauge(aggMax, nil, "llamacpp:prompt_cache_hit_ratio"))
+		q.put(SpecAcceptRatioNative, q.gauge(aggMax, nil, "llamacpp:draft_acceptance_rate"))
+	}
+	return r
+}

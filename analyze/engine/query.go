@@ -1,0 +1,489 @@
+package engine
+
+import (
+	"math"
+	"strings"
+
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// query is what a reader sees of the poll just observed: the values of its
+// series and the estimator's windows. Its helpers return cells with their
+// provenance; a reader only chooses series and formulas.
+type query struct {
+	t   *Tracker
+	est *rate.Estimator
+	dst Cells
+}
+
+// canonIndex maps a canonical cell name to its position in a poll's cells.
+var canonIndex = func() map[string]int {
+	m := make(map[string]int, len(Canonical))
+	for i, n := range Canonical {
+		m[n] = i
+	}
+	return m
+}()
+
+// notExported is the cell of a quantity the engine does not publish.
+var notExported = Cell{Cell: rate.Cell{Reason: ReasonNotExported}}
+
+// put sets canonical cell name.
+func (q *query) put(name string, c Cell) {
+	q.dst[canonIndex[name]].Cell = c
+}
+
+// histIndex maps a canonical histogram base to the position of its first cell.
+var histIndex = func() map[string]int {
+	m := make(map[string]int, len(Histograms))
+	for _, h := range Histograms {
+		m[h] = canonIndex[h+SuffixCount]
+	}
+	return m
+}()
+
+// hname is a histogram's series names, built once.
+type hname struct{ base, bucket, count, sum string }
+
+func hn(base string) hname { return hname{base, base + "_bucket", base + "_count", base + "_sum"} }
+
+// putHist sets the five cells of canonical histogram base.
+func (q *query) putHist(base string, h rate.Hist) {
+	i := histIndex[base]
+	for k, c := range [5]rate.Cell{h.Count, h.Mean, h.P50, h.P95, h.P99} {
+		q.dst[i+k].Cell = Cell{Cell: c}
+	}
+}
+
+// sel selects label sets by one label's value. The zero sel, and a nil one,
+// select every set.
+type sel struct {
+	label, value string
+	orMissing    bool   // sets without the label are selected too
+	text         string // {label="value"}, for provenance
+	fn           func(labels string) bool
+}
+
+// newSel selects the sets whose label is value (or lacks the label, with
+// orMissing).
+func newSel(label, value string, orMissing bool) *sel {
+	s := &sel{label: label, value: value, orMissing: orMissing, text: "{" + label + `="` + value + `"}`}
+	s.fn = func(labels string) bool {
+		if hasLabel(labels, label, value) {
+			return true
+		}
+		if !orMissing {
+			return false
+		}
+		_, ok := labelOf(labels, label)
+		return !ok
+	}
+	return s
+}
+
+func (s *sel) match() func(string) bool {
+	if s == nil {
+		return nil
+	}
+	return s.fn
+}
+
+func (s *sel) ok(labels string) bool { return s == nil || s.fn(labels) }
+
+// present reports whether series name has a label set in the poll.
+func (q *query) present(name string) bool {
+	s, ok := q.t.names[name]
+	return ok && q.t.slots[s].seq == q.t.seq
+}
+
+// pick returns the first of names present in the poll; else the first name
+// and false.
+func (q *query) pick(names ...string) (string, bool) {
+	for _, n := range names {
+		if q.present(n) {
+			return n, true
+		}
+	}
+	return names[0], false
+}
+
+// keys returns the series of name present in the poll.
+func (q *query) keys(name string) []int32 {
+	s, ok := q.t.names[name]
+	if !ok || q.t.slots[s].seq != q.t.seq {
+		return nil
+	}
+	return q.t.slots[s].keys
+}
+
+// srcKey names a cached provenance string.
+type srcKey struct {
+	kind byte
+	a, b string
+}
+
+// src returns a provenance string built once per tracker.
+func (q *query) src(kind byte, a, b string) string {
+	k := srcKey{kind, a, b}
+	if s, ok := q.t.sources[k]; ok {
+		return s
+	}
+	var s string
+	switch kind {
+	case 'r': // a rate over selected sets
+		s = "computed:Δ" + a + b + "/Δt"
+	case 'd': // a difference of rates
+		s = "computed:(Δ" + a + " − Δ" + b + ")/Δt"
+	case 'c': // the counters' life ratio
+		s = "computed:" + a + " / " + b
+	case 'h': // hit share with two denominators
+		s = "computed:Δ" + a + "/(Δ" + a + " + Δ" + b + ")"
+	case 'H':
+		s = "computed:" + a + " / (" + a + " + " + b + ")"
+	case 'i': // 1 / mean of a histogram
+		s = "computed:Δ" + a + "_count/Δ" + a + "_sum"
+	case 'I':
+		s = "computed:" + a + "_count / " + a + "_sum"
+	case 's': // a series with a selector
+		s = a + b
+	case '+':
+		s = "computed:" + a + " + " + b
+	case '*':
+		s = "computed:" + a + " × " + b
+	case 'u': // cumulative µs per event
+		s = "computed:Δ" + a + "/Δ" + b + " × 1e-6"
+	}
+	q.t.sources[k] = s
+	return s
+}
+
+// Aggregations of a gauge over its label sets.
+const (
+	aggSum = iota // counts: requests running over engines
+	aggMax        // fractions: a cache's pressure is its fullest part, never a sum
+)
+
+// gauge reads the first present of names, summed (or maxed) over the label
+// sets s selects. Absent is null with no source.
+func (q *query) gauge(agg int, s *sel, names ...string) Cell {
+	name, ok := q.pick(names...)
+	// Nothing to read is absent, never 0.
+	if !ok {
+		return absent()
+	}
+	v, n, labelled := q.fold(agg, s, name)
+	if n == 0 {
+		return absent()
+	}
+	src := name
+	// The selector is part of the source only when it selected something.
+	if s != nil && (!s.orMissing || labelled) {
+		src = q.src('s', name, s.text)
+	}
+	c := Cell{Cell: rate.Cell{Value: rate.Some(v), Source: src}}
+	if agg == aggMax && n > 1 {
+		c.Notes = noteMax
+	}
+	return c
+}
+
+var noteMax = []string{"max over label sets"}
+
+// fold sums or maxes the values of name's selected sets; n counts them, and
+// labelled says whether one of them carried the selector's label.
+func (q *query) fold(agg int, s *sel, name string) (v float64, n int, labelled bool) {
+	for _, id := range q.keys(name) {
+		ks := &q.t.keys[id]
+		if !s.ok(ks.rkey.Labels) {
+			continue
+		}
+		if s != nil && !labelled {
+			_, labelled = labelOf(ks.rkey.Labels, s.label)
+		}
+		switch {
+		case n == 0:
+			v = ks.v
+		case agg == aggMax:
+			v = max(v, ks.v)
+		default:
+			v += ks.v
+		}
+		n++
+	}
+	return v, n, labelled
+}
+
+func absent() Cell { return Cell{Cell: rate.Cell{Reason: rate.ReasonAbsent}} }
+
+// kv reads a KV-cache usage gauge (0..1, maxed over label sets) with its
+// severity.
+func (q *query) kv(s *sel, names ...string) Cell {
+	g := q.gauge(aggMax, s, names...)
+	// Absent gets no verdict.
+	if !g.Value.Valid {
+		return g
+	}
+	c := Cell{Cell: rate.KVCell(g.Source, g.Value)}
+	c.Notes = g.Notes
+	return c
+}
+
+// rate is the rate of the first present of names over the selected sets.
+func (q *query) rate(s *sel, names ...string) Cell {
+	name, _ := q.pick(names...)
+	c := q.est.Rate(name, s.match())
+	if s != nil {
+		c.Source = q.src('r', name, s.text)
+	}
+	return Cell{Cell: c}
+}
+
+// ratio is ΣΔnum/ΣΔden over the window, each the first present of its names.
+func (q *query) ratio(num, den []string) Cell {
+	n, _ := q.pick(num...)
+	d, _ := q.pick(den...)
+	return Cell{Cell: q.est.Ratio(n, d, nil)}
+}
+
+// pickHist returns the first of hs whose histogram is in the poll, else the
+// first.
+func (q *query) pickHist(hs ...hname) hname {
+	for _, h := range hs {
+		if q.present(h.bucket) || q.present(h.count) {
+			return h
+		}
+	}
+	return hs[0]
+}
+
+// hist is the windowed histogram of the first present of hs.
+func (q *query) hist(hs ...hname) (rate.Hist, hname) {
+	h := q.pickHist(hs...)
+	return q.est.Histogram(h.base, nil), h
+}
+
+// total is the lifetime value of the first present of names: its counters
+// as read, summed over the selected sets.
+func (q *query) total(s *sel, names ...string) Cell {
+	return q.gauge(aggSum, s, names...)
+}
+
+// sumTotals is a + b as read (b may be absent when optional).
+func (q *query) sumTotals(a, b Cell, optional bool) Cell {
+	switch {
+	case !a.Value.Valid:
+		return a
+	case !b.Value.Valid && !optional:
+		return b
+	case !b.Value.Valid:
+		return a
+	}
+	src := q.src('+', strings.TrimPrefix(a.Source, "computed:"), b.Source)
+	return Cell{Cell: rate.Cell{Value: rate.Some(a.Value.V + b.Value.V), Source: src, Derived: true}}
+}
+
+// lifetimeShare is hit/(hit + miss) of two totals as read.
+func (q *query) lifetimeShare(hit, miss Cell) Cell {
+	if !hit.Value.Valid {
+		return hit
+	}
+	if !miss.Value.Valid {
+		return miss
+	}
+	c := Cell{Cell: rate.Cell{Source: q.src('H', hit.Source, miss.Source), Derived: true}}
+	// Nothing looked up in the counters' life: no ratio, not 0.
+	if hit.Value.V+miss.Value.V == 0 {
+		c.Reason = rate.ReasonEmpty
+		return c
+	}
+	c.Value = rate.Some(hit.Value.V / (hit.Value.V + miss.Value.V))
+	return c
+}
+
+// lifetimeRatio is num/den of two totals as read.
+func (q *query) lifetimeRatio(num, den Cell) Cell {
+	if !num.Value.Valid {
+		return num
+	}
+	if !den.Value.Valid {
+		return den
+	}
+	c := Cell{Cell: rate.Cell{Source: q.src('c', num.Source, den.Source), Derived: true}}
+	// No denominator events in the counters' life: no ratio, not 0.
+	if den.Value.V == 0 {
+		c.Reason = rate.ReasonEmpty
+		return c
+	}
+	c.Value = rate.Some(num.Value.V / den.Value.V)
+	return c
+}
+
+// diffRates is Δa/Δt − Δb/Δt, each over its own window: a rate net of a
+// part of it (prompt tokens net of cache hits). It is never negative.
+func (q *query) diffRates(a, b Cell, an, bn string) Cell {
+	c := Cell{Cell: rate.Cell{Source: q.src('d', an, bn), Derived: true}}
+	for _, x := range []Cell{a, b} {
+		// A difference with a refused term is refused with that term's reason.
+		if !x.Value.Valid {
+			c.Reason, c.Window, c.Notes = x.Reason, x.Window, x.Notes
+			return c
+		}
+	}
+	c.Value = rate.Some(max(0, a.Value.V-b.Value.V))
+	c.Window = rate.Some(max(a.Window.V, b.Window.V))
+	return c
+}
+
+// perRequest is 1 / the mean of a windowed time-per-token histogram.
+func (q *query) perRequest(h rate.Hist, name hname) Cell {
+	m := h.Mean
+	c := Cell{Cell: rate.Cell{Source: q.src('i', name.base, ""), Derived: true, Window: m.Window}}
+	// No mean, no speed: the mean's reason is the cell's.
+	if !m.Value.Valid {
+		c.Reason, c.Notes = m.Reason, m.Notes
+		return c
+	}
+	// A zero mean time per token is no speed anyone can state.
+	if m.Value.V <= 0 {
+		c.Reason = rate.ReasonEmpty
+		return c
+	}
+	c.Value = rate.Some(1 / m.Value.V)
+	return c
+}
+
+// perRequestLifetime is count/sum of a time-per-token histogram as read.
+func (q *query) perRequestLifetime(hs ...hname) Cell {
+	h := q.pickHist(hs...)
+	cnt, nc, _ := q.fold(aggSum, nil, h.count)
+	sum, ns, _ := q.fold(aggSum, nil, h.sum)
+	// Nothing to read is absent, never 0.
+	if nc == 0 || ns == 0 {
+		return absent()
+	}
+	c := Cell{Cell: rate.Cell{Source: q.src('I', h.base, ""), Derived: true}}
+	// No time observed yet: no speed.
+	if sum <= 0 || cnt == 0 {
+		c.Reason = rate.ReasonEmpty
+		return c
+	}
+	c.Value = rate.Some(cnt / sum)
+	return c
+}
+
+// hitShare is Δhit/(Δhit + Δmiss) over the window, for engines that count
+// cache hits and evaluated tokens apart (llama.cpp forks): both ratios of
+// the two deltas, so that a window of hits only reads 1.
+func (q *query) hitShare(hit, miss string) Cell {
+	c := Cell{Cell: rate.Cell{Source: q.src('h', hit, miss), Derived: true}}
+	r := q.est.Ratio(hit, miss, nil)
+	switch {
+	case r.Value.Valid:
+		c.Value, c.Window = rate.Some(r.Value.V/(1+r.Value.V)), r.Window
+	case r.Reason == rate.ReasonEmpty:
+		// No evaluated tokens in the window: all hits, or nothing at all.
+		back := q.est.Ratio(miss, hit, nil)
+		c.Window = back.Window
+		if back.Value.Valid {
+			c.Value = rate.Some(1 / (1 + back.Value.V))
+		} else {
+			c.Reason = back.Reason
+		}
+	default:
+		c.Reason, c.Window, c.Notes = r.Reason, r.Window, r.Notes
+	}
+	return c
+}
+
+// scale multiplies a cell's value (µs → s).
+func scale(c Cell, f float64) Cell {
+	if c.Value.Valid {
+		c.Value.V *= f
+	}
+	return c
+}
+
+// by reads a gauge split by one label: the value is the sum, By the parts.
+func (q *query) by(name, label string) Cell {
+	ids := q.keys(name)
+	// Nothing to read is absent, never 0.
+	if len(ids) == 0 {
+		return absent()
+	}
+	parts := make(map[string]float64, 2)
+	var sum float64
+	for _, id := range ids {
+		v, _ := q.t.label(id, label)
+		parts[v] += q.t.keys[id].v
+		sum += q.t.keys[id].v
+	}
+	return Cell{Cell: rate.Cell{Value: rate.Some(sum), Source: name}, By: parts}
+}
+
+// fact reads a configuration fact from an info series' labels, summed over
+// its label sets.
+// A series' labels do not change, so a fact is read once per series and kind.
+func (q *query) fact(name, kind string, fn func(label func(string) (string, bool)) (float64, bool)) Cell {
+	ids := q.keys(name)
+	// Nothing to read is absent, never 0.
+	if len(ids) == 0 {
+		return absent()
+	}
+	var sum float64
+	n := 0
+	for _, id := range ids {
+		k := factKey{id, kind}
+		f, ok := q.t.facts[k]
+		if !ok {
+			f.v, f.ok = fn(func(l string) (string, bool) { return q.t.label(id, l) })
+			q.t.facts[k] = f
+		}
+		if v, ok := f.v, f.ok; ok {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
+		return absent()
+	}
+	return Cell{Cell: rate.Cell{Value: rate.Some(sum), Source: name, Derived: true}}
+}
+
+// factKey caches a fact of one series.
+type factKey struct {
+	id   int32
+	kind string
+}
+
+type factVal struct {
+	v  float64
+	ok bool
+}
+
+// labelNumber parses a label as a number.
+func labelNumber(label func(string) (string, bool), name string) (float64, bool) {
+	s, ok := label(name)
+	if !ok {
+		return 0, false
+	}
+	v, err := parseFloat(s)
+	if err != nil || math.IsNaN(v) {
+		return 0, false
+	}
+	return v, true
+}
+
+// labelBool parses a Python or Go boolean label.
+func labelBool(label func(string) (string, bool), name string) (float64, bool) {
+	s, ok := label(name)
+	if !ok {
+		return 0, false
+	}
+	switch strings.ToLower(s) {
+	case "true", "1":
+		return 1, true
+	case "false", "0":
+		return 0, true
+	}
+	return 0, false
+}

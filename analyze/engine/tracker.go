@@ -1,0 +1,567 @@
+package engine
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/record/expo"
+)
+
+// Series describes one series of a target as the capture stores it.
+type Series struct {
+	Family string // the metric family (TYPE name)
+	Type   string // counter, gauge, histogram, summary, gaugehistogram, untyped
+	Name   string // the sample's own name (foo_bucket, foo_total, ...)
+	Labels string // the label set as a JSON object with sorted keys ("{}" or "" for none)
+}
+
+// Tracker replays one target's polls: it keys each series once, feeds the
+// counters to a [rate.Estimator], detects the engine, and turns each poll
+// into cells with the engine's reader. Make one per target; it is not safe
+// for concurrent use.
+//
+// The hot path allocates nothing: register each distinct series once with
+// [Tracker.Key] (the caller keeps the id), then per poll call
+// [Tracker.Begin], [Tracker.Set] for every sample and [Tracker.End].
+type Tracker struct {
+	hint    string
+	est     *rate.Estimator
+	rd      *reader
+	engine  string
+	how     string // DetectedBy*
+	decided bool
+
+	keys  []keyState
+	byKey map[rate.Key]int32
+	names map[string]int32
+	slots []nameSlot
+
+	seq      uint64 // polls begun, from 1
+	samples  int    // samples set in the current poll
+	poll     rate.Poll
+	pollIDs  []int32 // key of each poll.Samples entry
+	newKeys  bool
+	procSlot int32 // name slot of process_start_time_seconds, -1 until seen
+
+	unknown map[string]bool // families the reader does not know
+	sources map[srcKey]string
+	names2  map[srcKey]string // generic cell names, built once
+	quick   map[string]int32  // ObserveSamples: name+labels → key
+	facts   map[factKey]factVal
+	q       query // reused by End: a query per poll would escape to the heap
+}
+
+// keyState is one series of the target.
+type keyState struct {
+	Series
+	slot       int32 // name slot
+	rkey       rate.Key
+	counter    bool     // fed to the estimator
+	createdKey rate.Key // the _created sibling of a counter or histogram series
+	created    int32    // its key: -2 not looked up yet, -1 none
+	v          float64  // the value in the last poll that carried it
+	seq        uint64   // that poll
+	pairs      [][2]string
+	split      bool // pairs holds the labels, split once
+}
+
+// label returns the value of one label of series id.
+func (t *Tracker) label(id int32, name string) (string, bool) {
+	ks := &t.keys[id]
+	if !ks.split {
+		ks.pairs, ks.split = splitLabels(ks.rkey.Labels), true
+	}
+	for _, p := range ks.pairs {
+		if p[0] == name {
+			return p[1], true
+		}
+	}
+	return "", false
+}
+
+// nameSlot groups the series of one sample name present in the current poll.
+type nameSlot struct {
+	name string
+	seq  uint64
+	keys []int32
+}
+
+// How an engine was decided.
+const (
+	DetectedByHint   = "hint"   // the configured engine of the target
+	DetectedBySeries = "series" // the series names of its polls
+)
+
+// NewTracker returns a tracker for one target. hint is the configured engine
+// ("" for none); when it names a known engine it wins over the series.
+func NewTracker(hint string, cfg rate.Config) *Tracker {
+	t := &Tracker{
+		hint:     hint,
+		est:      rate.New(cfg),
+		byKey:    make(map[rate.Key]int32),
+		names:    make(map[string]int32),
+		procSlot: -1,
+		unknown:  make(map[string]bool),
+		sources:  make(map[srcKey]string),
+		names2:   make(map[srcKey]string),
+		facts:    make(map[factKey]factVal),
+	}
+	t.rd = readerFor(Generic)
+	t.engine = Generic
+	if id := NormalizeHint(hint); id != "" {
+		t.rd, t.engine, t.how = readerFor(id), id, DetectedByHint
+		// A vLLM hint still leaves V0 or V1 to the series.
+		t.decided = id != VLLM
+	}
+	return t
+}
+
+// Config returns the estimator's configuration.
+func (t *Tracker) Config() rate.Config { return t.est.Config() }
+
+// Engine returns the engine in use ([Generic] until one is detected) and how
+// it was decided ("" while undecided).
+func (t *Tracker) Engine() (id, how string) { return t.engine, t.how }
+
+// Unknown returns the families of the target's polls that its reader does
+// not know, sorted: they are listed, never silently dropped.
+func (t *Tracker) Unknown() []string {
+	set := t.unknown
+	if !t.decided && t.how == "" {
+		// No engine was recognised: the generic reader knows no series.
+		set = make(map[string]bool)
+		for i := range t.keys {
+			set[t.keys[i].Family] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for f := range set {
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Notes returns what the target's cells mean for its engine, by cell name:
+// the seams between engines and the variant that was detected.
+func (t *Tracker) Notes() map[string]string {
+	out := make(map[string]string, len(t.rd.notes)+1)
+	for k, v := range t.rd.notes {
+		out[k] = v
+	}
+	if t.rd.variant != nil {
+		if v := t.rd.variant(t); v != "" {
+			out["engine"] = v
+		}
+	}
+	return out
+}
+
+// Key registers a series and returns its id; a series registered twice gets
+// the same id. Call it once per distinct series, not per sample.
+func (t *Tracker) Key(s Series) int32 {
+	rk := rate.Key{Series: s.Name, Labels: canonicalLabels(s.Labels)}
+	if id, ok := t.byKey[rk]; ok {
+		return id
+	}
+	slot, ok := t.names[s.Name]
+	if !ok {
+		slot = int32(len(t.slots))
+		t.slots = append(t.slots, nameSlot{name: s.Name})
+		t.names[s.Name] = slot
+		if s.Name == "process_start_time_seconds" {
+			t.procSlot = slot
+		}
+	}
+	ks := keyState{Series: s, slot: slot, rkey: rk, counter: rateable(s, rk.Labels), created: -2}
+	if ks.counter {
+		ks.createdKey = createdOf(s, rk.Labels)
+	}
+	id := int32(len(t.keys))
+	t.keys = append(t.keys, ks)
+	t.byKey[rk] = id
+	t.newKeys = true
+	if t.decided {
+		t.classify(&t.keys[id])
+	}
+	return id
+}
+
+// Begin starts a poll whose first byte arrived at T (Unix seconds) for a
+// request sent at start (0 when unknown).
+func (t *Tracker) Begin(T, start float64) {
+	t.seq++
+	t.samples = 0
+	t.poll.T, t.poll.Start, t.poll.ProcessStart = T, start, 0
+	t.poll.Samples = t.poll.Samples[:0]
+	t.pollIDs = t.pollIDs[:0]
+}
+
+// Set records the value of series id in the current poll. A series set twice
+// in one poll keeps its first value; a value that is not a finite number is
+// no reading (JSON cannot carry it, and no rate can be taken of it).
+func (t *Tracker) Set(id int32, v float64) {
+	ks := &t.keys[id]
+	// A series seen twice in one poll keeps its first reading.
+	if ks.seq == t.seq {
+		return
+	}
+	// NaN or an infinity is no reading: the series is absent from this poll.
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return
+	}
+	ks.v, ks.seq = v, t.seq
+	t.samples++
+	ns := &t.slots[ks.slot]
+	if ns.seq != t.seq {
+		ns.seq = t.seq
+		ns.keys = ns.keys[:0]
+	}
+	ns.keys = append(ns.keys, id)
+	if ks.counter {
+		t.poll.Samples = append(t.poll.Samples, rate.Sample{Key: ks.rkey, Value: v})
+		t.pollIDs = append(t.pollIDs, id)
+	}
+}
+
+// End observes the poll and appends its cells to dst[:0].
+func (t *Tracker) End(dst Cells) Cells {
+	if t.newKeys {
+		// A new series may be the _created sibling an older one lacked.
+		for i := range t.keys {
+			if t.keys[i].created == -1 {
+				t.keys[i].created = -2
+			}
+		}
+		t.newKeys = false
+	}
+	for i, id := range t.pollIDs {
+		ks := &t.keys[id]
+		if ks.created == -2 {
+			ks.created = -1
+			if c, ok := t.byKey[ks.createdKey]; ok && ks.createdKey.Series != "" {
+				ks.created = c
+			}
+		}
+		if ks.created >= 0 && t.keys[ks.created].seq == t.seq {
+			t.poll.Samples[i].Created = t.keys[ks.created].v
+		}
+	}
+	if t.procSlot >= 0 && t.slots[t.procSlot].seq == t.seq {
+		t.poll.ProcessStart = t.keys[t.slots[t.procSlot].keys[0]].v
+	}
+	t.est.Observe(t.poll)
+	if !t.decided && t.samples > 0 {
+		t.detect()
+	}
+	q := &t.q
+	q.t, q.est = t, t.est
+	dst = dst[:0]
+	// A poll with nothing in it reads nothing: every cell absent, never 0.
+	if t.samples == 0 {
+		for _, name := range Canonical {
+			dst = append(dst, Named{name, Cell{Cell: rate.Cell{Reason: rate.ReasonAbsent}}})
+		}
+		return dst
+	}
+	dst = t.rd.cells(q, dst)
+	q.dst = nil
+	return dst
+}
+
+// detect decides the engine from the series of the current poll.
+func (t *Tracker) detect() {
+	fams := make([]string, 0, 64)
+	seen := make(map[string]bool, 64)
+	for i := range t.slots {
+		ns := &t.slots[i]
+		if ns.seq != t.seq {
+			continue
+		}
+		f := t.keys[ns.keys[0]].Family
+		if !seen[f] {
+			seen[f] = true
+			fams = append(fams, f)
+		}
+	}
+	id := DetectSeries(fams)
+	switch {
+	case t.how == DetectedByHint:
+		// The hint chose vLLM; the series only tell V0 from V1.
+		if id == VLLMV0 {
+			t.rd, t.engine = readerFor(VLLMV0), VLLMV0
+		}
+	case id != Generic:
+		t.rd, t.engine, t.how = readerFor(id), id, DetectedBySeries
+	}
+	// Nothing recognisable yet: stay generic and look again next poll.
+	t.decided = id != Generic || t.how == DetectedByHint
+	if !t.decided {
+		return
+	}
+	clear(t.unknown)
+	for i := range t.keys {
+		t.classify(&t.keys[i])
+	}
+}
+
+// classify lists a series' family when the reader does not know it.
+func (t *Tracker) classify(ks *keyState) {
+	if !t.rd.knows(ks.Family) {
+		t.unknown[ks.Family] = true
+	}
+}
+
+// ObserveSamples is Begin, Key and Set for every sample, and End, in one
+// call: the convenient path for parsed bodies (tests, single captures). It
+// keys each series by name and labels through a map on every call.
+func (t *Tracker) ObserveSamples(T, start float64, ss []expo.Sample, dst Cells) Cells {
+	if t.quick == nil {
+		t.quick = make(map[string]int32)
+	}
+	t.Begin(T, start)
+	for i := range ss {
+		s := &ss[i]
+		k := s.Name + s.Labels
+		id, ok := t.quick[k]
+		if !ok {
+			id = t.Key(Series{Family: s.Family, Type: s.Type, Name: s.Name, Labels: s.Labels})
+			t.quick[k] = id
+		}
+		t.Set(id, s.Value)
+	}
+	return t.End(dst)
+}
+
+// rateable reports whether a series is a counter the estimator should track:
+// counters, the _bucket, _count and _sum of histograms and the _count and
+// _sum of summaries, an untyped *_total (what a `# TYPE foo counter` line
+// followed by `foo_total` parses to), and counters typed gauge by their
+// engine (TensorRT-LLM's iteration counter).
+func rateable(s Series, labels string) bool {
+	switch s.Type {
+	case "counter":
+		return true
+	case "histogram":
+		return strings.HasSuffix(s.Name, "_bucket") || strings.HasSuffix(s.Name, "_count") || strings.HasSuffix(s.Name, "_sum")
+	case "summary":
+		return strings.HasSuffix(s.Name, "_count") || strings.HasSuffix(s.Name, "_sum")
+	case "untyped":
+		return strings.HasSuffix(s.Name, "_total")
+	}
+	return s.Name == trtGeneral && hasLabel(labels, "general_type", "iteration_counter")
+}
+
+// createdOf returns the key of the _created series prometheus_client prints
+// beside a counter (foo_total → foo_created) or a histogram (foo_bucket,
+// foo_count, foo_sum → foo_created, without le).
+func createdOf(s Series, labels string) rate.Key {
+	base := ""
+	switch {
+	case strings.HasSuffix(s.Name, "_total"):
+		base = strings.TrimSuffix(s.Name, "_total")
+	case strings.HasSuffix(s.Name, "_bucket"):
+		base = strings.TrimSuffix(s.Name, "_bucket")
+		labels = withoutLabel(labels, "le")
+	case strings.HasSuffix(s.Name, "_count"):
+		base = strings.TrimSuffix(s.Name, "_count")
+	case strings.HasSuffix(s.Name, "_sum"):
+		base = strings.TrimSuffix(s.Name, "_sum")
+	default:
+		return rate.Key{}
+	}
+	return rate.Key{Series: base + "_created", Labels: labels}
+}
+
+// canonicalLabels turns the capture's JSON label object into package rate's
+// canonical form, {a="x",b="y"}; "" for none. A label object that does not
+// decode is kept as it is: still one distinct key.
+func canonicalLabels(js string) string {
+	// No labels is the empty string, so an unlabelled series has one key.
+	if js == "" || js == "{}" {
+		return ""
+	}
+	pairs, ok := jsonPairs(js)
+	if !ok {
+		m, err := expo.DecodeLabels(js)
+		if err != nil {
+			return js
+		}
+		pairs = pairs[:0]
+		for k, v := range m {
+			pairs = append(pairs, k, v)
+		}
+	}
+	return rate.Labels(pairs...)
+}
+
+// jsonPairs decodes the flat object of strings expo writes ({"a":"x"}) into
+// name, value pairs, without reflection; ok is false for anything else
+// (then encoding/json decides).
+func jsonPairs(js string) (pairs []string, ok bool) {
+	s := js
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil, false
+	}
+	s = s[1 : len(s)-1]
+	for s != "" {
+		var k, v string
+		if k, s, ok = jsonString(s); !ok || s == "" || s[0] != ':' {
+			return nil, false
+		}
+		if v, s, ok = jsonString(s[1:]); !ok {
+			return nil, false
+		}
+		pairs = append(pairs, k, v)
+		if s == "" {
+			break
+		}
+		if s[0] != ',' || len(s) == 1 {
+			return nil, false
+		}
+		s = s[1:]
+	}
+	return pairs, true
+}
+
+// jsonString decodes a JSON string at the start of s without \u escapes
+// other than the \u00XX expo writes; it returns the rest of s.
+func jsonString(s string) (str, rest string, ok bool) {
+	if s == "" || s[0] != '"' {
+		return "", s, false
+	}
+	i := 1
+	for i < len(s) && s[i] != '"' && s[i] != '\\' {
+		i++
+	}
+	// The common case: no escape, no copy.
+	if i < len(s) && s[i] == '"' {
+		return s[1:i], s[i+1:], true
+	}
+	var b strings.Builder
+	b.WriteString(s[1:i])
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '"':
+			return b.String(), s[i+1:], true
+		case c != '\\':
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		if i+1 >= len(s) {
+			return "", s, false
+		}
+		switch e := s[i+1]; e {
+		case '"', '\\', '/':
+			b.WriteByte(e)
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'u':
+			if i+6 > len(s) || s[i+2:i+4] != "00" {
+				return "", s, false
+			}
+			x, err := strconv.ParseUint(s[i+4:i+6], 16, 8)
+			if err != nil {
+				return "", s, false
+			}
+			b.WriteByte(byte(x))
+			i += 4
+		default:
+			return "", s, false
+		}
+		i += 2
+	}
+	return "", s, false
+}
+
+// hasLabel reports whether canonical labels carry name="value".
+func hasLabel(labels, name, value string) bool {
+	want := name + `="` + value + `"`
+	for i := strings.Index(labels, want); i >= 0; {
+		before := i == 0 || labels[i-1] == '{' || labels[i-1] == ','
+		end := i + len(want)
+		after := end < len(labels) && (labels[end] == ',' || labels[end] == '}')
+		if before && after {
+			return true
+		}
+		j := strings.Index(labels[i+1:], want)
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// labelOf returns the value of one label of canonical labels.
+func labelOf(labels, name string) (string, bool) {
+	for _, p := range splitLabels(labels) {
+		if p[0] == name {
+			return p[1], true
+		}
+	}
+	return "", false
+}
+
+// splitLabels returns the name, unescaped value pairs of canonical labels.
+func splitLabels(labels string) [][2]string {
+	if len(labels) < 2 {
+		return nil
+	}
+	s := labels[1 : len(labels)-1]
+	var out [][2]string
+	for s != "" {
+		eq := strings.Index(s, `="`)
+		if eq <= 0 {
+			return out
+		}
+		name := s[:eq]
+		s = s[eq+2:]
+		var v strings.Builder
+		i := 0
+		for ; i < len(s); i++ {
+			c := s[i]
+			if c == '\\' && i+1 < len(s) {
+				i++
+				switch s[i] {
+				case 'n':
+					v.WriteByte('\n')
+				default:
+					v.WriteByte(s[i])
+				}
+				continue
+			}
+			if c == '"' {
+				break
+			}
+			v.WriteByte(c)
+		}
+		out = append(out, [2]string{name, v.String()})
+		if i+1 >= len(s) {
+			return out
+		}
+		s = s[i+2:] // past the quote and the comma
+	}
+	return out
+}
+
+// withoutLabel returns canonical labels without one label.
+func withoutLabel(labels, name string) string {
+	ps := splitLabels(labels)
+	pairs := make([]string, 0, 2*len(ps))
+	for _, p := range ps {
+		if p[0] != name {
+			pairs = append(pairs, p[0], p[1])
+		}
+	}
+	return rate.Labels(pairs...)
+}

@@ -1,0 +1,200 @@
+package engine
+
+import "strings"
+
+// newVLLM reads vLLM V1 and V0 (prefix "vllm:") and NIM (V0's families with
+// no prefix). Renamed series are read under either name, the current one
+// first: gpu_cache_usage_perc → kv_cache_usage_perc, gpu_prefix_cache_* →
+// prefix_cache_*, and time_per_output_token_seconds, split into
+// inter_token_latency_seconds (per output event) and
+// request_time_per_output_token_seconds (per request).
+func newVLLM(id, p string) *reader {
+	n := func(s string) string { return p + s }
+	var (
+		gen       = n("generation_tokens_total")
+		prompt    = n("prompt_tokens_total")
+		bySource  = n("prompt_tokens_by_source_total")
+		cached    = n("prompt_tokens_cached_total")
+		hits      = []string{n("prefix_cache_hits_total"), n("gpu_prefix_cache_hits_total")}
+		queries   = []string{n("prefix_cache_queries_total"), n("gpu_prefix_cache_queries_total")}
+		cachedAll = []string{cached, hits[0], hits[1]}
+		accepted  = []string{n("spec_decode_num_accepted_tokens_total")}
+		drafted   = []string{n("spec_decode_num_draft_tokens_total")}
+		finished  = []string{n("request_success_total"), n("request_finish_total")}
+		running   = n("num_requests_running")
+		waiting   = n("num_requests_waiting")
+		byReason  = n("num_requests_waiting_by_reason")
+		preempt   = n("num_preemptions_total")
+		kv        = []string{n("kv_cache_usage_perc"), n("gpu_cache_usage_perc")}
+		cacheInfo = n("cache_config_info")
+		avgGen    = n("avg_generation_throughput_toks_per_s")
+		avgPrompt = n("avg_prompt_throughput_toks_per_s")
+		hitRate   = n("gpu_prefix_cache_hit_rate")
+		specRate  = n("spec_decode_draft_acceptance_rate")
+		maxReq    = n("num_request_max")
+		oldTPOT   = hn(n("time_per_output_token_seconds"))
+		ttft      = hn(n("time_to_first_token_seconds"))
+		tpot      = []hname{hn(n("request_time_per_output_token_seconds")), oldTPOT}
+		itl       = []hname{hn(n("inter_token_latency_seconds")), oldTPOT}
+		e2e       = hn(n("e2e_request_latency_seconds"))
+		queue     = []hname{hn(n("request_queue_time_seconds")), hn(n("time_in_queue_requests"))}
+		local     = newSel("source", "local_compute", false)
+	)
+	r := &reader{id: id, prefixes: []string{"python_", "process_"}}
+	r.families = catalog(
+		gen, "decode_tokens_per_second generation_tokens_total tokens_total",
+		prompt, "prompt_tokens_per_second prompt_tokens_computed_per_second prompt_tokens_total tokens_total",
+		bySource, "prompt_tokens_computed_per_second",
+		cached, "prompt_tokens_cached_total",
+		n("prompt_tokens_recomputed_total"), "",
+		hits[0], "prefix_cache_hit_ratio prompt_tokens_computed_per_second prompt_tokens_cached_total",
+		hits[1], "prefix_cache_hit_ratio prompt_tokens_computed_per_second prompt_tokens_cached_total (pre-0.9 name)",
+		queries[0], "prefix_cache_hit_ratio",
+		queries[1], "prefix_cache_hit_ratio (pre-0.9 name)",
+		n("external_prefix_cache_hits_total"), "", n("external_prefix_cache_queries_total"), "",
+		n("mm_cache_hits_total"), "", n("mm_cache_queries_total"), "",
+		preempt, "preemptions_per_second preemptions_total",
+		finished[0], "requests_finished_per_second requests_finished_total",
+		finished[1], "requests_finished_per_second requests_finished_total (NIM)",
+		n("request_failure_total"), "",
+		n("corrupted_requests_total"), "",
+		running, "requests_running",
+		waiting, "requests_waiting",
+		byReason, "waiting_by_reason",
+		n("num_requests_swapped"), "",
+		maxReq, "max_running_requests (NIM)",
+		kv[0], "kv_cache_usage_ratio",
+		kv[1], "kv_cache_usage_ratio (pre-0.9 name)",
+		n("cpu_cache_usage_perc"), "",
+		n("engine_sleep_state"), "",
+		cacheInfo, "kv_cache_capacity_tokens prefix_caching_enabled",
+		n("lora_requests_info"), "",
+		accepted[0], "spec_accept_ratio",
+		drafted[0], "spec_accept_ratio",
+		n("spec_decode_num_drafts_total"), "",
+		n("spec_decode_num_accepted_tokens_per_pos_total"), "",
+		n("spec_decode_num_emitted_tokens_total"), "",
+		specRate, "spec_accept_ratio_native",
+		n("spec_decode_efficiency"), "",
+		ttft.base, "time_to_first_token_seconds",
+		itl[0].base, "inter_token_latency_seconds",
+		tpot[0].base, "time_per_output_token_seconds per_request_decode_tokens_per_second",
+		oldTPOT.base, "inter_token_latency_seconds time_per_output_token_seconds per_request_decode_tokens_per_second (pre-0.11 name)",
+		e2e.base, "e2e_request_latency_seconds",
+		queue[0].base, "request_queue_time_seconds",
+		queue[1].base, "request_queue_time_seconds (V0, hidden in 0.8)",
+		n("request_prefill_time_seconds"), "", n("request_decode_time_seconds"), "",
+		n("request_inference_time_seconds"), "",
+		n("request_prompt_tokens"), "", n("request_generation_tokens"), "",
+		n("request_prefill_kv_computed_tokens"), "",
+		n("request_max_num_generation_tokens"), "", n("request_params_max_tokens"), "",
+		n("request_params_n"), "", n("request_params_best_of"), "",
+		n("iteration_tokens_total"), "",
+		n("kv_block_lifetime_seconds"), "", n("kv_block_idle_before_evict_seconds"), "",
+		n("kv_block_reuse_gap_seconds"), "",
+		n("model_forward_time_milliseconds"), "", n("model_execute_time_milliseconds"), "",
+		avgPrompt, "prompt_tokens_per_second_native",
+		avgGen, "decode_tokens_per_second_native",
+		hitRate, "prefix_cache_hit_ratio_native",
+		n("cpu_prefix_cache_hit_rate"), "",
+		n("estimated_flops_per_gpu_total"), "",
+	)
+	r.notes = map[string]string{
+		PromptTokensPerSecond:         "every prompt token of a finished prefill, prefix-cache hits and transferred KV included",
+		PromptTokensComputedPerSecond: `prompt_tokens_by_source_total{source="local_compute"} when exported, else prompt tokens net of local prefix-cache hits`,
+		ITL:                           "per output event of a request: with speculative decoding one event carries several tokens",
+		TPOT:                          "request_time_per_output_token_seconds: each request's mean decode time per token; before 0.11 the per-event time_per_output_token_seconds, equal per token without speculative decoding",
+		TTFT:                          "from front-end arrival, tokenisation included",
+		DecodeTokensPerSecondNative:   "V0's avg_generation_throughput_toks_per_s: the last ~5 s logging interval, frozen when idle",
+		PromptTokensPerSecondNative:   "V0's avg_prompt_throughput_toks_per_s: the last ~5 s logging interval, frozen when idle",
+	}
+	if id == NIM {
+		r.prefixes = nil // unprefixed names clash easily: know only NIM's own
+	}
+	r.variant = func(t *Tracker) string {
+		// V0 and NIM have only the old names; they are news for V1 alone.
+		if id != VLLM {
+			return ""
+		}
+		q := query{t: t}
+		var parts []string
+		if q.present(kv[1]) && !q.present(kv[0]) {
+			parts = append(parts, "pre-0.9 names (gpu_cache_usage_perc, gpu_prefix_cache_*)")
+		}
+		if q.present(oldTPOT.count) && !q.present(itl[0].count) {
+			parts = append(parts, "pre-0.11 names (time_per_output_token_seconds read as ITL and as TPOT)")
+		}
+		return strings.Join(parts, "; ")
+	}
+	blocks := func(l func(string) (string, bool)) (float64, bool) {
+		b, ok1 := labelNumber(l, "num_gpu_blocks")
+		size, ok2 := labelNumber(l, "block_size")
+		return b * size, ok1 && ok2
+	}
+	caching := func(l func(string) (string, bool)) (float64, bool) { return labelBool(l, "enable_prefix_caching") }
+	r.fill = func(q *query) {
+		q.put(DecodeTokensPerSecond, q.rate(nil, gen))
+		pr := q.rate(nil, prompt)
+		q.put(PromptTokensPerSecond, pr)
+		if q.present(bySource) {
+			q.put(PromptTokensComputedPerSecond, q.rate(local, bySource))
+		} else {
+			h, _ := q.pick(hits...)
+			q.put(PromptTokensComputedPerSecond, q.diffRates(pr, q.rate(nil, hits...), prompt, h))
+		}
+		q.put(RequestsRunning, q.gauge(aggSum, nil, running))
+		q.put(RequestsWaiting, q.gauge(aggSum, nil, waiting))
+		q.put(WaitingByReason, q.by(byReason, "reason"))
+		q.put(KVCacheUsageRatio, q.kv(nil, kv...))
+		q.put(PreemptionsPerSecond, q.rate(nil, preempt))
+		q.put(RequestsFinishedPerSecond, q.rate(nil, finished...))
+		q.put(PrefixCacheHitRatio, q.ratio(hits, queries))
+		q.put(PrefixCacheHitRatioLifetime, q.lifetimeRatio(q.total(nil, hits...), q.total(nil, queries...)))
+		q.put(SpecAcceptRatio, q.ratio(accepted, drafted))
+		q.put(SpecAcceptRatioLifetime, q.lifetimeRatio(q.total(nil, accepted...), q.total(nil, drafted...)))
+
+		h, _ := q.hist(ttft)
+		q.putHist(TTFT, h)
+		h, name := q.hist(tpot...)
+		q.putHist(TPOT, h)
+		q.put(PerRequestDecodeTokensPerSecond, q.perRequest(h, name))
+		q.put(PerRequestDecodeTokensPerSecondLifetime, q.perRequestLifetime(tpot...))
+		h, _ = q.hist(itl...)
+		q.putHist(ITL, h)
+		h, _ = q.hist(e2e)
+		q.putHist(E2E, h)
+		h, _ = q.hist(queue...)
+		q.putHist(Queue, h)
+
+		pt, gt := q.total(nil, prompt), q.total(nil, gen)
+		q.put(TokensTotal, q.sumTotals(pt, gt, false))
+		q.put(PromptTokensTotal, pt)
+		q.put(PromptTokensCachedTotal, q.total(nil, cachedAll...))
+		q.put(GenerationTokensTotal, gt)
+		q.put(RequestsFinishedTotal, q.total(nil, finished...))
+		q.put(PreemptionsTotal, q.total(nil, preempt))
+
+		if id != VLLM {
+			q.put(DecodeTokensPerSecondNative, q.gauge(aggSum, nil, avgGen))
+			q.put(PromptTokensPerSecondNative, q.gauge(aggSum, nil, avgPrompt))
+			q.put(PrefixCacheHitRatioNative, disabledBelowZero(q.gauge(aggMax, nil, hitRate)))
+			q.put(SpecAcceptRatioNative, q.gauge(aggMax, nil, specRate))
+		}
+		q.put(KVCacheCapacityTokens, q.fact(cacheInfo, "kv_capacity", blocks))
+		q.put(PrefixCachingEnabled, q.fact(cacheInfo, "prefix_caching", caching))
+		if id == NIM {
+			q.put(MaxRunningRequests, q.gauge(aggSum, nil, maxReq))
+		}
+	}
+	return r
+}
+
+// disabledBelowZero turns V0's −1 "prefix caching is off" into a null.
+func disabledBelowZero(c Cell) Cell {
+	// −1 is the engine saying the feature is off, not a ratio.
+	if c.Value.Valid && c.Value.V < 0 {
+		c.Value.Valid, c.Value.V = false, 0
+		c.Reason = ReasonDisabled
+	}
+	return c
+}

@@ -1,0 +1,494 @@
+package analyze
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/llmrec/llmrec/record/capture"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
+)
+
+// A segment is read column by column, never through the body column, with
+// one cursor per column walking its pages in step, so memory is bounded by a
+// page and not by a file. The string columns are dictionary-encoded: each
+// distinct string (a series name, a label set) is interned once per
+// dictionary, and a sample becomes four integers and a float.
+
+// strtab interns strings: equal strings get equal ids.
+type strtab struct {
+	ids map[string]int32
+	s   []string
+}
+
+func newStrtab() *strtab { return &strtab{ids: make(map[string]int32)} }
+
+// id returns b's id; looking up a known string does not allocate.
+func (t *strtab) id(b []byte) int32 {
+	if id, ok := t.ids[string(b)]; ok {
+		return id
+	}
+	return t.add(string(b))
+}
+
+// idString returns s's id.
+func (t *strtab) idString(s string) int32 {
+	if id, ok := t.ids[s]; ok {
+		return id
+	}
+	return t.add(s)
+}
+
+func (t *strtab) add(s string) int32 {
+	id := int32(len(t.s))
+	t.s = append(t.s, s)
+	t.ids[s] = id
+	return id
+}
+
+// row is one scrape row as ids and numbers. Its slices are reused for the
+// next row.
+type row struct {
+	run, target, engine, endpoint, outcome int32
+	seq, start, firstByte                  int64 // a null time is 0
+
+	family, typ, name, labels []int32
+	value                     []float64
+}
+
+// Column paths of the projection.
+var columns = [...][]string{
+	cRun: {"run_id"}, cTarget: {"target"}, cEngine: {"engine"}, cEndpoint: {"endpoint"}, cOutcome: {"outcome"},
+	cSeq: {"seq"}, cStart: {"start_ns"}, cFirstByte: {"first_byte_ns"},
+	cFamily: {"samples", "list", "element", "family"}, cType: {"samples", "list", "element", "type"},
+	cName: {"samples", "list", "element", "name"}, cLabels: {"samples", "list", "element", "labels"},
+	cValue: {"samples", "list", "element", "value"},
+}
+
+const (
+	cRun = iota
+	cTarget
+	cEngine
+	cEndpoint
+	cOutcome
+	cSeq
+	cStart
+	cFirstByte
+	cFamily
+	cType
+	cName
+	cLabels
+	cValue
+	nColumns
+)
+
+// kinds are the columns' physical types.
+var kinds = [nColumns]parquet.Kind{
+	cRun: parquet.ByteArray, cTarget: parquet.ByteArray, cEngine: parquet.ByteArray, cEndpoint: parquet.ByteArray,
+	cOutcome: parquet.ByteArray, cSeq: parquet.Int64, cStart: parquet.Int64, cFirstByte: parquet.Int64,
+	cFamily: parquet.ByteArray, cType: parquet.ByteArray, cName: parquet.ByteArray, cLabels: parquet.ByteArray,
+	cValue: parquet.Double,
+}
+
+// segReader reads segments row by row, reusing its buffers.
+type segReader struct {
+	tab  *strtab
+	cur  [nColumns]cursor
+	row  row
+	trow row // scratch for journal rows
+}
+
+func newSegReader(tab *strtab) *segReader {
+	r := &segReader{tab: tab}
+	for i := range r.cur {
+		r.cur[i].tab = tab
+	}
+	return r
+}
+
+// read calls fn with each row of the segment at path. Errors name the file
+// and what is wrong with it; rows before the error have been delivered.
+func (r *segReader) read(path string, fn func(*row)) (err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open segment: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("open segment: %w", err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return fmt.Errorf("segment %s: %w", path, err)
+	}
+	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != capture.SchemaVersion {
+		return fmt.Errorf("segment %s: schema version %s, this llmrec reads %s", path, v, capture.SchemaVersion)
+	}
+	var leaves [nColumns]parquet.LeafColumn
+	for i, p := range columns {
+		leaf, ok := pf.Schema().Lookup(p...)
+		if !ok {
+			return fmt.Errorf("segment %s: no column %s", path, strings.Join(p, "."))
+		}
+		if k := leaf.Node.Type().Kind(); k != kinds[i] {
+			return fmt.Errorf("segment %s: column %s is %v, want %v", path, strings.Join(p, "."), k, kinds[i])
+		}
+		leaves[i] = leaf
+	}
+	// Rows are delimited by the repeated name column's levels.
+	if leaves[cName].MaxRepetitionLevel != 1 {
+		return fmt.Errorf("segment %s: column %s is not a list of samples", path, strings.Join(columns[cName], "."))
+	}
+	for gi, rg := range pf.RowGroups() {
+		if err := r.rowGroup(rg, leaves[:], fn); err != nil {
+			return fmt.Errorf("segment %s: row group %d: %w", path, gi, err)
+		}
+	}
+	return nil
+}
+
+// rowGroup delivers the rows of one row group.
+func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, fn func(*row)) (err error) {
+	cc := rg.ColumnChunks()
+	for i := range r.cur {
+		r.cur[i].open(cc[leaves[i].ColumnIndex], leaves[i])
+	}
+	defer func() {
+		for i := range r.cur {
+			r.cur[i].close()
+		}
+	}()
+	c := &r.cur
+	w := &r.row
+	n := rg.NumRows()
+	for k := int64(0); k < n; k++ {
+		if w.run, err = c[cRun].str(); err != nil {
+			return colErr(cRun, err)
+		}
+		if w.target, err = c[cTarget].str(); err != nil {
+			return colErr(cTarget, err)
+		}
+		if w.engine, err = c[cEngine].str(); err != nil {
+			return colErr(cEngine, err)
+		}
+		if w.endpoint, err = c[cEndpoint].str(); err != nil {
+			return colErr(cEndpoint, err)
+		}
+		if w.outcome, err = c[cOutcome].str(); err != nil {
+			return colErr(cOutcome, err)
+		}
+		if w.seq, err = c[cSeq].int64(); err != nil {
+			return colErr(cSeq, err)
+		}
+		if w.start, err = c[cStart].int64(); err != nil {
+			return colErr(cStart, err)
+		}
+		if w.firstByte, err = c[cFirstByte].int64(); err != nil {
+			return colErr(cFirstByte, err)
+		}
+		w.name = w.name[:0]
+		if w.name, err = c[cName].rowStrs(w.name); err != nil {
+			return colErr(cName, err)
+		}
+		m := len(w.name)
+		if w.family, err = c[cFamily].strs(w.family[:0], m); err != nil {
+			return colErr(cFamily, err)
+		}
+		if w.typ, err = c[cType].strs(w.typ[:0], m); err != nil {
+			return colErr(cType, err)
+		}
+		if w.labels, err = c[cLabels].strs(w.labels[:0], m); err != nil {
+			return colErr(cLabels, err)
+		}
+		if w.value, err = c[cValue].doubles(w.value[:0], m); err != nil {
+			return colErr(cValue, err)
+		}
+		fn(w)
+	}
+	return nil
+}
+
+func colErr(c int, err error) error {
+	return fmt.Errorf("column %s: %w", strings.Join(columns[c], "."), err)
+}
+
+// cursor walks one leaf column of a row group, page by page.
+type cursor struct {
+	tab    *strtab
+	leaf   parquet.LeafColumn
+	maxDef byte
+	pages  parquet.Pages
+	page   parquet.Page
+
+	defs, reps []byte // the current page's levels; nil for a required column
+	lv, nlv    int    // next level, levels in the page
+
+	idx []int32   // the page's values: dictionary indexes (into trans),
+	ids []int32   // string ids (a plain page, and trans),
+	i64 []int64   // int64s,
+	f64 []float64 // or doubles
+	vi  int       // next value
+
+	dict  parquet.Dictionary
+	trans []int32 // the dictionary's entries as string ids; ids for a plain page
+}
+
+// at returns string value i of the page.
+func (c *cursor) at(i int) int32 {
+	if c.idx != nil {
+		return c.trans[c.idx[i]]
+	}
+	return c.ids[i]
+}
+
+// nstr is the number of string values in the page.
+func (c *cursor) nstr() int {
+	if c.idx != nil {
+		return len(c.idx)
+	}
+	return len(c.ids)
+}
+
+func (c *cursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
+	c.leaf, c.maxDef = leaf, byte(leaf.MaxDefinitionLevel)
+	c.pages = cc.Pages()
+	c.page, c.dict, c.trans = nil, nil, c.trans[:0]
+	c.defs, c.reps, c.lv, c.nlv = nil, nil, 0, 0
+	c.idx, c.ids, c.i64, c.f64, c.vi = nil, c.ids[:0], nil, nil, 0
+}
+
+func (c *cursor) close() {
+	if c.page != nil {
+		parquet.Release(c.page)
+		c.page = nil
+	}
+	if c.pages != nil {
+		c.pages.Close()
+		c.pages = nil
+	}
+}
+
+// errShort is a column that ends before the row group does.
+var errShort = errors.New("fewer values than rows")
+
+// load reads the next page and decodes its values.
+func (c *cursor) load() error {
+	if c.page != nil {
+		parquet.Release(c.page)
+		c.page = nil
+	}
+	p, err := c.pages.ReadPage()
+	if errors.Is(err, io.EOF) {
+		return errShort
+	}
+	if err != nil {
+		return err
+	}
+	c.page = p
+	c.defs, c.reps = p.DefinitionLevels(), p.RepetitionLevels()
+	c.lv, c.nlv, c.vi = 0, int(p.NumValues()), 0
+	want := c.nlv
+	if len(c.defs) > 0 {
+		if len(c.defs) != c.nlv || (len(c.reps) > 0 && len(c.reps) != c.nlv) {
+			return fmt.Errorf("%d definition and %d repetition levels for %d values", len(c.defs), len(c.reps), c.nlv)
+		}
+		want = 0
+		for _, l := range c.defs {
+			if l == c.maxDef {
+				want++
+			}
+		}
+	}
+	data := p.Data()
+	// A page of nulls only may carry no values at all.
+	if data.Kind() == encoding.Undefined {
+		c.idx, c.ids, c.i64, c.f64 = nil, c.ids[:0], nil, nil
+		return count(0, want)
+	}
+	// read checked each column's physical type.
+	switch c.leaf.Node.Type().Kind() {
+	case parquet.ByteArray:
+		return c.loadStrings(p, &data, want)
+	case parquet.Int64:
+		c.i64 = data.Int64()
+		return count(len(c.i64), want)
+	default:
+		c.f64 = data.Double()
+		return count(len(c.f64), want)
+	}
+}
+
+func count(got, want int) error {
+	if got != want {
+		return fmt.Errorf("%d values for %d present", got, want)
+	}
+	return nil
+}
+
+// loadStrings turns a page of a string column into string ids: through the
+// dictionary for an indexed page, one by one for a plain one.
+func (c *cursor) loadStrings(p parquet.Page, data *encoding.Values, want int) error {
+	c.idx, c.ids = nil, c.ids[:0]
+	if d := p.Dictionary(); d != nil {
+		if d != c.dict {
+			c.dict = d
+			dd := d.Page().Data()
+			vals, offs := dd.ByteArray()
+			c.trans = c.trans[:0]
+			for i := 0; i < d.Len(); i++ {
+				c.trans = append(c.trans, c.tab.id(vals[offs[i]:offs[i+1]]))
+			}
+		}
+		idx := data.Int32()
+		if err := count(len(idx), want); err != nil {
+			return err
+		}
+		for _, i := range idx {
+			if i < 0 || int(i) >= len(c.trans) {
+				return fmt.Errorf("dictionary index %d out of range [0,%d)", i, len(c.trans))
+			}
+		}
+		c.idx = idx
+		return nil
+	}
+	vals, offs := data.ByteArray()
+	if len(offs) != want+1 {
+		return fmt.Errorf("%d byte-array offsets for %d values", len(offs), want)
+	}
+	for i := 0; i < want; i++ {
+		c.ids = append(c.ids, c.tab.id(vals[offs[i]:offs[i+1]]))
+	}
+	return nil
+}
+
+// level advances one level and reports whether it carries a value.
+func (c *cursor) level() (bool, error) {
+	for c.lv >= c.nlv {
+		if err := c.load(); err != nil {
+			return false, err
+		}
+	}
+	c.lv++
+	return c.defs == nil || c.defs[c.lv-1] == c.maxDef, nil
+}
+
+// str reads a required string of the next row.
+func (c *cursor) str() (int32, error) {
+	ok, err := c.level()
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, errors.New("null in a required column")
+	}
+	c.vi++
+	return c.at(c.vi - 1), nil
+}
+
+// int64 reads an int64 of the next row, a null as 0.
+func (c *cursor) int64() (int64, error) {
+	ok, err := c.level()
+	if err != nil || !ok {
+		return 0, err
+	}
+	c.vi++
+	return c.i64[c.vi-1], nil
+}
+
+// rowStrs appends the strings of the next row of the repeated column that
+// delimits rows: its levels from one with repetition level 0 to the next.
+func (c *cursor) rowStrs(dst []int32) ([]int32, error) {
+	started := false
+	for {
+		if c.lv >= c.nlv {
+			err := c.load()
+			// The row group's last row ends with its column.
+			if errors.Is(err, errShort) && started {
+				return dst, nil
+			}
+			if err != nil {
+				return dst, err
+			}
+			continue
+		}
+		rep := c.reps[c.lv]
+		if started && rep == 0 {
+			return dst, nil // the next row starts here
+		}
+		if !started && rep != 0 {
+			return dst, errors.New("a row does not start at repetition level 0")
+		}
+		started = true
+		c.lv++
+		if c.defs[c.lv-1] == c.maxDef {
+			dst = append(dst, c.at(c.vi))
+			c.vi++
+		}
+	}
+}
+
+// strs appends the next n values of a sample column.
+func (c *cursor) strs(dst []int32, n int) ([]int32, error) {
+	for n > 0 {
+		if c.vi >= c.nstr() {
+			if err := c.load(); err != nil {
+				return dst, err
+			}
+			continue
+		}
+		k := min(n, c.nstr()-c.vi)
+		if c.idx != nil {
+			for _, i := range c.idx[c.vi : c.vi+k] {
+				dst = append(dst, c.trans[i])
+			}
+		} else {
+			dst = append(dst, c.ids[c.vi:c.vi+k]...)
+		}
+		c.vi += k
+		n -= k
+	}
+	return dst, nil
+}
+
+// doubles appends the next n values of a double sample column.
+func (c *cursor) doubles(dst []float64, n int) ([]float64, error) {
+	for n > 0 {
+		if c.vi >= len(c.f64) {
+			if err := c.load(); err != nil {
+				return dst, err
+			}
+			continue
+		}
+		k := min(n, len(c.f64)-c.vi)
+		dst = append(dst, c.f64[c.vi:c.vi+k]...)
+		c.vi += k
+		n -= k
+	}
+	return dst, nil
+}
+
+// journal delivers a live journal's rows.
+func (r *segReader) journal(rows []capture.Scrape, fn func(*row)) {
+	t := r.tab
+	w := &r.trow
+	for i := range rows {
+		s := &rows[i]
+		w.run, w.target, w.engine = t.idString(s.RunID), t.idString(s.Target), t.idString(s.Engine)
+		w.endpoint, w.outcome = t.idString(s.Endpoint), t.idString(s.Outcome)
+		w.seq, w.start, w.firstByte = s.Seq, s.StartNs, s.FirstByteNs
+		w.family, w.typ, w.name, w.labels, w.value = w.family[:0], w.typ[:0], w.name[:0], w.labels[:0], w.value[:0]
+		for j := range s.Samples {
+			x := &s.Samples[j]
+			w.family = append(w.family, t.idString(x.Family))
+			w.typ = append(w.typ, t.idString(x.Type))
+			w.name = append(w.name, t.idString(x.Name))
+			w.labels = append(w.labels, t.idString(x.Labels))
+			w.value = append(w.value, x.Value)
+		}
+		fn(w)
+	}
+}

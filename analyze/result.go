@@ -1,0 +1,116 @@
+package analyze
+
+import (
+	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+// Schema names the version of the JSON document. It changes only when a
+// field changes meaning or goes away; new fields and new top-level keys
+// (incidents, fleet, ...) are added without a change, so readers must
+// ignore what they do not know.
+const Schema = "llmrec.analysis/1"
+
+// Result is the analysis of one or more run folders: plain data meant for
+// JSON. Slices are never nil.
+type Result struct {
+	Schema    string    `json:"schema"`
+	Generator string    `json:"generator"` // "llmrec <version>"
+	Gates     Gates     `json:"gates"`
+	Inputs    []Input   `json:"inputs"`
+	Problems  []Problem `json:"problems"` // files that could not be read; the rest was analysed
+	Targets   []Target  `json:"targets"`
+}
+
+// Gates are the estimator's settings the analysis ran with; a gate that is
+// off is null.
+type Gates struct {
+	Span          rate.Num `json:"span"`           // seconds of history a window may reach back
+	MinWindow     rate.Num `json:"min_window"`     // the floor, seconds
+	CeilingFactor rate.Num `json:"ceiling_factor"` // the ceiling, in spans
+	JumpFactor    rate.Num `json:"jump_factor"`
+	JumpFloor     rate.Num `json:"jump_floor"` // per second
+	StaleFraction rate.Num `json:"stale_fraction"`
+}
+
+func gatesOf(c rate.Config) Gates {
+	n := func(v float64, offIsZero bool) rate.Num {
+		// A gate that is off has no number.
+		if (offIsZero && v == 0) || v > 1e300 {
+			return rate.Num{}
+		}
+		return rate.Some(v)
+	}
+	return Gates{
+		Span: rate.Some(c.Span), MinWindow: n(c.MinWindow, true), CeilingFactor: n(c.CeilingFactor, false),
+		JumpFactor: n(c.JumpFactor, false), JumpFloor: rate.Some(c.JumpFloor), StaleFraction: n(c.StaleFraction, false),
+	}
+}
+
+// Input is one run folder.
+type Input struct {
+	Dir       string             `json:"dir"`
+	Sessions  []string           `json:"sessions"` // run ids, in start order
+	Segments  int                `json:"segments"` // closed Parquet segments read
+	Journals  int                `json:"journals"` // live journals read (a recording still running)
+	Recovered []capture.Recovery `json:"recovered"`
+}
+
+// Problem is a file that could not be read, or could be read only in part.
+type Problem struct {
+	File  string `json:"file"`
+	Error string `json:"error"`
+}
+
+// Target is one recorded target, across every folder and session that has
+// it.
+type Target struct {
+	Name       string `json:"name"`
+	Engine     string `json:"engine"`      // an engine id of package engine, "generic" when none was recognised
+	DetectedBy string `json:"detected_by"` // "hint" (the configured engine), "series", or "" (none)
+	Hint       string `json:"hint,omitempty"`
+	// Notes say what cells mean for this engine (the seams between
+	// engines), by cell name; "engine" describes the variant detected.
+	Notes map[string]string `json:"notes"`
+	// UnknownSeries are the families the engine's reader does not know:
+	// recorded, not analysed, never silently dropped.
+	UnknownSeries []string `json:"unknown_series"`
+	// Scrapes counts the target's /metrics rows by outcome; only ok rows
+	// are polls. OtherEndpoints counts the rows of its other endpoints.
+	Scrapes        map[string]int `json:"scrapes"`
+	OtherEndpoints map[string]int `json:"other_endpoints"`
+	Summary        Summary        `json:"summary"`
+	Polls          []Poll         `json:"polls"` // empty when the options skip them
+}
+
+// Poll is one ok scrape and its cells.
+type Poll struct {
+	T     float64      `json:"t"`   // first byte of the response, Unix seconds: the samples' stamp
+	Run   string       `json:"run"` // the session
+	Seq   int64        `json:"seq"` // the tick, as in `llmrec export --seq`
+	Cells engine.Cells `json:"cells"`
+}
+
+// Summary condenses a target's polls.
+type Summary struct {
+	Polls int     `json:"polls"`
+	First float64 `json:"first"` // t of the first and last poll, 0 without polls
+	Last  float64 `json:"last"`
+	// Headlines are the medians of the headline cells over the polls that
+	// have a value, with the median window they were measured over.
+	Headlines []Headline `json:"headlines"`
+	// Refusals counts the headline cells the estimator's gates refused
+	// (order, no_baseline, reset, ceiling, floor, stale, jump), by reason,
+	// over all polls; Headlines[].Nulls has every null by reason.
+	Refusals map[string]int `json:"refusals"`
+}
+
+// Headline is one headline cell over a target's polls.
+type Headline struct {
+	Cell   string         `json:"cell"`
+	Median rate.Num       `json:"median"`
+	Window rate.Num       `json:"window"` // median window, seconds; null for gauges
+	Values int            `json:"values"` // polls with a value
+	Nulls  map[string]int `json:"nulls"`  // polls without one, by reason
+}

@@ -1,0 +1,202 @@
+package analyze
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// WriteJSON writes the result as the JSON document json.Marshal would
+// produce, one poll at a time, so a long recording's document is never
+// held in memory twice.
+func (r *Result) WriteJSON(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	head, err := json.Marshal(resultHead{resultAlias: (*resultAlias)(r)})
+	if err != nil {
+		return fmt.Errorf("encode analysis: %w", err)
+	}
+	bw.Write(head[:len(head)-1])
+	bw.WriteString(`,"targets":[`)
+	for i := range r.Targets {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		t := &r.Targets[i]
+		th, err := json.Marshal(targetHead{targetAlias: (*targetAlias)(t)})
+		if err != nil {
+			return fmt.Errorf("encode target %s: %w", t.Name, err)
+		}
+		bw.Write(th[:len(th)-1])
+		bw.WriteString(`,"polls":[`)
+		for k := range t.Polls {
+			if k > 0 {
+				bw.WriteByte(',')
+			}
+			p, err := json.Marshal(&t.Polls[k])
+			if err != nil {
+				return fmt.Errorf("encode target %s poll %d: %w", t.Name, k, err)
+			}
+			bw.Write(p)
+		}
+		bw.WriteString("]}")
+	}
+	bw.WriteString("]}\n")
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write analysis: %w", err)
+	}
+	return nil
+}
+
+// The heads are the result and a target without their last field (targets,
+// polls): a shallower nil field shadows the embedded one and is omitted.
+type (
+	resultAlias Result
+	resultHead  struct {
+		*resultAlias
+		Targets *int `json:"targets,omitempty"`
+	}
+	targetAlias Target
+	targetHead  struct {
+		*targetAlias
+		Polls *int `json:"polls,omitempty"`
+	}
+)
+
+// WriteSummary writes a short text summary: per input its sessions and
+// recoveries, per target its engine, polls, headline medians with their
+// windows, nulls by reason and unknown series, then the problems.
+func (r *Result) WriteSummary(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for _, in := range r.Inputs {
+		fmt.Fprintf(bw, "run folder %s: %d session(s), %d segment(s), %d live journal(s)\n",
+			in.Dir, len(in.Sessions), in.Segments, in.Journals)
+		for _, rc := range in.Recovered {
+			fmt.Fprintf(bw, "  recovered %s: %d rows into %s\n", rc.Journal, rc.Rows, cmp.Or(rc.Segment, "-"))
+		}
+	}
+	g := &r.Gates
+	fmt.Fprintf(bw, "gates: span %s, floor %s, ceiling %s, jump %s, stale %s\n",
+		seconds(g.Span.V, true), seconds(g.MinWindow.V, g.MinWindow.Valid),
+		gate(g.CeilingFactor, "%g × span"), gate(g.JumpFactor, "%g × the last rate (at least "+num(g.JumpFloor.V, g.JumpFloor.Valid)+"/s)"),
+		gate(g.StaleFraction, "above %g of the window"))
+	for i := range r.Targets {
+		t := &r.Targets[i]
+		s := &t.Summary
+		fmt.Fprintf(bw, "\ntarget %s: engine %s (%s), %d polls", t.Name, t.Engine, detected(t), s.Polls)
+		if s.Polls > 0 {
+			first := time.Unix(0, int64(s.First*1e9)).UTC()
+			last := time.Unix(0, int64(s.Last*1e9)).UTC()
+			fmt.Fprintf(bw, ", %s .. %s (%s)", first.Format(time.RFC3339), last.Format(time.RFC3339), last.Sub(first).Round(time.Second))
+		}
+		fmt.Fprintf(bw, "\n  scrapes: %s\n", counts(t.Scrapes))
+		if len(t.OtherEndpoints) > 0 {
+			fmt.Fprintf(bw, "  other endpoints: %s\n", counts(t.OtherEndpoints))
+		}
+		if v := t.Notes["engine"]; v != "" {
+			fmt.Fprintf(bw, "  variant: %s\n", v)
+		}
+		for _, h := range s.Headlines {
+			if h.Values == 0 && onlyNotExported(h.Nulls) {
+				continue
+			}
+			med := "—"
+			if h.Median.Valid {
+				med = strconv.FormatFloat(h.Median.V, 'g', 5, 64)
+			}
+			win := "as read"
+			switch {
+			case h.Window.Valid:
+				win = "over " + seconds(h.Window.V, true) + " windows"
+			case h.Values == 0:
+				win = ""
+			}
+			fmt.Fprintf(bw, "  %-36s median %-10s %-20s %d values", h.Cell, med, win, h.Values)
+			if len(h.Nulls) > 0 {
+				fmt.Fprintf(bw, "; null: %s", counts(h.Nulls))
+			}
+			fmt.Fprintln(bw)
+		}
+		if len(s.Refusals) > 0 {
+			fmt.Fprintf(bw, "  refused by the gates (headline cells): %s\n", counts(s.Refusals))
+		}
+		if len(t.UnknownSeries) > 0 {
+			fmt.Fprintf(bw, "  unknown series (%d): %s\n", len(t.UnknownSeries), strings.Join(t.UnknownSeries, " "))
+		}
+	}
+	if len(r.Problems) > 0 {
+		fmt.Fprintf(bw, "\n%d file(s) could not be read; the rest was analysed:\n", len(r.Problems))
+		for _, p := range r.Problems {
+			// Errors name their file already, as errors should.
+			if strings.Contains(p.Error, p.File) {
+				fmt.Fprintf(bw, "  %s\n", p.Error)
+				continue
+			}
+			fmt.Fprintf(bw, "  %s: %s\n", p.File, p.Error)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
+}
+
+func detected(t *Target) string {
+	switch t.DetectedBy {
+	case "":
+		return "no engine recognised"
+	case "hint":
+		return "configured"
+	}
+	return "detected from its series"
+}
+
+func onlyNotExported(m map[string]int) bool {
+	for k := range m {
+		if k != "not_exported" {
+			return false
+		}
+	}
+	return true
+}
+
+// counts renders a count map by decreasing count, then name.
+func counts(m map[string]int) string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), strings.Compare(a, b)) })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func seconds(v float64, ok bool) string {
+	if !ok {
+		return "off"
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64) + " s"
+}
+
+// gate renders a gate's factor, or "off".
+func gate(n rate.Num, format string) string {
+	if !n.Valid {
+		return "off"
+	}
+	return fmt.Sprintf(format, n.V)
+}
+
+func num(v float64, ok bool) string {
+	if !ok {
+		return "off"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+const analyzeUsage = `Usage: llmrec analyze RUN... [--span D] [--min-window D] [--config FILE] [--json FILE]
+
+Replays one or more run folders offline: every segment, per target in time
+order (a crashed session's journal is recovered first, a live one read as it
+stands), through the target's engine reader and the gated rate estimator.
+Each poll becomes cells that carry their provenance: the value or null, the
+series or formula it came from, the window it was measured over, and the
+reason whenever it is null (floor, ceiling, reset, jump, stale, no_baseline,
+absent, not_exported, ...). Absent is never 0.
+
+The engine of each target is the one configured when recording (--target's
+engine hint in the config), else detected from its series: vllm (V1),
+vllm-v0, nim, llamacpp (and forks), sglang, tgi, trtllm, triton; anything
+else gets a rate for every counter and a value for every gauge (generic).
+
+On stdout: per target the engine, the polls, the median of each headline
+cell with the window it was measured over, nulls by reason, and the series
+the engine's reader does not know. A file that cannot be read is reported by
+name and the rest is analysed; the exit status is then 1.
+
+The gates (see package analyze/rate):
+  --span D         how far back a window may reach (default 10s; use the
+                   scrape interval to read each interval on its own)
+  --min-window D   the floor: a shorter window is a catch-up poll (default 500ms)
+  ceiling, jump and stale fractions are set in the config file.
+A negative value turns a gate off.
+
+Examples:
+  llmrec analyze runs/bench1
+  llmrec analyze runs/bench1 runs/bench1-after-restart --span 2s --json analysis.json
+  llmrec analyze runs/bench1 --json - | jq '.targets[] | {name, engine, summary}'
+  llmrec analyze runs/bench1 --config gates.toml
+
+Config file (TOML; flags given on the command line win):
+  span = "10s"
+  min_window = "500ms"
+  ceiling_factor = 2.0     # a window longer than this × span is a stall
+  jump_factor = 8.0        # a rate this × the last accepted one is held until confirmed
+  jump_floor = 10.0        # per second: the last rate counts as at least this
+  stale_fraction = 0.25    # largest request-to-first-byte time, as a fraction of the window
+
+The JSON document (schema "llmrec.analysis/1") is described in
+docs/analysis-format.md.
+`
+
+// gatesFile is the TOML form of the estimator's gates.
+type gatesFile struct {
+	Span          duration `toml:"span"`
+	MinWindow     duration `toml:"min_window"`
+	CeilingFactor float64  `toml:"ceiling_factor"`
+	JumpFactor    float64  `toml:"jump_factor"`
+	JumpFloor     float64  `toml:"jump_floor"`
+	StaleFraction float64  `toml:"stale_fraction"`
+}
+
+// duration decodes "500ms"-style strings.
+type duration time.Duration
+
+func (d *duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("not a duration like \"500ms\" or \"10s\": %q", b)
+	}
+	*d = duration(v)
+	return nil
+}
+
+// loadGates reads a gates file; errors name the file and, where known, the line.
+func loadGates(path string) (rate.Config, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return rate.Config{}, fmt.Errorf("read config: %w", err)
+	}
+	var g gatesFile
+	md, err := toml.Decode(string(text), &g)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return rate.Config{}, fmt.Errorf("%s:%d: %s", path, pe.Position.Line, pe.Message)
+		}
+		return rate.Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return rate.Config{}, fmt.Errorf("%s:%d: unknown key %q", path, tomlKeyLine(text, und[0].String()), und[0].String())
+	}
+	return rate.Config{
+		Span: time.Duration(g.Span).Seconds(), MinWindow: time.Duration(g.MinWindow).Seconds(),
+		CeilingFactor: g.CeilingFactor, JumpFactor: g.JumpFactor, JumpFloor: g.JumpFloor, StaleFraction: g.StaleFraction,
+	}, nil
+}
+
+// tomlKeyLine finds the line assigning key (its last component); 0 when unknown.
+func tomlKeyLine(text []byte, key string) int {
+	last := key[strings.LastIndexByte(key, '.')+1:]
+	re := regexp.MustCompile(`^\s*"?` + regexp.QuoteMeta(last) + `"?\s*=`)
+	for i, line := range strings.Split(string(text), "\n") {
+		if re.MatchString(line) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func analyzeRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("analyze", analyzeUsage, stderr)
+	span := fs.Duration("span", 0, "how far back a window may reach (default 10s, or the config's)")
+	minWindow := fs.Duration("min-window", 0, "the floor: shorter windows are refused (default 500ms, or the config's; negative: off)")
+	configPath := fs.String("config", "", "TOML file with the gates")
+	jsonPath := fs.String("json", "", `write the analysis as JSON to FILE ("-": stdout, and the summary goes to stderr)`)
+	quiet := fs.Bool("quiet", false, "no progress output")
+	if err := parseFlags(fs, interleave(args, map[string]bool{"quiet": true})); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: analyze: want at least one run folder", errUsage)
+	}
+	var gates rate.Config
+	if *configPath != "" {
+		g, err := loadGates(*configPath)
+		if err != nil {
+			return err
+		}
+		gates = g
+	}
+	if *span != 0 {
+		gates.Span = span.Seconds()
+	}
+	if *minWindow != 0 {
+		gates.MinWindow = minWindow.Seconds()
+	}
+	if gates.Span < 0 {
+		return fmt.Errorf("%w: analyze: the span must be positive", errUsage)
+	}
+
+	opts := analyze.Options{Dirs: fs.Args(), Gates: gates, SkipPolls: *jsonPath == ""}
+	if !*quiet {
+		opts.Progress = progressPrinter(stderr)
+	}
+	res, err := analyze.Analyze(opts)
+	if err != nil {
+		return err
+	}
+	summary := stdout
+	if *jsonPath != "" {
+		if err := writeAnalysisJSON(res, *jsonPath, stdout); err != nil {
+			return err
+		}
+		if *jsonPath == "-" {
+			summary = stderr
+		}
+	}
+	if err := res.WriteSummary(summary); err != nil {
+		return err
+	}
+	if len(res.Problems) > 0 {
+		return fmt.Errorf("%d file(s) could not be read (listed above); the rest was analysed", len(res.Problems))
+	}
+	return nil
+}
+
+// writeAnalysisJSON writes the document to path, or to stdout for "-"; a
+// file is written under a temporary name and renamed, so a failed run
+// never leaves half a document.
+func writeAnalysisJSON(res *analyze.Result, path string, stdout io.Writer) error {
+	if path == "-" {
+		return res.WriteJSON(stdout)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := res.WriteJSON(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// progressPrinter reports the files read, at most once a second and when
+// the last one is done, for runs of more than one file.
+func progressPrinter(w io.Writer) func(analyze.Progress) {
+	var last time.Time
+	start := time.Now()
+	return func(p analyze.Progress) {
+		done := p.Done == p.Total
+		if p.Total < 2 || (!done && time.Since(last) < time.Second) {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintf(w, "analyze: %d/%d files, %d rows, %d samples, %s (%s)\n",
+			p.Done, p.Total, p.Rows, p.Samples, time.Since(start).Round(100*time.Millisecond), filepath.Base(p.File))
+	}
+}
