@@ -622,3 +622,47 @@ func TestGoldenBodies(t *testing.T) {
 		}
 	}
 }
+
+// A label set joining leaves the other sets' _created values as they were:
+// a changed _created means a restart to every reader.
+func TestLabelJoinKeepsCreated(t *testing.T) {
+	sc, err := ParseScenario([]byte(`
+[[engine]]
+name = "v"
+format = "vllm"
+  [[engine.phase]]
+  at = "0s"
+  decode_tps = 100.0
+  running = 1
+  [[engine.event]]
+  at = "10s"
+  kind = "label_join"
+  label = "1"
+`), "join.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	engines, err := sc.Build(time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := func(at time.Duration) map[string]string {
+		out := map[string]string{}
+		for _, line := range strings.Split(string(engines[0].Render(at)), "\n") {
+			name, val, _ := strings.Cut(line, " ")
+			if strings.Contains(name, "_created") && !strings.Contains(name, `engine="1"`) {
+				out[name] = val
+			}
+		}
+		return out
+	}
+	before, after := created(9*time.Second), created(11*time.Second)
+	if len(before) == 0 {
+		t.Fatal("no _created series")
+	}
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s: %s before the join, %s after", k, v, after[k])
+		}
+	}
+}

@@ -33,7 +33,7 @@ type vllmBuilder struct {
 	tmplBuilder
 	e       *Engine
 	n       int
-	created int // series written to _created families so far
+	created map[int]int // per label set (-1: the process): series written to _created families so far
 }
 
 func (b *vllmBuilder) header(name, typ, help string) {
@@ -56,7 +56,9 @@ func (b *vllmBuilder) setLabels(s int, extra ...string) string {
 }
 
 // createdStep spaces the _created values of successive series the way
-// prometheus_client does as it creates them one after another.
+// prometheus_client does as it creates them one after another. The count is
+// kept per label set, so a set joining later leaves the _created values of
+// the others unchanged, as a real engine does.
 const createdStep = 31.4e-6
 
 // createdFamily writes the _created gauge of a family; series lists the
@@ -65,8 +67,11 @@ func (b *vllmBuilder) createdFamily(base, help string, series func(emit func(set
 	b.header(base+"_created", "gauge", help)
 	series(func(set int, labels string) {
 		src := max(set, 0)
-		b.sample(base+"_created", labels, src, xCreated, float64(b.created)*createdStep)
-		b.created++
+		if b.created == nil {
+			b.created = map[int]int{}
+		}
+		b.sample(base+"_created", labels, src, xCreated, float64(b.created[set])*createdStep)
+		b.created[set]++
 	})
 }
 
