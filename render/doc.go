@@ -1,0 +1,29 @@
+// Package render lays out an analysed run as one self-contained HTML page
+// and a GitHub-flavoured Markdown summary. It computes nothing: a Report is
+// plain data, already worked out by the analysis, and HTML and Markdown
+// only arrange and escape it.
+//
+//	Report{Header, Verdicts, Sections{Tables, Charts, Blocks, Sections}, Appendix}
+//	HTML(w, report)      one file: ECharts and the page script inlined, no request to any host
+//	Markdown(w, report)  at most MaxMarkdown bytes, provenance as footnotes
+//
+// Every shown number carries its provenance (source, window "Δ2.0s",
+// derived, the reason it is null): a table Cell has Prov, shown on hover in
+// the page and as a footnote in the summary (CellOf makes one from a
+// rate.Cell); a chart Point holds its rate.Cell, and the chart's tooltip
+// shows Prov of it.
+//
+// Charts are built with go-echarts' option types (TimeSeries.Chart,
+// Bars.Chart), serialised by encoding/json and written into the page by
+// html/template; go-echarts' own page renderer is never used, since it
+// writes options unescaped and turns strings holding __f__ into code. The
+// page's script (templates/report.js) adds the formatters as its own
+// functions and reads every string as text. Long series are downsampled
+// for drawing only (package downsample): extremes, gaps and incidents are
+// kept, nulls stay nulls and are never joined across.
+//
+// Output is deterministic: chart and section ids are given (ID makes them
+// from names), maps are marshalled in key order, and nothing depends on the
+// time or on chance. Golden files in testdata/ pin both outputs; rewrite
+// them with go test ./render -update.
+package render
