@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
+	"github.com/llmrec/llmrec/analyze"
 	"github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/sim"
@@ -16,8 +18,9 @@ const demoUsage = `Usage: llmrec demo [-o DIR] [--interval D]
 Starts simulated engines on loopback (a vLLM-like and a llama.cpp-like
 target, the built-in scenario of "llmrec sim": load starts and ends, a
 stall, a restart, capacity queueing), records them for the scenario's
-length (about 30 s) with "llmrec record", and prints what was recorded.
-Nothing leaves this machine.
+length (about 30 s) with "llmrec record", prints what was recorded, and
+writes DIR/report.html (one offline page) and DIR/summary.md (for a pull
+request) as "llmrec render" does. Nothing leaves this machine.
 
 Examples:
   llmrec demo
@@ -60,7 +63,16 @@ func demoRun(ctx context.Context, stdout, stderr io.Writer, args []string) error
 		return err
 	}
 	printReport(stdout, capture.Inspect(r))
-	fmt.Fprintf(stdout, "\nNext: llmrec inspect %s; llmrec export %s --target %s --seq 5; DuckDB: SELECT * FROM read_parquet('%s/*.parquet')\n",
+	res, err := analyze.Analyze(analyze.Options{Dirs: []string{*out}})
+	if err != nil {
+		return err
+	}
+	html, md := filepath.Join(*out, "report.html"), filepath.Join(*out, "summary.md")
+	if err := writeReport(res, html, md); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nReport: %s (open it in a browser; it works offline)\nSummary for a pull request: %s\n", html, md)
+	fmt.Fprintf(stdout, "Next: llmrec analyze %s; llmrec export %s --target %s --seq 5; DuckDB: SELECT * FROM read_parquet('%s/*.parquet')\n",
 		*out, *out, cfg.Targets[0].Name, *out)
 	return nil
 }

@@ -5,6 +5,8 @@
 //	llmrec record   scrape engines on a fixed cadence into Parquet
 //	llmrec inspect  summarise a recording: segments, counts, errors
 //	llmrec export   print one captured body byte-exact
+//	llmrec analyze  replay captures through the engine readers and the gated estimator
+//	llmrec render   one offline HTML report and a Markdown summary
 //	llmrec sim      serve simulated engines on loopback
 //
 // Run "llmrec COMMAND -h" for each command's flags and examples.
@@ -34,6 +36,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"demo":    {demoRun, "record simulated engines on loopback for ~30 s (the built-in default)"},
 		"record":  {recordRun, "scrape engines' /metrics on a fixed cadence into Parquet"},
+		"render":  {renderRun, "write one offline HTML report and a Markdown summary of a recording"},
 		"inspect": {inspectRun, "summarise a recording: segments, time range, counts, errors"},
 		"analyze": {analyzeRun, "replay recordings offline into cells with provenance (rates, ratios, latencies)"},
 		"export":  {exportRun, "print one captured body byte-exact (make a test fixture)"},

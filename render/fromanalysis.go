@@ -1,0 +1,280 @@
+package render
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// Input is what a report is made from: the analysis and what the user
+// asked for. Nothing here is computed again; the report lays out the
+// analysis.
+type Input struct {
+	Result *analyze.Result
+	Title  string // default "llmrec report"
+	Config string // the effective configuration, shown in the appendix
+}
+
+// targetChart is one chart per target: the cells it draws.
+type targetChart struct {
+	key, title, unit string
+	percent, step    bool
+	cells            []string
+	bands            bool
+}
+
+var targetCharts = []targetChart{
+	{key: "tokens", title: "Tokens per second", unit: "tokens/s",
+		cells: []string{engine.DecodeTokensPerSecond, engine.PromptTokensPerSecond, engine.PromptTokensComputedPerSecond}},
+	{key: "requests", title: "Requests running and waiting", unit: "requests", step: true,
+		cells: []string{engine.RequestsRunning, engine.RequestsWaiting}},
+	{key: "kv", title: "KV-cache usage", percent: true, step: true, bands: true,
+		cells: []string{engine.KVCacheUsageRatio}},
+	{key: "ttft", title: "Time to first token (windowed percentiles)", unit: "s",
+		cells: []string{engine.TTFT + "__p50", engine.TTFT + "__p95", engine.TTFT + "__p99"}},
+	{key: "tpot", title: "Time per output token and inter-token latency (windowed)", unit: "s",
+		cells: []string{engine.TPOT + "__p50", engine.TPOT + "__p95", engine.ITL + "__p50", engine.ITL + "__p95"}},
+	{key: "e2e", title: "End-to-end and queue time (windowed)", unit: "s",
+		cells: []string{engine.E2E + "__p50", engine.E2E + "__p95", engine.Queue + "__p50", engine.Queue + "__p95"}},
+	{key: "cache", title: "Prefix-cache hit ratio and speculative acceptance", percent: true,
+		cells: []string{engine.PrefixCacheHitRatio, engine.SpecAcceptRatio}},
+	{key: "preempt", title: "Preemptions per second", unit: "/s",
+		cells: []string{engine.PreemptionsPerSecond}},
+}
+
+// FromAnalysis lays out an analysis as a report.
+func FromAnalysis(in Input) (Report, error) {
+	res := in.Result
+	title := in.Title
+	if title == "" {
+		title = "llmrec report"
+	}
+	r := Report{Title: title, Generator: res.Generator, Header: header(res)}
+	r.Verdicts = verdicts(res)
+	for _, t := range res.Targets {
+		s, err := targetSection(t)
+		if err != nil {
+			return Report{}, err
+		}
+		r.Sections = append(r.Sections, s)
+	}
+	r.Appendix = appendix(res, in.Config)
+	return r, nil
+}
+
+func text(s string) Cell { return Cell{Text: s} }
+
+func unix(t float64) string {
+	if t == 0 {
+		return "—"
+	}
+	sec, frac := math.Modf(t)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func header(res *analyze.Result) Header {
+	var h Header
+	var first, last float64
+	engines := map[string]bool{}
+	for _, t := range res.Targets {
+		if t.Summary.First != 0 && (first == 0 || t.Summary.First < first) {
+			first = t.Summary.First
+		}
+		last = max(last, t.Summary.Last)
+		engines[t.Engine] = true
+	}
+	var dirs, sessions []string
+	for _, in := range res.Inputs {
+		dirs = append(dirs, in.Dir)
+		sessions = append(sessions, in.Sessions...)
+	}
+	h.Facts = []Fact{
+		{"Recording", text(strings.Join(dirs, ", "))},
+		{"Sessions", text(strings.Join(sessions, ", "))},
+		{"Targets", text(strconv.Itoa(len(res.Targets)))},
+		{"Engines", text(strings.Join(slices.Sorted(maps.Keys(engines)), ", "))},
+		{"From", text(unix(first))},
+		{"To", text(unix(last))},
+		{"Duration", text(time.Duration((last - first) * 1e9).Round(time.Second).String())},
+		{"Span", Cell{Text: num(res.Gates.Span, "s"), Prov: "the estimator's span: how far back a window may reach"}},
+		{"Gates", Cell{Text: fmt.Sprintf("floor %s, ceiling %s × span, jump %s ×, stale above %s of the window",
+			num(res.Gates.MinWindow, "s"), num(res.Gates.CeilingFactor, ""), num(res.Gates.JumpFactor, ""), num(res.Gates.StaleFraction, "")),
+			Prov: "a refused window is published as null with its reason"}},
+		{"Generator", text(res.Generator)},
+	}
+	tbl := Table{Title: "Targets", Summary: true, Columns: []Column{{Title: "target"}, {Title: "engine"}, {Title: "detected by"},
+		{Title: "polls", Num: true}, {Title: "scrapes by outcome"}}}
+	for _, t := range res.Targets {
+		tbl.Rows = append(tbl.Rows, []Cell{
+			{Text: t.Name, Href: "#" + ID("target", t.Name)}, text(t.Engine), text(t.DetectedBy),
+			text(strconv.Itoa(t.Summary.Polls)), text(outcomes(t.Scrapes)),
+		})
+	}
+	h.Tables = []Table{tbl}
+	return h
+}
+
+func outcomes(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func num(n rate.Num, unit string) string {
+	if !n.Valid {
+		return "off"
+	}
+	s := strconv.FormatFloat(n.V, 'g', 4, 64)
+	if unit != "" {
+		s += " " + unit
+	}
+	return s
+}
+
+// verdicts are the lines above the numbers: files that could not be read
+// and, per target, the refusals of its headline cells.
+func verdicts(res *analyze.Result) []Verdict {
+	var vs []Verdict
+	for _, p := range res.Problems {
+		vs = append(vs, Verdict{Topic: "unreadable", Class: ClassFail, Text: p.File + ": " + p.Error,
+			Prov: "this file was not analysed; the rest was"})
+	}
+	for _, t := range res.Targets {
+		if len(t.Summary.Refusals) == 0 {
+			continue
+		}
+		n := 0
+		for _, c := range t.Summary.Refusals {
+			n += c
+		}
+		vs = append(vs, Verdict{Topic: "refused windows", Class: ClassRefused, Href: "#" + ID("target", t.Name),
+			Text: fmt.Sprintf("%s: %d headline values withheld by the gates (%s)", t.Name, n, outcomes(t.Summary.Refusals)),
+			Prov: "null with a reason, never interpolated: see the shaded spans in the charts"})
+	}
+	if len(vs) == 0 {
+		vs = append(vs, Verdict{Topic: "measurement", Class: ClassOK, Text: "every headline window passed the gates"})
+	}
+	return vs
+}
+
+func format(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0:
+		return "0"
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+func targetSection(t analyze.Target) (Section, error) {
+	s := Section{ID: ID("target", t.Name), Title: fmt.Sprintf("%s (%s)", t.Name, t.Engine)}
+	if n := t.Notes["engine"]; n != "" {
+		s.Notes = append(s.Notes, n)
+	}
+	head := Table{Title: "Headline medians", Summary: true, Columns: []Column{{Title: "cell"}, {Title: "median", Num: true},
+		{Title: "window", Prov: "median window the values were measured over"}, {Title: "values", Num: true}, {Title: "withheld, by reason"}}}
+	for _, h := range t.Summary.Headlines {
+		c := rate.Cell{Value: h.Median, Window: h.Window, Source: sourceOf(t, h.Cell), Derived: h.Window.Valid}
+		if !h.Median.Valid {
+			c.Reason = topReason(h.Nulls)
+		}
+		win := "as read"
+		if h.Window.Valid {
+			win = Window(h.Window.V)
+		}
+		head.Rows = append(head.Rows, []Cell{text(h.Cell), CellOf(c, format), text(win), text(strconv.Itoa(h.Values)), text(outcomes(h.Nulls))})
+	}
+	s.Tables = append(s.Tables, head)
+	for _, spec := range targetCharts {
+		ts := TimeSeries{ID: ID("chart", t.Name, spec.key), Title: spec.title, Unit: spec.unit, Percent: spec.percent}
+		if spec.bands {
+			ts.Bands = KVBands()
+			ts.YMin, ts.YMax = rate.Some(0), rate.Some(1)
+		}
+		drawn := false
+		for _, name := range spec.cells {
+			ser := Series{Name: name, Step: spec.step}
+			any := false
+			for _, p := range t.Polls {
+				c, ok := p.Cells.Get(name)
+				if !ok {
+					continue
+				}
+				// A series the engine does not publish at all is not drawn.
+				if c.Value.Valid || (c.Reason != rate.ReasonAbsent && c.Reason != engine.ReasonNotExported) {
+					any = true
+				}
+				ser.Points = append(ser.Points, Point{T: p.T, Cell: c.Cell})
+			}
+			if any {
+				ts.Series = append(ts.Series, ser)
+				drawn = true
+			}
+		}
+		if !drawn {
+			continue // the engine publishes none of these: said in the appendix's catalog
+		}
+		ch, err := ts.Chart()
+		if err != nil {
+			return Section{}, fmt.Errorf("chart %s of %s: %w", spec.key, t.Name, err)
+		}
+		s.Charts = append(s.Charts, ch)
+	}
+	return s, nil
+}
+
+// sourceOf is the source of the first poll's cell called name.
+func sourceOf(t analyze.Target, name string) string {
+	for _, p := range t.Polls {
+		if c, ok := p.Cells.Get(name); ok && c.Source != "" {
+			return c.Source
+		}
+	}
+	return ""
+}
+
+func topReason(m map[string]int) string {
+	best, n := rate.ReasonAbsent, 0
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] > n {
+			best, n = k, m[k]
+		}
+	}
+	return best
+}
+
+func appendix(res *analyze.Result, config string) []Section {
+	var out []Section
+	for _, t := range res.Targets {
+		s := Section{ID: ID("appendix", t.Name), Title: "Catalog of " + t.Name}
+		notes := Table{Title: "What the cells mean for this engine", Fold: true, Columns: []Column{{Title: "cell"}, {Title: "meaning"}}}
+		for _, k := range slices.Sorted(maps.Keys(t.Notes)) {
+			notes.Rows = append(notes.Rows, []Cell{text(k), text(t.Notes[k])})
+		}
+		unknown := Table{Title: fmt.Sprintf("Unknown series (%d): recorded, not analysed", len(t.UnknownSeries)), Fold: true,
+			Columns: []Column{{Title: "series"}}}
+		for _, u := range t.UnknownSeries {
+			unknown.Rows = append(unknown.Rows, []Cell{text(u)})
+		}
+		s.Tables = append(s.Tables, notes, unknown)
+		out = append(out, s)
+	}
+	if config != "" {
+		out = append(out, Section{ID: "appendix-config", Title: "Effective configuration", Blocks: []Block{{Title: "config", Text: config}}})
+	}
+	return out
+}
