@@ -1,0 +1,93 @@
+package render_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/render"
+	"github.com/llmrec/llmrec/render/browsertest"
+)
+
+// findingsReport analyses the shipped recording captures/findings and lays
+// it out: the production path of llmrec render.
+func findingsReport(t *testing.T) render.Report {
+	t.Helper()
+	res, err := analyze.Analyze(analyze.Options{Dirs: []string{"../captures/findings/run"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := render.FromAnalysis(render.Input{Result: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The Markdown summary of the shipped recording, golden (go test -update
+// rewrites it): headline tables with provenance footnotes, verdicts.
+func TestFindingsMarkdownGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := render.Markdown(&b, findingsReport(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{"vllm-0", "llamacpp-0", "computed:Δvllm:generation\\_tokens\\_total/Δt over Δ10.0s (derived)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q", want)
+		}
+	}
+	golden := filepath.Join("testdata", "findings.md.golden")
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test -update creates it)", err)
+	}
+	if !bytes.Equal(want, b.Bytes()) {
+		t.Errorf("%s differs from the output; go test -update rewrites it", golden)
+	}
+}
+
+// The HTML report of the shipped recording is deterministic, loads in
+// Chromium with no console error and no request leaving the file, draws
+// every chart, and hovering shows provenance: on a chart point and on a
+// table number.
+func TestFindingsReportInBrowser(t *testing.T) {
+	r := findingsReport(t)
+	var a, b bytes.Buffer
+	if err := render.HTML(&a, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := render.HTML(&b, findingsReport(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatal("two renders of the same recording differ")
+	}
+	path := writeReport(t, r)
+	br := browsertest.Start(t)
+	p := loadAndDraw(t, br, path)
+	defer checkClean(t, p)
+	tip, err := p.HoverChart(render.ID("chart", "vllm-0", "tokens"), 0, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tip, "computed:Δvllm:generation_tokens_total/Δt") || !strings.Contains(tip, "Δ") {
+		t.Errorf("chart tooltip %q lacks the provenance", tip)
+	}
+	prov, err := p.HoverProv("td.num[data-prov]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(prov, "over Δ") && !strings.Contains(prov, "(read") {
+		t.Errorf("table hover %q lacks the provenance", prov)
+	}
+}
