@@ -54,8 +54,11 @@
 //     accepted rate, the latter raised to at least JumpFloor (default 10/s),
 //     is held. It stays held while windows rest on the same base sample, whose
 //     reading is the usual culprit; the first window anchored on a different
-//     base sample confirms or replaces it and is published. A key with no
-//     accepted rate yet is not gated.
+//     base sample confirms or replaces it and is published. So does a window
+//     from the held poll's own sample, when it too is above the gate: early
+//     in a run or after a reset the window cannot slide yet, and without it a
+//     real load start would be held for a whole span. A key with no accepted
+//     rate yet is not gated.
 //
 // Ratios and histograms get every gate but the jump gate: a jump compares a
 // rate with the previous one, and a hit ratio or a latency distribution may

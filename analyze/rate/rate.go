@@ -137,6 +137,7 @@ type keyState struct {
 	hasRate  bool
 	held     bool
 	heldBase uint64 // seq of the base sample of the held jump
+	heldAt   uint64 // seq of the poll the jump was held at: an independent base
 
 	le      float64 // the le label, parsed once for _bucket keys
 	leState int8    // 0 not parsed, 1 parsed, -1 none or malformed
@@ -257,8 +258,18 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 
 	rate := st.delta / dt
 	if st.held {
-		// A window on the held jump's base sample is no confirmation.
 		if base.seq == st.heldBase {
+			// A window on the held jump's base sample is no confirmation; a
+			// window from the held poll's own sample is independent of that
+			// base, and confirms the jump when it too is above the gate.
+			// (Without it, a window that cannot slide yet, early in a run or
+			// after a reset, would hold a real load start for a whole span.)
+			if ind := st.find(st.heldAt); now-ind.t >= e.cfg.MinWindow &&
+				(v-ind.v)/(now-ind.t) > e.cfg.JumpFactor*max(st.lastRate, e.cfg.JumpFloor) {
+				st.held = false
+				st.lastRate, st.hasRate = rate, true
+				return
+			}
 			st.jump = true
 			return
 		}
@@ -266,7 +277,7 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 		st.held = false
 	} else if st.hasRate && rate > e.cfg.JumpFactor*max(st.lastRate, e.cfg.JumpFloor) {
 		// A rate that many times the last accepted one is held.
-		st.held, st.heldBase, st.jump = true, base.seq, true
+		st.held, st.heldBase, st.heldAt, st.jump = true, base.seq, e.seq, true
 		return
 	}
 	st.lastRate, st.hasRate = rate, true
@@ -279,6 +290,17 @@ func (st *keyState) push(p point) {
 		st.hist, st.head = st.hist[:n], 0
 	}
 	st.hist = append(st.hist, p)
+}
+
+// find returns the sample of poll seq, which must be in the history: the
+// held poll's sample is there whenever the held base is, since samples
+// leave the history oldest first and a re-base drops the base too.
+func (st *keyState) find(seq uint64) point {
+	i := len(st.hist) - 1
+	for i > st.head && st.hist[i].seq != seq {
+		i--
+	}
+	return st.hist[i]
 }
 
 // rebase makes p the only sample of the history.
