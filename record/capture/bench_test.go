@@ -10,7 +10,13 @@ import (
 // BenchmarkScrapeVLLMV1 is the recorder's CPU cost of one scrape of the
 // real 47 KB vLLM V1 page: parse, journal, and its share of encoding and
 // writing a Parquet segment (sealed every 30 scrapes: 60 s at 2 s).
-func BenchmarkScrapeVLLMV1(b *testing.B) {
+func BenchmarkScrapeVLLMV1(b *testing.B) { benchScrape(b, DefaultCompactEvery) }
+
+// BenchmarkScrapeVLLMV1NoCompaction is the same without compaction: what
+// compaction adds to the cost of a scrape.
+func BenchmarkScrapeVLLMV1NoCompaction(b *testing.B) { benchScrape(b, 0) }
+
+func benchScrape(b *testing.B, compactEvery int) {
 	body, err := os.ReadFile(filepath.Join("../../../shared/captures/real", "vllm-v1-armandossrecife-vllm-server-api-chat.txt"))
 	if err != nil {
 		b.Skipf("real capture absent: %v", err)
@@ -19,6 +25,7 @@ func BenchmarkScrapeVLLMV1(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	w.SetCompactEvery(compactEvery)
 	defer w.Close()
 	ct := "text/plain; version=0.0.4"
 	b.SetBytes(int64(len(body)))
