@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/capture"
 )
@@ -27,7 +28,19 @@ type Options struct {
 	SkipPolls bool
 	// Progress, when set, is called after each file is read.
 	Progress func(Progress)
+	// Spans are the counterfactual spans in seconds: the same polls are
+	// replayed under each (one read of the files) to show how the load
+	// edges would have settled. Nil means DefaultSpans; a span equal to
+	// the published one is left out, being the published one.
+	Spans []float64
+	// Caps are the plausibility caps of the rate cells (see
+	// findings.ParseCap).
+	Caps []findings.Cap
 }
+
+// DefaultSpans are the counterfactual spans when none are given: a window
+// of about two polls, and the default published span.
+var DefaultSpans = []float64{2, 10}
 
 // Progress reports the files read so far.
 type Progress struct {
@@ -52,6 +65,7 @@ func Analyze(opts Options) (*Result, error) {
 		Inputs: []Input{}, Problems: []Problem{}, Targets: []Target{},
 	}
 	var files []file
+	metas := map[string]*targetMeta{}
 	for _, dir := range opts.Dirs {
 		run, err := capture.Open(dir)
 		if err != nil {
@@ -60,6 +74,7 @@ func Analyze(opts Options) (*Result, error) {
 		in, fs := inputOf(run)
 		res.Inputs = append(res.Inputs, in)
 		files = append(files, fs...)
+		metaOf(run, metas)
 	}
 	slices.SortStableFunc(files, func(a, b file) int {
 		return cmp.Or(cmp.Compare(a.start, b.start), strings.Compare(a.run, b.run), cmp.Compare(a.seg, b.seg),
@@ -67,6 +82,7 @@ func Analyze(opts Options) (*Result, error) {
 	})
 
 	an := newAnalyzer(opts)
+	an.metas = metas
 	for i, f := range files {
 		var err error
 		if f.live {
@@ -84,6 +100,9 @@ func Analyze(opts Options) (*Result, error) {
 		}
 	}
 	res.Targets = an.finish()
+	res.Findings = *findings.Analyze(an.run())
+	res.Spans = append([]float64{}, an.spans...)
+	res.Caps = append([]findings.Cap{}, opts.Caps...)
 	return res, nil
 }
 
@@ -153,8 +172,10 @@ func splitName(name string) (run string, seg int) {
 type analyzer struct {
 	opts    Options
 	cfg     rate.Config
+	spans   []float64 // the counterfactual spans replayed
 	r       *segReader
 	targets map[int32]*targetState
+	metas   map[string]*targetMeta
 	rows    int64
 	samples int64
 
@@ -163,10 +184,23 @@ type analyzer struct {
 
 func newAnalyzer(opts Options) *analyzer {
 	tab := newStrtab()
-	return &analyzer{
+	a := &analyzer{
 		opts: opts, cfg: opts.Gates, r: newSegReader(tab), targets: map[int32]*targetState{},
 		metricsID: tab.idString(capture.EndpointMetrics), okID: tab.idString(capture.OutcomeOK),
 	}
+	published := opts.Gates.WithDefaults().Span
+	spans := opts.Spans
+	if spans == nil {
+		spans = DefaultSpans
+	}
+	for _, sp := range spans {
+		// The published span is replayed already; a duplicate adds nothing.
+		if sp <= 0 || sp == published || slices.Contains(a.spans, sp) {
+			continue
+		}
+		a.spans = append(a.spans, sp)
+	}
+	return a
 }
 
 // targetState is one target's replay.
@@ -178,6 +212,7 @@ type targetState struct {
 	prevI []int32          // targets print their series in a stable order
 	cells engine.Cells
 	stats []headStat
+	fw    *findingsState // what the run findings keep of the target
 }
 
 // headStat gathers one headline cell over the polls.
@@ -206,6 +241,7 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		keyOf: make(map[uint64]int32),
 		stats: make([]headStat, len(engine.Headline)),
 	}
+	st.fw = newFindingsState(st.out.Name, st.tr, a.cfg, a.spans)
 	for i := range st.stats {
 		st.stats[i].nulls = map[string]int{}
 	}
@@ -223,12 +259,14 @@ func (a *analyzer) row(w *row) {
 		return
 	}
 	st.out.Scrapes[tab.s[w.outcome]]++
+	st.fw.row(tab, w)
 	// Only a complete, parsed answer is a poll.
 	if w.outcome != a.okID || w.firstByte == 0 {
 		return
 	}
 	T := float64(w.firstByte) / 1e9
 	st.tr.Begin(T, float64(w.start)/1e9)
+	st.fw.begin(T, float64(w.start)/1e9)
 	a.samples += int64(len(w.name))
 	for j, name := range w.name {
 		k := uint64(uint32(name))<<32 | uint64(uint32(w.labels[j]))
@@ -238,9 +276,11 @@ func (a *analyzer) row(w *row) {
 		} else {
 			var ok bool
 			if id, ok = st.keyOf[k]; !ok {
-				id = st.tr.Key(engine.Series{Family: tab.s[w.family[j]], Type: tab.s[w.typ[j]],
-					Name: tab.s[name], Labels: tab.s[w.labels[j]]})
+				s := engine.Series{Family: tab.s[w.family[j]], Type: tab.s[w.typ[j]],
+					Name: tab.s[name], Labels: tab.s[w.labels[j]]}
+				id = st.tr.Key(s)
 				st.keyOf[k] = id
+				st.fw.key(id, s)
 			}
 			if j < len(st.prevK) {
 				st.prevK[j], st.prevI[j] = k, id
@@ -249,9 +289,11 @@ func (a *analyzer) row(w *row) {
 			}
 		}
 		st.tr.Set(id, w.value[j])
+		st.fw.set(id, w.value[j])
 	}
 	st.cells = st.tr.End(st.cells)
 	st.record(T, tab.s[w.run], w.seq, a.opts.SkipPolls)
+	st.fw.end(st.cells, tab.s[w.run], w.seq)
 }
 
 // record keeps a poll's headline values and, unless skipped, its cells.

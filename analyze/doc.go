@@ -17,10 +17,18 @@
 //     engine.Tracker: it detects the engine (the configured hint wins), feeds
 //     the counters to a rate.Estimator and lets the engine's reader build the
 //     canonical cells.
+//   - Findings. The same read keeps each target's rows (every outcome, with
+//     its times and error) and a compact record of each poll, and replays
+//     the polls twice more: over each poll interval with the gates off (the
+//     series load edges are found on) and under each counterfactual span
+//     ([Options.Spans]). Package findings turns them into incidents, load
+//     edges and their settle polls, per-minute rollups against the caps,
+//     fleet totals and seams, facts, drift and energy.
 //   - Result. A [Result] is plain data meant for JSON, schema [Schema]:
 //     targets, each with its engine, the unknown series, outcome counts, a
 //     summary (headline medians with their windows, nulls by reason) and the
-//     polls with their cells. docs/analysis-format.md documents it.
+//     polls with their cells; and the findings as top-level keys.
+//     docs/analysis-format.md documents it.
 //
 // analyze imports the capture format (record/capture) but never the scraper
 // (package record), and never HTML or rendering code.

@@ -54,6 +54,8 @@ func (t *strtab) add(s string) int32 {
 type row struct {
 	run, target, engine, endpoint, outcome int32
 	seq, start, firstByte                  int64 // a null time is 0
+	scheduled, end                         int64 // 0 when null or when the file lacks the column
+	err                                    int32 // the error text, -1 when null
 
 	family, typ, name, labels []int32
 	value                     []float64
@@ -65,7 +67,8 @@ var columns = [...][]string{
 	cSeq: {"seq"}, cStart: {"start_ns"}, cFirstByte: {"first_byte_ns"},
 	cFamily: {"samples", "list", "element", "family"}, cType: {"samples", "list", "element", "type"},
 	cName: {"samples", "list", "element", "name"}, cLabels: {"samples", "list", "element", "labels"},
-	cValue: {"samples", "list", "element", "value"},
+	cValue:     {"samples", "list", "element", "value"},
+	cScheduled: {"scheduled_ns"}, cEnd: {"end_ns"}, cError: {"error"},
 }
 
 const (
@@ -82,15 +85,23 @@ const (
 	cName
 	cLabels
 	cValue
+	cScheduled // the columns from here on are read when the file has them
+	cEnd
+	cError
 	nColumns
 )
+
+// firstOptional is the first column a segment may lack: the times and
+// error the run findings use. Without them those findings know less; the
+// cells are the same.
+const firstOptional = cScheduled
 
 // kinds are the columns' physical types.
 var kinds = [nColumns]parquet.Kind{
 	cRun: parquet.ByteArray, cTarget: parquet.ByteArray, cEngine: parquet.ByteArray, cEndpoint: parquet.ByteArray,
 	cOutcome: parquet.ByteArray, cSeq: parquet.Int64, cStart: parquet.Int64, cFirstByte: parquet.Int64,
 	cFamily: parquet.ByteArray, cType: parquet.ByteArray, cName: parquet.ByteArray, cLabels: parquet.ByteArray,
-	cValue: parquet.Double,
+	cValue: parquet.Double, cScheduled: parquet.Int64, cEnd: parquet.Int64, cError: parquet.ByteArray,
 }
 
 // segReader reads segments row by row, reusing its buffers.
@@ -131,6 +142,11 @@ func (r *segReader) read(path string, fn func(*row)) (err error) {
 	var leaves [nColumns]parquet.LeafColumn
 	for i, p := range columns {
 		leaf, ok := pf.Schema().Lookup(p...)
+		// An optional column the file lacks reads as null.
+		if !ok && i >= firstOptional {
+			leaves[i] = parquet.LeafColumn{ColumnIndex: -1}
+			continue
+		}
 		if !ok {
 			return fmt.Errorf("segment %s: no column %s", path, strings.Join(p, "."))
 		}
@@ -155,6 +171,10 @@ func (r *segReader) read(path string, fn func(*row)) (err error) {
 func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, fn func(*row)) (err error) {
 	cc := rg.ColumnChunks()
 	for i := range r.cur {
+		if leaves[i].ColumnIndex < 0 {
+			r.cur[i].openMissing()
+			continue
+		}
 		r.cur[i].open(cc[leaves[i].ColumnIndex], leaves[i])
 	}
 	defer func() {
@@ -190,6 +210,15 @@ func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, f
 		if w.firstByte, err = c[cFirstByte].int64(); err != nil {
 			return colErr(cFirstByte, err)
 		}
+		if w.scheduled, err = c[cScheduled].int64(); err != nil {
+			return colErr(cScheduled, err)
+		}
+		if w.end, err = c[cEnd].int64(); err != nil {
+			return colErr(cEnd, err)
+		}
+		if w.err, err = c[cError].optStr(); err != nil {
+			return colErr(cError, err)
+		}
 		w.name = w.name[:0]
 		if w.name, err = c[cName].rowStrs(w.name); err != nil {
 			return colErr(cName, err)
@@ -218,11 +247,12 @@ func colErr(c int, err error) error {
 
 // cursor walks one leaf column of a row group, page by page.
 type cursor struct {
-	tab    *strtab
-	leaf   parquet.LeafColumn
-	maxDef byte
-	pages  parquet.Pages
-	page   parquet.Page
+	missing bool // the file lacks the column: every value is null
+	tab     *strtab
+	leaf    parquet.LeafColumn
+	maxDef  byte
+	pages   parquet.Pages
+	page    parquet.Page
 
 	defs, reps []byte // the current page's levels; nil for a required column
 	lv, nlv    int    // next level, levels in the page
@@ -253,7 +283,14 @@ func (c *cursor) nstr() int {
 	return len(c.ids)
 }
 
+// openMissing makes c a column the file lacks.
+func (c *cursor) openMissing() {
+	c.close()
+	c.missing = true
+}
+
 func (c *cursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
+	c.missing = false
 	c.leaf, c.maxDef = leaf, byte(leaf.MaxDefinitionLevel)
 	c.pages = cc.Pages()
 	c.page, c.dict, c.trans = nil, nil, c.trans[:0]
@@ -389,8 +426,26 @@ func (c *cursor) str() (int32, error) {
 	return c.at(c.vi - 1), nil
 }
 
+// optStr reads an optional string of the next row: -1 for null.
+func (c *cursor) optStr() (int32, error) {
+	// A column the file lacks is null.
+	if c.missing {
+		return -1, nil
+	}
+	ok, err := c.level()
+	if err != nil || !ok {
+		return -1, err
+	}
+	c.vi++
+	return c.at(c.vi - 1), nil
+}
+
 // int64 reads an int64 of the next row, a null as 0.
 func (c *cursor) int64() (int64, error) {
+	// A column the file lacks is null.
+	if c.missing {
+		return 0, nil
+	}
 	ok, err := c.level()
 	if err != nil || !ok {
 		return 0, err
@@ -480,6 +535,10 @@ func (r *segReader) journal(rows []capture.Scrape, fn func(*row)) {
 		w.run, w.target, w.engine = t.idString(s.RunID), t.idString(s.Target), t.idString(s.Engine)
 		w.endpoint, w.outcome = t.idString(s.Endpoint), t.idString(s.Outcome)
 		w.seq, w.start, w.firstByte = s.Seq, s.StartNs, s.FirstByteNs
+		w.scheduled, w.end, w.err = s.ScheduledNs, s.EndNs, -1
+		if s.Error != nil {
+			w.err = t.idString(*s.Error)
+		}
 		w.family, w.typ, w.name, w.labels, w.value = w.family[:0], w.typ[:0], w.name[:0], w.labels[:0], w.value[:0]
 		for j := range s.Samples {
 			x := &s.Samples[j]

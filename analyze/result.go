@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/capture"
 )
@@ -20,7 +21,15 @@ type Result struct {
 	Gates     Gates     `json:"gates"`
 	Inputs    []Input   `json:"inputs"`
 	Problems  []Problem `json:"problems"` // files that could not be read; the rest was analysed
-	Targets   []Target  `json:"targets"`
+	// Spans are the counterfactual spans the polls were replayed under
+	// besides the published one (gates.span), seconds.
+	Spans []float64 `json:"spans"`
+	// Caps are the plausibility caps of the rate cells.
+	Caps []findings.Cap `json:"caps"`
+	// Findings are the run's story: incidents, edges, settle, rollups,
+	// fleet, seams, facts, drift and energy, as top-level keys.
+	findings.Findings
+	Targets []Target `json:"targets"`
 }
 
 // Gates are the estimator's settings the analysis ran with; a gate that is

@@ -72,8 +72,11 @@ type (
 )
 
 // WriteSummary writes a short text summary: per input its sessions and
-// recoveries, per target its engine, polls, headline medians with their
-// windows, nulls by reason and unknown series, then the problems.
+// recoveries, per target its engine, what the engine said about itself
+// (the queue's ceiling first), polls, headline medians with their windows,
+// nulls by reason and unknown series; then the run's findings (incidents,
+// load edges and how each span settled, rates per minute against their
+// caps, the fleet and its seams, drift, energy), then the problems.
 func (r *Result) WriteSummary(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	for _, in := range r.Inputs {
@@ -104,6 +107,11 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		if v := t.Notes["engine"]; v != "" {
 			fmt.Fprintf(bw, "  variant: %s\n", v)
 		}
+		// What the engine said about itself comes before the numbers: the
+		// queue's ceiling first.
+		for _, line := range r.Findings.TargetLines(t.Name) {
+			fmt.Fprintf(bw, "  %s\n", line)
+		}
 		for _, h := range s.Headlines {
 			if h.Values == 0 && onlyNotExported(h.Nulls) {
 				continue
@@ -132,6 +140,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 			fmt.Fprintf(bw, "  unknown series (%d): %s\n", len(t.UnknownSeries), strings.Join(t.UnknownSeries, " "))
 		}
 	}
+	r.Findings.WriteText(bw)
 	if len(r.Problems) > 0 {
 		fmt.Fprintf(bw, "\n%d file(s) could not be read; the rest was analysed:\n", len(r.Problems))
 		for _, p := range r.Problems {

@@ -31,6 +31,9 @@ type reader struct {
 	notes    map[string]string // cell → what it means for this engine
 	variant  func(t *Tracker) string
 	fill     func(q *query)
+	// decode makes the decode cell alone (nil: the engine exports none),
+	// for a tracker that reads nothing else (Tracker.DecodeOnly).
+	decode func(q *query) Cell
 }
 
 // knows reports whether family is in the reader's catalog.
@@ -53,8 +56,16 @@ func (r *reader) knows(family string) bool {
 	return false
 }
 
-// cells fills a poll's cells: the canonical ones, then the reader's own.
-func (r *reader) cells(q *query, dst Cells) Cells {
+// cells fills a poll's cells: the canonical ones, then the reader's own;
+// with only, the decode cell alone.
+func (r *reader) cells(q *query, dst Cells, only bool) Cells {
+	if only {
+		c := notExported
+		if r.decode != nil {
+			c = r.decode(q)
+		}
+		return append(dst, Named{DecodeTokensPerSecond, c})
+	}
 	dst = append(dst, canonTemplate...)
 	q.dst = dst
 	r.fill(q)
@@ -121,3 +132,21 @@ func catalog(pairs ...string) map[string]string {
 }
 
 func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
+
+// SpecCounters returns the speculative-decoding counters engine's reader
+// reads, each list current name first: the accepted draft tokens, the
+// drafted tokens and the draft rounds. They are nil for an engine without
+// such counters (SGLang publishes only a recent-batch gauge).
+func SpecCounters(engine string) (accepted, drafted, drafts []string) {
+	switch engine {
+	case VLLM, VLLMV0:
+		return []string{"vllm:spec_decode_num_accepted_tokens_total"}, []string{"vllm:spec_decode_num_draft_tokens_total"},
+			[]string{"vllm:spec_decode_num_drafts_total"}
+	case NIM:
+		return []string{"spec_decode_num_accepted_tokens_total"}, []string{"spec_decode_num_draft_tokens_total"},
+			[]string{"spec_decode_num_drafts_total"}
+	case LlamaCpp:
+		return slices.Clone(lcAccepted), slices.Clone(lcDrafted), nil
+	}
+	return nil, nil, nil
+}

@@ -80,9 +80,9 @@ func newLlamaCpp() *reader {
 		}
 		return strings.Join(parts, "; ")
 	}
+	r.decode = func(q *query) Cell { return q.rate(nil, lcPredicted) }
 	r.fill = func(q *query) {
-		decode := q.rate(nil, lcPredicted)
-		q.put(DecodeTokensPerSecond, decode)
+		q.put(DecodeTokensPerSecond, r.decode(q))
 		prompt := q.rate(nil, lcPrompt)
 		q.put(PromptTokensPerSecond, prompt)
 		q.put(PromptTokensComputedPerSecond, prompt)

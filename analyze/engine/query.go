@@ -421,9 +421,10 @@ func (q *query) by(name, label string) Cell {
 }
 
 // fact reads a configuration fact from an info series' labels, summed over
-// its label sets.
+// its label sets (aggSum: a capacity) or their largest (aggMax: a flag is
+// on when any set has it on).
 // A series' labels do not change, so a fact is read once per series and kind.
-func (q *query) fact(name, kind string, fn func(label func(string) (string, bool)) (float64, bool)) Cell {
+func (q *query) fact(agg int, name, kind string, fn func(label func(string) (string, bool)) (float64, bool)) Cell {
 	ids := q.keys(name)
 	// Nothing to read is absent, never 0.
 	if len(ids) == 0 {
@@ -439,7 +440,14 @@ func (q *query) fact(name, kind string, fn func(label func(string) (string, bool
 			q.t.facts[k] = f
 		}
 		if v, ok := f.v, f.ok; ok {
-			sum += v
+			switch {
+			case n == 0:
+				sum = v
+			case agg == aggMax:
+				sum = max(sum, v)
+			default:
+				sum += v
+			}
 			n++
 		}
 	}

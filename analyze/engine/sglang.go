@@ -62,8 +62,9 @@ func newSGLang() *reader {
 		}
 		return ""
 	}
+	r.decode = func(q *query) Cell { return q.rate(nil, gen) }
 	r.fill = func(q *query) {
-		q.put(DecodeTokensPerSecond, q.rate(nil, gen))
+		q.put(DecodeTokensPerSecond, r.decode(q))
 		pr := q.rate(nil, prompt)
 		q.put(PromptTokensPerSecond, pr)
 		q.put(PromptTokensComputedPerSecond, q.diffRates(pr, q.rate(nil, cached), prompt, cached))

@@ -28,6 +28,7 @@ type Series struct {
 // [Tracker.Begin], [Tracker.Set] for every sample and [Tracker.End].
 type Tracker struct {
 	hint    string
+	only    bool // DecodeOnly
 	est     *rate.Estimator
 	rd      *reader
 	engine  string
@@ -262,15 +263,24 @@ func (t *Tracker) End(dst Cells) Cells {
 	dst = dst[:0]
 	// A poll with nothing in it reads nothing: every cell absent, never 0.
 	if t.samples == 0 {
-		for _, name := range Canonical {
+		names := Canonical
+		if t.only {
+			names = names[:1]
+		}
+		for _, name := range names {
 			dst = append(dst, Named{name, Cell{Cell: rate.Cell{Reason: rate.ReasonAbsent}}})
 		}
 		return dst
 	}
-	dst = t.rd.cells(q, dst)
+	dst = t.rd.cells(q, dst, t.only)
 	q.dst = nil
 	return dst
 }
+
+// DecodeOnly makes End return the decode cell alone
+// (DecodeTokensPerSecond, first as always), for a replay that reads
+// nothing else.
+func (t *Tracker) DecodeOnly() { t.only = true }
 
 // detect decides the engine from the series of the current poll.
 func (t *Tracker) detect() {

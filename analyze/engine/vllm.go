@@ -132,8 +132,9 @@ func newVLLM(id, p string) *reader {
 		return b * size, ok1 && ok2
 	}
 	caching := func(l func(string) (string, bool)) (float64, bool) { return labelBool(l, "enable_prefix_caching") }
+	r.decode = func(q *query) Cell { return q.rate(nil, gen) }
 	r.fill = func(q *query) {
-		q.put(DecodeTokensPerSecond, q.rate(nil, gen))
+		q.put(DecodeTokensPerSecond, r.decode(q))
 		pr := q.rate(nil, prompt)
 		q.put(PromptTokensPerSecond, pr)
 		if q.present(bySource) {
@@ -180,8 +181,8 @@ func newVLLM(id, p string) *reader {
 			q.put(PrefixCacheHitRatioNative, disabledBelowZero(q.gauge(aggMax, nil, hitRate)))
 			q.put(SpecAcceptRatioNative, q.gauge(aggMax, nil, specRate))
 		}
-		q.put(KVCacheCapacityTokens, q.fact(cacheInfo, "kv_capacity", blocks))
-		q.put(PrefixCachingEnabled, q.fact(cacheInfo, "prefix_caching", caching))
+		q.put(KVCacheCapacityTokens, q.fact(aggSum, cacheInfo, "kv_capacity", blocks))
+		q.put(PrefixCachingEnabled, q.fact(aggMax, cacheInfo, "prefix_caching", caching))
 		if id == NIM {
 			q.put(MaxRunningRequests, q.gauge(aggSum, nil, maxReq))
 		}

@@ -5,18 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
-const analyzeUsage = `Usage: llmrec analyze RUN... [--span D] [--min-window D] [--config FILE] [--json FILE]
+const analyzeUsage = `Usage: llmrec analyze RUN... [--span D] [--min-window D] [--spans D,D...] [--cap [ENGINE.]CELL=MAX]...
+                      [--config FILE] [--json FILE]
 
 Replays one or more run folders offline: every segment, per target in time
 order (a crashed session's journal is recovered first, a live one read as it
@@ -31,10 +36,37 @@ engine hint in the config), else detected from its series: vllm (V1),
 vllm-v0, nim, llamacpp (and forks), sglang, tgi, trtllm, triton; anything
 else gets a rate for every counter and a value for every gauge (generic).
 
-On stdout: per target the engine, the polls, the median of each headline
-cell with the window it was measured over, nulls by reason, and the series
-the engine's reader does not know. A file that cannot be read is reported by
-name and the rest is analysed; the exit status is then 1.
+Then the run's story (docs/analysis-format.md has every key):
+  incidents  where the numbers could not be trusted and why: gap, host_stall
+             (every target stalled at once: the recording host, not an
+             engine), missed_tick, scrape_error, slow_scrape, refused,
+             restart, target_down/target_up, label_join/label_leave; each
+             with the cells affected, the gate that fired and what a naive
+             delta over time would have printed instead
+  edges      load starts and ends found on each decode counter; an edge
+             whose new regime holds 5 polls is judged: its settle poll is
+             the first whose published rate is within |ln| 0.1 of the new
+             level (exactly 0 for an end). The same polls are replayed under
+             each counterfactual span (--spans) to show what a shorter or
+             longer window would have published
+  rollups    per-minute max and mean of every rate; with --cap, the values
+             above the cap, published (must be 0) and naive
+  fleet      totals over the engines that answered each tick, and the seams
+             where adding them up compares different things
+  facts      what each engine said about itself: the queue's ceiling
+             (capacity queueing), prefill speed per prefilling stream,
+             prefix caching, the KV pool, FLOPs counters left at 0,
+             speculative decoding acceptance
+  drift      what the engine's version should publish and did not, and
+             series under renamed names
+  energy     joules per generated token over the busy windows, when a DCGM
+             (or Triton, nvidia_gpu_exporter) target was recorded too
+
+On stdout: per target the engine, what it said about itself (the ceiling
+first), the polls, the median of each headline cell with the window it was
+measured over, nulls by reason and the series the engine's reader does not
+know; then the findings. A file that cannot be read is reported by name and
+the rest is analysed; the exit status is then 1.
 
 The gates (see package analyze/rate):
   --span D         how far back a window may reach (default 10s; use the
@@ -42,11 +74,18 @@ The gates (see package analyze/rate):
   --min-window D   the floor: a shorter window is a catch-up poll (default 500ms)
   ceiling, jump and stale fractions are set in the config file.
 A negative value turns a gate off.
+  --spans D,D      counterfactual spans replayed for the edges (default
+                   2s,10s; the published span is left out; "none": none)
+  --cap [ENGINE.]CELL=MAX
+                   a plausibility cap, repeatable: decode=5000,
+                   llamacpp.decode=300. CELL is a rate cell or decode, prompt,
+                   prompt_computed, preemptions, requests_finished
 
 Examples:
   llmrec analyze runs/bench1
   llmrec analyze runs/bench1 runs/bench1-after-restart --span 2s --json analysis.json
-  llmrec analyze runs/bench1 --json - | jq '.targets[] | {name, engine, summary}'
+  llmrec analyze runs/bench1 --spans 2s,5s,30s --cap decode=5000 --cap llamacpp.decode=300
+  llmrec analyze runs/bench1 --json - | jq '.incidents[] | {kind, target, detail}'
   llmrec analyze runs/bench1 --config gates.toml
 
 Config file (TOML; flags given on the command line win):
@@ -56,19 +95,33 @@ Config file (TOML; flags given on the command line win):
   jump_factor = 8.0        # a rate this × the last accepted one is held until confirmed
   jump_floor = 10.0        # per second: the last rate counts as at least this
   stale_fraction = 0.25    # largest request-to-first-byte time, as a fraction of the window
+  spans = ["2s", "10s"]    # counterfactual spans ([] for none)
+  [caps]                   # plausibility caps; quote a key with an engine
+  decode = 5000.0
+  "llamacpp.decode" = 300.0
 
 The JSON document (schema "llmrec.analysis/1") is described in
 docs/analysis-format.md.
 `
 
-// gatesFile is the TOML form of the estimator's gates.
+// gatesFile is the TOML form of the estimator's gates, the
+// counterfactual spans and the plausibility caps.
 type gatesFile struct {
-	Span          duration `toml:"span"`
-	MinWindow     duration `toml:"min_window"`
-	CeilingFactor float64  `toml:"ceiling_factor"`
-	JumpFactor    float64  `toml:"jump_factor"`
-	JumpFloor     float64  `toml:"jump_floor"`
-	StaleFraction float64  `toml:"stale_fraction"`
+	Span          duration           `toml:"span"`
+	MinWindow     duration           `toml:"min_window"`
+	CeilingFactor float64            `toml:"ceiling_factor"`
+	JumpFactor    float64            `toml:"jump_factor"`
+	JumpFloor     float64            `toml:"jump_floor"`
+	StaleFraction float64            `toml:"stale_fraction"`
+	Spans         *[]duration        `toml:"spans"`
+	Caps          map[string]float64 `toml:"caps"`
+}
+
+// analyzeConfig is what the config file sets.
+type analyzeConfig struct {
+	gates rate.Config
+	spans []float64 // nil: not set
+	caps  []findings.Cap
 }
 
 // duration decodes "500ms"-style strings.
@@ -83,37 +136,80 @@ func (d *duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// loadGates reads a gates file; errors name the file and, where known, the line.
+// loadGates reads the gates of a config file.
 func loadGates(path string) (rate.Config, error) {
+	c, err := loadAnalyzeConfig(path)
+	return c.gates, err
+}
+
+// loadAnalyzeConfig reads a config file: the gates, the counterfactual
+// spans and the caps; errors name the file and, where known, the line.
+func loadAnalyzeConfig(path string) (analyzeConfig, error) {
 	text, err := os.ReadFile(path)
 	if err != nil {
-		return rate.Config{}, fmt.Errorf("read config: %w", err)
+		return analyzeConfig{}, fmt.Errorf("read config: %w", err)
 	}
 	var g gatesFile
 	md, err := toml.Decode(string(text), &g)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return rate.Config{}, fmt.Errorf("%s:%d: %s", path, pe.Position.Line, pe.Message)
+			return analyzeConfig{}, fmt.Errorf("%s:%d: %s", path, pe.Position.Line, pe.Message)
 		}
-		return rate.Config{}, fmt.Errorf("%s: %w", path, err)
+		return analyzeConfig{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return rate.Config{}, fmt.Errorf("%s:%d: unknown key %q", path, tomlKeyLine(text, und[0].String()), und[0].String())
+		return analyzeConfig{}, fmt.Errorf("%s:%d: unknown key %q", path, tomlKeyLine(text, und[0].String()), und[0].String())
 	}
-	return rate.Config{
+	c := analyzeConfig{gates: rate.Config{
 		Span: time.Duration(g.Span).Seconds(), MinWindow: time.Duration(g.MinWindow).Seconds(),
 		CeilingFactor: g.CeilingFactor, JumpFactor: g.JumpFactor, JumpFloor: g.JumpFloor, StaleFraction: g.StaleFraction,
-	}, nil
+	}}
+	if g.Spans != nil {
+		c.spans = []float64{}
+		for _, d := range *g.Spans {
+			if d <= 0 {
+				return analyzeConfig{}, fmt.Errorf("%s:%d: spans: %s is not a positive duration", path, tomlKeyLine(text, "spans"), time.Duration(d))
+			}
+			c.spans = append(c.spans, time.Duration(d).Seconds())
+		}
+	}
+	keys := slices.Sorted(maps.Keys(g.Caps))
+	for _, k := range keys {
+		cp, err := findings.NewCap(k, strconv.FormatFloat(g.Caps[k], 'g', -1, 64))
+		if err != nil {
+			return analyzeConfig{}, fmt.Errorf("%s:%d: %v", path, tomlKeyLine(text, k), err)
+		}
+		c.caps = append(c.caps, cp)
+	}
+	return c, nil
+}
+
+// parseSpans reads "2s,10s" ("none": no counterfactual span).
+func parseSpans(s string) ([]float64, error) {
+	out := []float64{}
+	if strings.TrimSpace(s) == "none" {
+		return out, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(part))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%w: analyze: --spans: %q is not a positive duration like 2s", errUsage, part)
+		}
+		out = append(out, d.Seconds())
+	}
+	return out, nil
 }
 
 // tomlKeyLine finds the line assigning key (its last component); 0 when unknown.
 func tomlKeyLine(text []byte, key string) int {
-	last := key[strings.LastIndexByte(key, '.')+1:]
-	re := regexp.MustCompile(`^\s*"?` + regexp.QuoteMeta(last) + `"?\s*=`)
-	for i, line := range strings.Split(string(text), "\n") {
-		if re.MatchString(line) {
-			return i + 1
+	// A quoted key may hold dots ("llamacpp.decode"): look for it whole first.
+	for _, k := range []string{key, key[strings.LastIndexByte(key, '.')+1:]} {
+		re := regexp.MustCompile(`^\s*"?` + regexp.QuoteMeta(k) + `"?\s*=`)
+		for i, line := range strings.Split(string(text), "\n") {
+			if re.MatchString(line) {
+				return i + 1
+			}
 		}
 	}
 	return 0
@@ -126,6 +222,9 @@ func analyzeRun(_ context.Context, stdout, stderr io.Writer, args []string) erro
 	configPath := fs.String("config", "", "TOML file with the gates")
 	jsonPath := fs.String("json", "", `write the analysis as JSON to FILE ("-": stdout, and the summary goes to stderr)`)
 	quiet := fs.Bool("quiet", false, "no progress output")
+	spansFlag := fs.String("spans", "", `counterfactual spans, e.g. 2s,10s (default 2s,10s, or the config's; "none": none)`)
+	var capFlags multiFlag
+	fs.Var(&capFlags, "cap", "a plausibility cap [ENGINE.]CELL=MAX, e.g. decode=5000 (repeatable; the config's are added)")
 	if err := parseFlags(fs, interleave(args, map[string]bool{"quiet": true})); err != nil {
 		return err
 	}
@@ -133,12 +232,28 @@ func analyzeRun(_ context.Context, stdout, stderr io.Writer, args []string) erro
 		return fmt.Errorf("%w: analyze: want at least one run folder", errUsage)
 	}
 	var gates rate.Config
+	var spans []float64
+	var caps []findings.Cap
 	if *configPath != "" {
-		g, err := loadGates(*configPath)
+		c, err := loadAnalyzeConfig(*configPath)
 		if err != nil {
 			return err
 		}
-		gates = g
+		gates, spans, caps = c.gates, c.spans, c.caps
+	}
+	if *spansFlag != "" {
+		sp, err := parseSpans(*spansFlag)
+		if err != nil {
+			return err
+		}
+		spans = sp
+	}
+	for _, c := range capFlags {
+		cp, err := findings.ParseCap(c)
+		if err != nil {
+			return fmt.Errorf("%w: analyze: --cap: %v", errUsage, err)
+		}
+		caps = append(caps, cp)
 	}
 	if *span != 0 {
 		gates.Span = span.Seconds()
@@ -150,7 +265,7 @@ func analyzeRun(_ context.Context, stdout, stderr io.Writer, args []string) erro
 		return fmt.Errorf("%w: analyze: the span must be positive", errUsage)
 	}
 
-	opts := analyze.Options{Dirs: fs.Args(), Gates: gates, SkipPolls: *jsonPath == ""}
+	opts := analyze.Options{Dirs: fs.Args(), Gates: gates, SkipPolls: *jsonPath == "", Spans: spans, Caps: caps}
 	if !*quiet {
 		opts.Progress = progressPrinter(stderr)
 	}

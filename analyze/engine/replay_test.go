@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// A decode-only tracker returns the decode cell alone, as the full one
+// computes it; an engine without a decode counter says it does not export
+// one; an empty poll is absent.
+func TestDecodeOnly(t *testing.T) {
+	for _, c := range []struct {
+		hint, body string
+		want       rate.Num
+	}{
+		{"vllm", "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{engine=\"0\"} %d\n", rate.Some(50)},
+		{"llamacpp", "# TYPE llamacpp:tokens_predicted_total counter\nllamacpp:tokens_predicted_total %d\n", rate.Some(50)},
+		{"sglang", "# TYPE sglang:generation_tokens_total counter\nsglang:generation_tokens_total %d\n", rate.Some(50)},
+		{"tgi", "# TYPE tgi_request_generated_tokens histogram\ntgi_request_generated_tokens_sum %d\ntgi_request_generated_tokens_count 1\n", rate.Some(50)},
+		{"trtllm", "# TYPE nv_trt_llm_request_metrics gauge\nnv_trt_llm_request_metrics{request_type=\"max\"} %d\n", rate.Num{}},
+	} {
+		full, only := NewTracker(c.hint, rate.Config{Span: 2}), NewTracker(c.hint, rate.Config{Span: 2})
+		only.DecodeOnly()
+		var a, b Cells
+		for i := range 3 {
+			body := fmt.Sprintf(c.body, 100*i)
+			a, b = feed(t, full, 1000+2*float64(i), body), feed(t, only, 1000+2*float64(i), body)
+		}
+		if len(b) != 1 || b[0].Name != DecodeTokensPerSecond || b[0].Cell.Value != c.want {
+			t.Errorf("%s: decode-only cells %+v, want %v", c.hint, b, c.want)
+		}
+		if fc := cell(t, a, DecodeTokensPerSecond); fc.Value != b[0].Cell.Value || fc.Source != b[0].Cell.Source {
+			t.Errorf("%s: full %+v, decode-only %+v", c.hint, fc, b[0].Cell)
+		}
+		if !c.want.Valid && b[0].Cell.Reason != ReasonNotExported {
+			t.Errorf("%s: %+v", c.hint, b[0].Cell)
+		}
+	}
+	only := NewTracker("vllm", rate.Config{})
+	only.DecodeOnly()
+	only.Begin(1000, 999.9)
+	if cs := only.End(nil); len(cs) != 1 || cs[0].Cell.Reason != rate.ReasonAbsent {
+		t.Errorf("empty poll %+v", cs)
+	}
+}
+
+// Prefix caching is on when any engine's cache config says so; the KV
+// capacity adds up over the engines.
+func TestCacheConfigOverEngines(t *testing.T) {
+	tr := NewTracker("", rate.Config{})
+	cs := feed(t, tr, 1000, `# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="16",enable_prefix_caching="False",engine="0",num_gpu_blocks="100"} 1.0
+vllm:cache_config_info{block_size="16",enable_prefix_caching="True",engine="1",num_gpu_blocks="100"} 1.0
+vllm:cache_config_info{block_size="16",enable_prefix_caching="True",engine="2",num_gpu_blocks="100"} 1.0
+`)
+	if c := cell(t, cs, PrefixCachingEnabled); c.Value != rate.Some(1) {
+		t.Errorf("prefix caching %+v", c)
+	}
+	if c := cell(t, cs, KVCacheCapacityTokens); c.Value != rate.Some(4800) {
+		t.Errorf("capacity %+v", c)
+	}
+}
+
+func TestSpecCounters(t *testing.T) {
+	for id, want := range map[string]string{VLLM: "vllm:spec_decode_num_accepted_tokens_total",
+		NIM: "spec_decode_num_accepted_tokens_total", LlamaCpp: lcAccepted[0]} {
+		acc, dr, _ := SpecCounters(id)
+		if len(acc) == 0 || acc[0] != want || len(dr) == 0 {
+			t.Errorf("%s: %v %v", id, acc, dr)
+		}
+	}
+	if a, d, r := SpecCounters(SGLang); a != nil || d != nil || r != nil {
+		t.Error("SGLang has spec counters")
+	}
+	if _, _, r := SpecCounters(VLLMV0); !slices.Contains(r, "vllm:spec_decode_num_drafts_total") {
+		t.Error("vLLM drafts")
+	}
+}

@@ -1,0 +1,327 @@
+package findings
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// Settling and steadiness rules.
+const (
+	// SettleLn is how close a published rate must come to the new level,
+	// as |ln(value/level)|, to have settled.
+	SettleLn = 0.1
+	// SteadyPolls is how many polls the new regime must hold for the edge
+	// to be judged: poll 1 carries the edge, polls 2..SteadyPolls read
+	// the new level.
+	SteadyPolls = 5
+)
+
+// findEdges finds the load edges on the per-interval decode series and
+// judges them under the published span and each counterfactual one.
+func (v *view) findEdges(spans []float64, published float64) {
+	ps := v.t.Polls
+	last := -1 // the last poll with a known state
+	for i := 1; i < len(ps); i++ {
+		s := v.state[i]
+		if s == unknown {
+			continue
+		}
+		if last < 0 || v.state[last] == s {
+			last = i
+			continue
+		}
+		adjacent := last == i-1
+		var e Edge
+		if s == grow {
+			e = v.startEdge(i)
+		} else {
+			e = v.endEdge(i, last)
+		}
+		if !adjacent {
+			e.Judged, e.Why = false, fmt.Sprintf("the edge fell in %s without a usable interval (a hole or a reset)",
+				secs(ps[i].T-ps[last].T))
+			e.Between = [2]float64{ps[last].T, ps[i].T}
+			e.T = min(max(e.T, e.Between[0]), e.Between[1])
+		}
+		v.edges = append(v.edges, e)
+		last = i
+	}
+	for k := range v.edges {
+		e := &v.edges[k]
+		next := math.Inf(1)
+		if k+1 < len(v.edges) {
+			next = v.edges[k+1].T
+		}
+		p1 := v.pollAfter(e.T)
+		e.EdgeSpan = v.settle(e, p1, next, published, func(p *Poll) rate.Num { return p.Rates[Decode].V })
+		e.Counterfactual = make([]EdgeSpan, len(spans))
+		for j, sp := range spans {
+			e.Counterfactual[j] = v.settle(e, p1, next, sp, func(p *Poll) rate.Num {
+				if j < len(p.Spans) {
+					return p.Spans[j]
+				}
+				return rate.Num{}
+			})
+		}
+		// A load start is what the jump gate holds: its holds are the edge's.
+		for j := p1; e.Kind == EdgeStart && j >= 0 && j < min(p1+SteadyPolls, len(ps)) && ps[j].T < next; j++ {
+			for k := range NRates {
+				if ps[j].Rates[k].Reason == rate.ReasonJump {
+					e.Held++
+					v.held[j] = true
+					break
+				}
+			}
+		}
+	}
+}
+
+// pollAfter is the index of the first poll later than t; -1 for none.
+func (v *view) pollAfter(t float64) int {
+	ps := v.t.Polls
+	i, _ := slices.BinarySearchFunc(ps, t, func(p Poll, t float64) int {
+		if p.T > t {
+			return 1
+		}
+		return -1
+	})
+	if i == len(ps) {
+		return -1
+	}
+	return i
+}
+
+// levelOf is the median of the per-interval rates of polls from..to
+// (inclusive) and whether all of them are of state s, adjacent (no hole)
+// and, for growth, within SettleLn of that median.
+func (v *view) levelOf(from, to int, s state) (rate.Num, int) {
+	ps := v.t.Polls
+	var xs []float64
+	steady := 0
+	for i := from; i <= to && i < len(ps); i++ {
+		if v.state[i] != s {
+			break
+		}
+		xs = append(xs, ps[i].Interval.V.V)
+	}
+	m := median(xs)
+	for _, x := range xs {
+		if s == flat || (m.V > 0 && math.Abs(math.Log(x/m.V)) <= SettleLn) {
+			steady++
+			continue
+		}
+		break
+	}
+	return m, steady
+}
+
+// levelBefore is the median of the per-interval rates of the up to
+// SteadyPolls-1 growing polls right before poll j.
+func (v *view) levelBefore(j int) rate.Num {
+	var xs []float64
+	for k := j - 1; k >= 1 && k >= j-SteadyPolls+1 && v.state[k] == grow; k-- {
+		xs = append(xs, v.t.Polls[k].Interval.V.V)
+	}
+	return median(xs)
+}
+
+// startEdge is the start found where poll i's interval grew after a flat
+// one. Its partial tokens over the new level place it in the interval.
+func (v *view) startEdge(i int) Edge {
+	ps := v.t.Polls
+	a, b := ps[i-1].T, ps[i].T
+	tokens := ps[i].Interval.V.V * (b - a)
+	level, steady := v.levelOf(i+1, i+SteadyPolls-1, grow)
+	e := Edge{Target: v.t.Name, Kind: EdgeStart, Between: [2]float64{a, b}, From: rate.Some(0), Level: level,
+		LevelSource: fmt.Sprintf("median of the per-interval decode rates of polls 2-%d", SteadyPolls)}
+	e.T = a
+	if level.Valid && level.V > 0 {
+		e.T = max(a, b-tokens/level.V)
+	}
+	e.Poll1 = b
+	e.Judged = steady >= SteadyPolls-1
+	if !e.Judged {
+		e.Why = v.unsteady(i, steady)
+	}
+	return e
+}
+
+// endEdge is the end found where poll i's interval was flat after growth
+// ending at poll j: the last growing interval's tokens over the old level
+// place it.
+func (v *view) endEdge(i, j int) Edge {
+	ps := v.t.Polls
+	a, b := ps[j-1].T, ps[j].T
+	old := v.levelBefore(j)
+	if !old.Valid {
+		old = ps[j].Interval.V
+	}
+	frac := 1.0
+	if old.V > 0 {
+		frac = min(1, ps[j].Interval.V.V/old.V)
+	}
+	e := Edge{Target: v.t.Name, Kind: EdgeEnd, Between: [2]float64{a, b}, From: old, Level: rate.Some(0),
+		LevelSource: "an end's level is 0; the old level is the median of the per-interval rates before it"}
+	e.T = a + frac*(b-a)
+	p1 := j
+	if frac >= 1 {
+		p1 = i
+	}
+	e.Poll1 = ps[p1].T
+	_, steady := v.levelOf(p1+1, p1+SteadyPolls-1, flat)
+	e.Judged = steady >= SteadyPolls-1
+	if !e.Judged {
+		e.Why = v.unsteady(p1, steady)
+	}
+	return e
+}
+
+// unsteady says why the regime after poll p1 did not hold.
+func (v *view) unsteady(p1, steady int) string {
+	n := steady + 1
+	if p1+n >= len(v.t.Polls) {
+		return fmt.Sprintf("the recording ends %d poll(s) after the edge; %d are needed", n, SteadyPolls)
+	}
+	return fmt.Sprintf("the new regime held %d poll(s); %d are needed", n, SteadyPolls)
+}
+
+// settle measures how the values of one span caught up with edge e, from
+// poll index p1 until the next edge.
+func (v *view) settle(e *Edge, p1 int, next, span float64, value func(*Poll) rate.Num) EdgeSpan {
+	out := EdgeSpan{Span: span, Values: []rate.Num{}}
+	ps := v.t.Polls
+	// No poll after the edge: nothing caught up.
+	if p1 < 0 {
+		return out
+	}
+	for k := 0; p1+k < len(ps) && ps[p1+k].T < next; k++ {
+		p := &ps[p1+k]
+		x := value(p)
+		if k < SteadyPolls {
+			out.Values = append(out.Values, x)
+		}
+		if k == 1 {
+			out.LnErrPoll2, out.ResidualPoll2 = poll2(e, x)
+		}
+		if out.SettlePoll == nil && e.Judged && settled(e, x) {
+			n := k + 1
+			out.SettlePoll = &n
+			out.SettleAfter = rate.Some(p.T - e.T)
+		}
+		if out.SettlePoll != nil && k >= SteadyPolls {
+			break
+		}
+	}
+	return out
+}
+
+// settled reports whether x is at e's new level: within SettleLn for a
+// start, exactly 0 for an end.
+func settled(e *Edge, x rate.Num) bool {
+	if !x.Valid {
+		return false
+	}
+	if e.Kind == EdgeEnd {
+		return x.V == 0
+	}
+	return e.Level.Valid && e.Level.V > 0 && x.V > 0 && math.Abs(math.Log(x.V/e.Level.V)) <= SettleLn
+}
+
+// poll2 is the error at poll 2: |ln(x/level)| for a start, x as a
+// fraction of the old level for an end.
+func poll2(e *Edge, x rate.Num) (lnErr, residual rate.Num) {
+	// No value at poll 2: no error to state.
+	if !x.Valid {
+		return rate.Num{}, rate.Num{}
+	}
+	if e.Kind == EdgeEnd {
+		if e.From.Valid && e.From.V > 0 {
+			return rate.Num{}, rate.Some(x.V / e.From.V)
+		}
+		return rate.Num{}, rate.Num{}
+	}
+	// A zero value has no logarithm.
+	if !e.Level.Valid || e.Level.V <= 0 || x.V <= 0 {
+		return rate.Num{}, rate.Num{}
+	}
+	return rate.Some(math.Abs(math.Log(x.V / e.Level.V))), rate.Num{}
+}
+
+// settle summarises the edges per span, the published one first.
+func settle(edges []Edge, published float64, spans []float64) []Settle {
+	out := []Settle{summarise(edges, published, true, func(e *Edge) *EdgeSpan { return &e.EdgeSpan })}
+	for j, sp := range spans {
+		out = append(out, summarise(edges, sp, false, func(e *Edge) *EdgeSpan { return &e.Counterfactual[j] }))
+	}
+	return out
+}
+
+func summarise(edges []Edge, span float64, published bool, of func(*Edge) *EdgeSpan) Settle {
+	s := Settle{Span: span, Published: published, Edges: len(edges)}
+	var polls, lns []float64
+	for i := range edges {
+		e := &edges[i]
+		if !e.Judged {
+			continue
+		}
+		s.Judged++
+		es := of(e)
+		if es.SettlePoll == nil {
+			s.Unsettled++
+		} else {
+			s.Settled++
+			polls = append(polls, float64(*es.SettlePoll))
+			if *es.SettlePoll <= 2 {
+				s.ByPoll2++
+			}
+		}
+		if e.Kind == EdgeStart {
+			s.Starts++
+			if es.LnErrPoll2.Valid {
+				lns = append(lns, es.LnErrPoll2.V)
+			}
+		}
+	}
+	s.MedianSettlePoll = median(polls)
+	if len(polls) > 0 {
+		s.MaxSettlePoll = rate.Some(slices.Max(polls))
+	}
+	s.MedianLnErrPoll2 = median(lns)
+	s.Text = settleText(&s)
+	return s
+}
+
+// settleText is the summary sentence of one span.
+func settleText(s *Settle) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s window", secs(s.Span))
+	if s.Published {
+		b.WriteString(" (published)")
+	}
+	if s.Judged == 0 {
+		fmt.Fprintf(&b, ": no judged edge (%d found)", s.Edges)
+		return b.String()
+	}
+	fmt.Fprintf(&b, ": settled by poll 2 on %d of %d judged edges", s.ByPoll2, s.Judged)
+	if s.MedianSettlePoll.Valid {
+		fmt.Fprintf(&b, "; median settle poll %s (max %s)", num(s.MedianSettlePoll.V), num(s.MaxSettlePoll.V))
+	}
+	fmt.Fprintf(&b, "; %d unsettled", s.Unsettled)
+	if s.MedianLnErrPoll2.Valid {
+		fmt.Fprintf(&b, "; median |ln| at poll 2 %.3f over %d start edges", s.MedianLnErrPoll2.V, s.Starts)
+	}
+	return b.String()
+}
+
+// secs formats seconds briefly: "2 s", "0.22 s", "15.0 s" → "15 s".
+func secs(s float64) string {
+	return strconv.FormatFloat(s, 'g', 3, 64) + " s"
+}
+
+// num formats a number with up to 5 significant digits.
+func num(x float64) string { return strconv.FormatFloat(x, 'g', 5, 64) }

@@ -1,0 +1,167 @@
+package findings
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+func edgesOf(f *Findings, target string) []Edge {
+	var out []Edge
+	for _, e := range f.Edges {
+		if e.Target == target {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// A start is placed where its partial interval's tokens at the new level
+// began, an end where the old level's stopped; each settles at the first
+// poll within |ln| 0.1 of the new level (exactly 0 for an end), counted
+// from the poll after the edge, under the published span and each
+// counterfactual one.
+func TestEdgesSettle(t *testing.T) {
+	v := newTarget("v", engine.VLLM)
+	v.series(1000, 0, cat(rep(0, 5), []float64{400}, rep(1000, 8), []float64{300}, rep(0, 8))...)
+	// The published ramp of a longer window; the counterfactual span reads each interval.
+	for i, x := range []float64{200, 600, 950, 1000} {
+		v.t.Polls[6+i].Rates[Decode].V = rate.Some(x)
+	}
+	v.t.Polls[6].Rates[Prompt].Reason = rate.ReasonJump
+	f := run(v)
+	es := edgesOf(f, "v")
+	if len(es) != 2 {
+		t.Fatalf("edges %+v", es)
+	}
+	s, e := es[0], es[1]
+	if s.Kind != EdgeStart || math.Abs(s.T-1005.6) > 1e-9 || s.Poll1 != 1006 || s.Level.V != 1000 || !s.Judged ||
+		s.Between != [2]float64{1005, 1006} {
+		t.Errorf("start %+v", s)
+	}
+	if *s.SettlePoll != 3 || math.Abs(s.LnErrPoll2.V-math.Abs(math.Log(0.6))) > 1e-12 || math.Abs(s.SettleAfter.V-2.4) > 1e-9 {
+		t.Errorf("start, published: settle %d ln %v after %v", *s.SettlePoll, s.LnErrPoll2, s.SettleAfter)
+	}
+	if c := s.Counterfactual[0]; c.Span != 2 || *c.SettlePoll != 2 || c.LnErrPoll2.V != 0 {
+		t.Errorf("start, counterfactual %+v", c)
+	}
+	if len(s.Values) != SteadyPolls || s.Values[0].V != 200 {
+		t.Errorf("values %v", s.Values)
+	}
+	// The jump gate holding a load start's first poll is the edge's, not an incident.
+	if s.Held != 1 || len(f.Incidents) != 0 {
+		t.Errorf("held %d, incidents %v", s.Held, kinds(f))
+	}
+	if e.Kind != EdgeEnd || math.Abs(e.T-1014.3) > 1e-9 || e.Poll1 != 1015 || e.From.V != 1000 || e.Level.V != 0 || !e.Judged {
+		t.Errorf("end %+v", e)
+	}
+	if *e.SettlePoll != 2 || e.LnErrPoll2.Valid || e.ResidualPoll2.V != 0 {
+		t.Errorf("end: settle %d ln %v residual %v", *e.SettlePoll, e.LnErrPoll2, e.ResidualPoll2)
+	}
+	if len(f.Settle) != 2 || !f.Settle[0].Published || f.Settle[0].Span != rate.DefaultSpan || f.Settle[1].Span != 2 {
+		t.Fatalf("settle %+v", f.Settle)
+	}
+	p, c := f.Settle[0], f.Settle[1]
+	if p.Judged != 2 || p.ByPoll2 != 1 || p.MedianSettlePoll.V != 2.5 || p.MaxSettlePoll.V != 3 || p.Starts != 1 {
+		t.Errorf("published settle %+v", p)
+	}
+	if c.ByPoll2 != 2 || c.MedianLnErrPoll2.V != 0 ||
+		c.Text != "2 s window: settled by poll 2 on 2 of 2 judged edges; median settle poll 2 (max 2); 0 unsettled; median |ln| at poll 2 0.000 over 1 start edges" {
+		t.Errorf("counterfactual settle %+v", c)
+	}
+}
+
+// An end whose last growing interval was full lies at that poll; poll 1 is
+// the next. A published value that never reaches the level leaves the edge
+// unsettled.
+func TestEdgeOnAPollAndUnsettled(t *testing.T) {
+	v := newTarget("v", engine.VLLM)
+	v.series(1000, 0, cat(rep(0, 3), rep(500, 7), rep(0, 6))...)
+	for i := 4; i < 11; i++ {
+		v.t.Polls[i].Rates[Decode].V = rate.Some(100) // a window that never catches up
+	}
+	es := edgesOf(run(v), "v")
+	if len(es) != 2 {
+		t.Fatalf("edges %+v", es)
+	}
+	if es[0].T != 1003 || es[0].SettlePoll != nil || es[0].LnErrPoll2.V != math.Log(5) {
+		t.Errorf("start %+v", es[0])
+	}
+	if es[1].T != 1010 || es[1].Poll1 != 1011 || *es[1].SettlePoll != 1 {
+		t.Errorf("end %+v", es[1])
+	}
+}
+
+// A regime shorter than 5 polls is reported, not judged; so is an edge
+// inside a hole, where no interval places it.
+func TestEdgesNotJudged(t *testing.T) {
+	s := newTarget("short", engine.VLLM)
+	s.series(1000, 0, cat(rep(0, 3), rep(1000, 2), rep(0, 6))...)
+	h := newTarget("hole", engine.LlamaCpp)
+	g := h.series(1000, 0, 0, 0, 0)
+	h.series(1008, g+800, rep(100, 6)...)
+	h.t.Polls[4].Interval = Value{V: rate.Some(100), Window: rate.Some(5)}
+	f := run(s, h)
+	es := edgesOf(f, "short")
+	if len(es) != 2 || es[0].Judged || !strings.Contains(es[0].Why, "held 2 poll(s); 5 are needed") || !es[1].Judged {
+		t.Fatalf("short spell edges %+v", es)
+	}
+	if es[0].SettlePoll != nil {
+		t.Error("an edge not judged has a settle poll")
+	}
+	hs := edgesOf(f, "hole")
+	if len(hs) != 1 || hs[0].Judged || !strings.Contains(hs[0].Why, "without a usable interval") ||
+		hs[0].Between != [2]float64{1003, 1009} {
+		t.Fatalf("hole edge %+v", hs)
+	}
+	// A recording that ends in the new regime: not enough polls to judge.
+	e := newTarget("end", engine.VLLM)
+	e.series(1000, 0, 0, 0, 0, 100, 100)
+	es = edgesOf(run(e), "end")
+	if len(es) != 1 || es[0].Judged || !strings.Contains(es[0].Why, "the recording ends") {
+		t.Fatalf("edges at the end %+v", es)
+	}
+	if s := run(newTarget("none", engine.VLLM)).Settle[0]; s.Text != "10 s window (published): no judged edge (0 found)" {
+		t.Errorf("settle of nothing %q", s.Text)
+	}
+}
+
+// A counter that moves only when requests finish never reads flat at a
+// cadence shorter than a request: no edge. A reset interval breaks no
+// regime.
+func TestNoEdgesWhileBusy(t *testing.T) {
+	l := newTarget("l", engine.LlamaCpp)
+	g := l.series(1000, 0, 64, 128, 64, 64, 128, 64)
+	l.poll(1007, 10)
+	l.series(1008, g, 64, 128, 64)
+	if es := run(l).Edges; len(es) != 0 {
+		t.Errorf("edges %+v", es)
+	}
+}
+
+func TestPoll2(t *testing.T) {
+	start := &Edge{Kind: EdgeStart, Level: rate.Some(100)}
+	if l, r := poll2(start, rate.Some(0)); l.Valid || r.Valid {
+		t.Error("a zero value has a log error")
+	}
+	if l, _ := poll2(start, rate.Num{}); l.Valid {
+		t.Error("a null value has a log error")
+	}
+	end := &Edge{Kind: EdgeEnd, From: rate.Some(0)}
+	if _, r := poll2(end, rate.Some(3)); r.Valid {
+		t.Error("an end from 0 has a residual")
+	}
+	if settled(start, rate.Num{}) || settled(&Edge{Kind: EdgeStart}, rate.Some(1)) {
+		t.Error("settled without a value or a level")
+	}
+	v := &view{t: &Target{}}
+	if p := v.pollAfter(5); p != -1 {
+		t.Errorf("poll after in no polls: %d", p)
+	}
+	if es := v.settle(start, -1, 0, 2, nil); es.SettlePoll != nil || len(es.Values) != 0 {
+		t.Errorf("settle without polls %+v", es)
+	}
+}

@@ -1,0 +1,173 @@
+package findings
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// Analyze computes the findings of a run. It does not modify the run.
+func Analyze(run *Run) *Findings {
+	f := &Findings{
+		Incidents: []Incident{}, Edges: []Edge{}, Settle: []Settle{}, Rollups: []Rollup{},
+		Seams: []Seam{}, Facts: []TargetFacts{}, Drift: []TargetDrift{},
+	}
+	gates := run.Gates.WithDefaults()
+	views := make([]*view, 0, len(run.Targets))
+	for _, t := range run.Targets {
+		views = append(views, newView(t, gates))
+	}
+	slices.SortFunc(views, func(a, b *view) int { return strings.Compare(a.t.Name, b.t.Name) })
+	for _, v := range views {
+		v.findEdges(run.Spans, gates.Span)
+		f.Edges = append(f.Edges, v.edges...)
+	}
+	f.Settle = settle(f.Edges, gates.Span, run.Spans)
+	f.Incidents = incidents(views, gates)
+	for _, v := range views {
+		if v.t.Engine == engine.Generic {
+			continue
+		}
+		f.Rollups = append(f.Rollups, v.rollups(run.Caps)...)
+	}
+	f.Fleet = fleet(views, run.KeepPolls)
+	f.Seams = seams(views)
+	for _, v := range views {
+		f.Facts = append(f.Facts, v.facts())
+		if v.t.Engine != engine.Generic {
+			f.Drift = append(f.Drift, v.drift())
+		}
+	}
+	f.Energy = energy(views)
+	return f
+}
+
+// view is one target with what the findings derive from it.
+type view struct {
+	t        *Target
+	interval float64
+	gates    rate.Config
+	// pollRow maps each poll to its row index; rowPoll each row to its
+	// poll (-1 when the row is not a poll).
+	pollRow []int
+	rowPoll []int
+	// naive is each poll's naive Δtotal/Δt per rate cell.
+	naive [][NRates]rate.Num
+	// state is each poll's interval state (the interval ending at it).
+	state []state
+	edges []Edge
+	held  map[int]bool // polls whose jump hold an edge explains
+}
+
+// state is what a poll interval's decode counter did.
+type state uint8
+
+const (
+	unknown state = iota // no usable interval: the first poll, a reset, growth across a hole
+	flat                 // the counter did not move
+	grow                 // it rose
+)
+
+func newView(t *Target, gates rate.Config) *view {
+	v := &view{t: t, gates: gates, held: map[int]bool{}}
+	v.interval = t.Interval
+	if v.interval <= 0 {
+		v.interval = cadence(t)
+	}
+	v.pollRow = make([]int, len(t.Polls))
+	v.rowPoll = make([]int, len(t.Rows))
+	type key struct {
+		run string
+		seq int64
+	}
+	at := make(map[key]int, len(t.Polls))
+	for i := range t.Polls {
+		at[key{t.Polls[i].Run, t.Polls[i].Seq}] = i
+		v.pollRow[i] = -1
+	}
+	for i := range t.Rows {
+		r := &t.Rows[i]
+		v.rowPoll[i] = -1
+		if p, ok := at[key{r.Run, r.Seq}]; ok && r.Outcome == "ok" {
+			v.rowPoll[i], v.pollRow[p] = p, i
+		}
+	}
+	v.naive = make([][NRates]rate.Num, len(t.Polls))
+	v.state = make([]state, len(t.Polls))
+	for i := 1; i < len(t.Polls); i++ {
+		p, q := &t.Polls[i-1], &t.Polls[i]
+		dt := q.T - p.T
+		for k := range NRates {
+			a, b := p.Totals[k], q.Totals[k]
+			// A naive rate needs the counter at both polls and some time between them.
+			if !a.Valid || !b.Valid || dt <= 0 {
+				continue
+			}
+			v.naive[i][k] = rate.Some((b.V - a.V) / dt)
+		}
+		r := q.Interval.V
+		switch {
+		case !r.Valid:
+		case r.V == 0:
+			v.state[i] = flat
+		case dt > 1.5*v.interval:
+			// Growth across a hole: the edge inside it cannot be placed.
+		default:
+			v.state[i] = grow
+		}
+	}
+	return v
+}
+
+// cadence estimates a target's interval: the median spacing of its ticks,
+// else of its polls, else 1 s.
+func cadence(t *Target) float64 {
+	var d []float64
+	for i := 1; i < len(t.Rows); i++ {
+		a, b := t.Rows[i-1].Scheduled, t.Rows[i].Scheduled
+		if a > 0 && b > a {
+			d = append(d, b-a)
+		}
+	}
+	if len(d) == 0 {
+		for i := 1; i < len(t.Polls); i++ {
+			d = append(d, t.Polls[i].T-t.Polls[i-1].T)
+		}
+	}
+	m := median(d)
+	// Nothing to measure a cadence on: one second, the recorder's default.
+	if !m.Valid || m.V <= 0 {
+		return 1
+	}
+	return m.V
+}
+
+// median of xs (copied); null for none.
+func median(xs []float64) rate.Num {
+	if len(xs) == 0 {
+		return rate.Num{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return rate.Some(s[n/2])
+	}
+	return rate.Some((s[n/2-1] + s[n/2]) / 2)
+}
+
+// gateReasons are the estimator's refusals that are gates (as opposed to a
+// series' first sample, or nothing to read).
+var gateReasons = map[string]bool{
+	rate.ReasonFloor: true, rate.ReasonCeiling: true, rate.ReasonStale: true, rate.ReasonJump: true,
+	rate.ReasonOrder: true, rate.ReasonReset: true,
+}
+
+// rowTime is when a row's tick was due, else when it went out or answered.
+func rowTime(r *Row) float64 { return cmp.Or(r.Scheduled, r.Start, r.FirstByte) }
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

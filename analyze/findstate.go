@@ -1,0 +1,464 @@
+package analyze
+
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/expo"
+)
+
+// targetMeta is what the manifests say about a target.
+type targetMeta struct {
+	interval       float64 // seconds; 0 unknown
+	version, vfrom string
+	model          string
+}
+
+// metaOf gathers the targets' cadence, engine version and model from a run
+// folder's manifests; the first session that states one wins.
+func metaOf(run *capture.Run, metas map[string]*targetMeta) {
+	get := func(name string) *targetMeta {
+		m, ok := metas[name]
+		if !ok {
+			m = &targetMeta{}
+			metas[name] = m
+		}
+		return m
+	}
+	for _, man := range run.Manifests {
+		for _, t := range man.Targets {
+			if m := get(t.Name); m.interval == 0 && t.IntervalNs > 0 {
+				m.interval = float64(t.IntervalNs) / 1e9
+			}
+		}
+		for name, infos := range man.Engines {
+			m := get(name)
+			for _, in := range infos {
+				engineInfo(m, in)
+			}
+		}
+	}
+}
+
+// engineInfo reads a version and a model from an engine's info endpoint:
+// vLLM /version and /v1/models, llama.cpp /props, TGI /info.
+func engineInfo(m *targetMeta, in capture.EngineInfo) {
+	// Only a JSON answer says anything.
+	if in.Status != 200 || len(in.JSON) == 0 {
+		return
+	}
+	var doc struct {
+		Version   string `json:"version"`
+		BuildInfo string `json:"build_info"`
+		ModelPath string `json:"model_path"`
+		ModelID   string `json:"model_id"`
+		Data      []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(in.JSON, &doc) != nil {
+		return
+	}
+	if m.version == "" {
+		switch {
+		case doc.Version != "":
+			m.version, m.vfrom = doc.Version, in.Path
+		case doc.BuildInfo != "":
+			m.version, m.vfrom = doc.BuildInfo, in.Path
+		}
+	}
+	if m.model == "" {
+		m.model = doc.ModelID
+		if len(doc.Data) > 0 {
+			m.model = cmp.Or(m.model, doc.Data[0].ID)
+		}
+		m.model = cmp.Or(m.model, doc.ModelPath)
+	}
+}
+
+// feedSample is one sample for the replays.
+type feedSample struct {
+	id int32
+	v  float64
+}
+
+// decodeFamilies are the families any engine's decode cell is read from.
+var decodeFamilies = func() map[string]bool {
+	m := map[string]bool{}
+	for _, id := range engine.Engines {
+		fams, _ := engine.Catalog(id)
+		for _, k := range fams {
+			if slices.Contains(strings.Fields(k.Feeds), engine.DecodeTokensPerSecond) {
+				m[k.Family] = true
+			}
+		}
+	}
+	return m
+}()
+
+// feedsDecode reports whether a series can make a decode cell, or tell its
+// counter restarted.
+func feedsDecode(s engine.Series) bool {
+	if decodeFamilies[s.Family] || s.Name == "process_start_time_seconds" {
+		return true
+	}
+	base, ok := strings.CutSuffix(s.Name, "_created")
+	return ok && (decodeFamilies[base+"_total"] || decodeFamilies[base])
+}
+
+// keyInfo is what the findings read from one series of a target.
+type keyInfo struct {
+	counter *findings.Counter // a watched counter
+	energy  float64           // an energy counter's factor to joules; 0 none
+	power   float64           // a power gauge's factor to watts; 0 none
+	proc    bool              // process_start_time_seconds
+	info    string            // a watched info series' name
+	labels  map[string]string // its labels, decoded once
+}
+
+// findingsState replays a target for the run findings: its rows, a compact
+// record of each poll, the interval and counterfactual replays, and the
+// watched series.
+//
+// The replays read only the decode cell, so they are fed only the series
+// it can come from (decodeFamilies, their _created siblings and the
+// process start time), under the engine the main replay detected: they
+// start at the poll where it is known, with that poll.
+type findingsState struct {
+	t      *findings.Target
+	keys   []keyInfo
+	main   *engine.Tracker   // the published replay, whose engine the others take
+	extra  []*engine.Tracker // [0]: the interval replay; then one per counterfactual span
+	xcells []engine.Cells
+	xid    []int32 // main key id → the replays' id; -1 not fed to them
+	series []engine.Series
+	feed   []feedSample // this poll's samples for the replays
+	slab   []rate.Num   // backing of the polls' Spans
+	cfg    rate.Config
+	spans  []float64
+	nspans int
+
+	// The poll being replayed.
+	p       findings.Poll
+	power   float64
+	powered bool
+	energy  []*findings.Counter // energy counters, with their factors
+	efac    []float64
+	infos   map[string][]int32 // info series → its sets in this poll
+	fams    map[string]bool    // the families seen
+}
+
+// intervalGates replay each poll over the interval since the previous one
+// with every gate off: the per-interval series the load edges are found
+// on. A reset is still a reset, and a label set without a baseline still
+// adds 0.
+var intervalGates = rate.Config{Span: 1e-6, MinWindow: -1, CeilingFactor: -1, JumpFactor: -1, JumpFloor: -1,
+	StaleFraction: -1}
+
+func newFindingsState(name string, main *engine.Tracker, cfg rate.Config, spans []float64) *findingsState {
+	return &findingsState{
+		t: &findings.Target{Name: name, Histograms: map[string][]float64{}, Cells: map[string]findings.CellCount{},
+			Counters: map[string]*findings.Counter{}, Info: map[string][]map[string]string{},
+			Sources: map[string]string{}},
+		main: main, cfg: cfg, spans: spans, nspans: len(spans),
+		infos: map[string][]int32{}, fams: map[string]bool{},
+	}
+}
+
+// startReplays makes the interval and counterfactual replays under the
+// engine the main replay detected, and registers the series they read.
+func (fs *findingsState) startReplays(id string) {
+	fs.extra = append(fs.extra, engine.NewTracker(id, intervalGates))
+	for _, sp := range fs.spans {
+		c := fs.cfg
+		c.Span = sp
+		fs.extra = append(fs.extra, engine.NewTracker(id, c))
+	}
+	for _, x := range fs.extra {
+		x.DecodeOnly()
+	}
+	fs.xcells = make([]engine.Cells, len(fs.extra))
+	for k := range fs.xid {
+		if fs.xid[k] >= 0 {
+			fs.xid[k] = fs.register(fs.series[k])
+		}
+	}
+}
+
+// register adds a series to every replay: they register in the same
+// order, so it has one id in all.
+func (fs *findingsState) register(s engine.Series) int32 {
+	id := int32(-1)
+	for i, x := range fs.extra {
+		n := x.Key(s)
+		// The replays register the same series in the same order: the same ids.
+		if i > 0 && n != id {
+			panic("analyze: replay trackers out of step")
+		}
+		id = n
+	}
+	return id
+}
+
+// row keeps one /metrics row.
+func (fs *findingsState) row(tab *strtab, w *row) {
+	r := findings.Row{Run: tab.s[w.run], Seq: w.seq, Outcome: tab.s[w.outcome], Scheduled: sec(w.scheduled),
+		Start: sec(w.start), FirstByte: sec(w.firstByte), End: sec(w.end)}
+	if w.err >= 0 {
+		r.Error = tab.s[w.err]
+	}
+	fs.t.Rows = append(fs.t.Rows, r)
+}
+
+func sec(ns int64) float64 { return float64(ns) / 1e9 }
+
+// key registers series id (the main tracker's) with the replays and
+// notes what the findings read from it.
+func (fs *findingsState) key(id int32, s engine.Series) {
+	for int(id) >= len(fs.keys) {
+		fs.keys = append(fs.keys, keyInfo{})
+		fs.xid = append(fs.xid, -1)
+		fs.series = append(fs.series, engine.Series{})
+	}
+	if feedsDecode(s) {
+		fs.series[id], fs.xid[id] = s, 0
+		if len(fs.extra) > 0 {
+			fs.xid[id] = fs.register(s)
+		}
+	}
+	k := &fs.keys[id]
+	t := fs.t
+	if !fs.fams[s.Family] {
+		fs.fams[s.Family] = true
+		t.Families = append(t.Families, s.Family)
+	}
+	labels := func() map[string]string {
+		m, err := expo.DecodeLabels(s.Labels)
+		if err != nil {
+			return map[string]string{}
+		}
+		return m
+	}
+	if s.Type == "histogram" && strings.HasSuffix(s.Name, "_bucket") {
+		if le, err := strconv.ParseFloat(labels()["le"], 64); err == nil && !slices.Contains(t.Histograms[s.Family], le) {
+			bs := append(t.Histograms[s.Family], le)
+			slices.Sort(bs)
+			t.Histograms[s.Family] = bs
+		}
+	}
+	if t.Model == "" && strings.Contains(s.Labels, "model_name") {
+		t.Model = labels()["model_name"]
+	}
+	counter := s.Type == "counter" || (s.Type == "untyped" && strings.HasSuffix(s.Name, "_total"))
+	if src, ok := findings.EnergySourceOf(s.Name); ok {
+		if src.Counter {
+			k.energy = src.Scale
+		} else {
+			k.power = src.Scale
+		}
+	}
+	if counter && (findings.Watched(s.Name) || k.energy > 0) || isPrefill(s.Name) {
+		k.counter = fs.counter(s.Name)
+	}
+	if k.energy > 0 && !slices.Contains(fs.energy, k.counter) {
+		fs.energy, fs.efac = append(fs.energy, k.counter), append(fs.efac, k.energy)
+	}
+	k.proc = s.Name == "process_start_time_seconds"
+	if s.Name == findings.CacheConfigInfo {
+		k.info, k.labels = s.Name, labels()
+	}
+}
+
+// isPrefill reports whether a histogram part is one of vLLM's prefill
+// series the prefill-per-stream fact reads.
+func isPrefill(name string) bool {
+	switch name {
+	case findings.PrefillComputedSum, findings.PrefillComputedCnt, findings.PrefillTimeSum, findings.PrefillTimeCnt:
+		return true
+	}
+	return false
+}
+
+func (fs *findingsState) counter(name string) *findings.Counter {
+	c, ok := fs.t.Counters[name]
+	if !ok {
+		c = &findings.Counter{}
+		fs.t.Counters[name] = c
+	}
+	return c
+}
+
+// begin starts a poll.
+func (fs *findingsState) begin(T, start float64) {
+	fs.p = findings.Poll{T: T, Start: start}
+	fs.power, fs.powered = 0, false
+	fs.feed = fs.feed[:0]
+	clear(fs.infos)
+}
+
+// set records one sample of the poll.
+func (fs *findingsState) set(id int32, v float64) {
+	if fs.xid[id] >= 0 {
+		fs.feed = append(fs.feed, feedSample{id, v})
+	}
+	k := &fs.keys[id]
+	switch {
+	case k.counter != nil:
+		k.counter.Observe(fs.p.T, id, v)
+	case k.power > 0:
+		fs.power += v * k.power
+		fs.powered = true
+	case k.proc:
+		fs.p.ProcessStart = rate.Some(v)
+	case k.info != "":
+		fs.infos[k.info] = append(fs.infos[k.info], id)
+	}
+}
+
+// Canonical cell positions the findings read.
+var canon = func() map[string]int {
+	m := map[string]int{}
+	for i, n := range engine.Canonical {
+		m[n] = i
+	}
+	return m
+}()
+
+// end closes the poll: cells is the published cells of the main replay.
+func (fs *findingsState) end(cells engine.Cells, run string, seq int64) {
+	p := &fs.p
+	p.Run, p.Seq = run, seq
+	get := func(cs engine.Cells, name string) *engine.Cell {
+		i, ok := canon[name]
+		if !ok || i >= len(cs) {
+			return &engine.Cell{}
+		}
+		return &cs[i].Cell
+	}
+	for k, name := range findings.RateCells {
+		c := get(cells, name)
+		p.Rates[k] = findings.Value{V: c.Value, Window: c.Window, Reason: c.Reason}
+		if k == findings.Decode && len(c.Notes) > 0 {
+			p.DecodeNotes = slices.Clone(c.Notes)
+		}
+		if tn := findings.TotalCells[k]; tn != "" {
+			p.Totals[k] = get(cells, tn).Value
+		}
+	}
+	p.Running, p.Waiting = get(cells, engine.RequestsRunning).Value, get(cells, engine.RequestsWaiting).Value
+	p.KV, p.TokensTotal = get(cells, engine.KVCacheUsageRatio).Value, get(cells, engine.TokensTotal).Value
+	if by := get(cells, engine.WaitingByReason); by.Value.Valid {
+		p.Capacity, p.Deferred = byKey(by.By, "capacity"), byKey(by.By, "deferred")
+	}
+	for _, n := range []string{engine.KVCacheCapacityTokens, engine.PrefixCachingEnabled} {
+		if c := get(cells, n); c.Value.Valid {
+			fs.t.Sources[n] = c.Source
+		}
+	}
+	p.KVCapacity, p.PrefixCaching = get(cells, engine.KVCacheCapacityTokens).Value, get(cells, engine.PrefixCachingEnabled).Value
+	fs.replay(get)
+	if len(fs.energy) > 0 {
+		e := 0.0
+		for i, c := range fs.energy {
+			e += c.Increase * fs.efac[i]
+		}
+		p.Energy = rate.Some(e)
+	}
+	if fs.powered {
+		p.Power = rate.Some(fs.power)
+	}
+	for name, ids := range fs.infos {
+		sets := make([]map[string]string, len(ids))
+		for i, id := range ids {
+			sets[i] = fs.keys[id].labels
+		}
+		fs.t.Info[name] = sets
+	}
+	for i := range min(len(cells), len(engine.Canonical)) {
+		c := &cells[i].Cell
+		n := fs.t.Cells[cells[i].Name]
+		switch {
+		case c.Value.Valid:
+			n.Valued++
+		case c.Reason == rate.ReasonAbsent:
+			n.Absent++
+		case c.Reason != engine.ReasonNotExported:
+			n.Other++
+		}
+		fs.t.Cells[cells[i].Name] = n
+	}
+	fs.t.Polls = append(fs.t.Polls, *p)
+}
+
+// replay feeds the poll to the interval and counterfactual replays and
+// keeps their decode cells; until the engine is known there are none.
+func (fs *findingsState) replay(get func(engine.Cells, string) *engine.Cell) {
+	p := &fs.p
+	if fs.nspans > 0 {
+		// One allocation for many polls' spans.
+		if len(fs.slab)+fs.nspans > cap(fs.slab) {
+			fs.slab = make([]rate.Num, 0, 1024*fs.nspans)
+		}
+		fs.slab = fs.slab[:len(fs.slab)+fs.nspans]
+		p.Spans = fs.slab[len(fs.slab)-fs.nspans : len(fs.slab) : len(fs.slab)]
+	}
+	if len(fs.extra) == 0 {
+		id, how := fs.main.Engine()
+		// No engine yet, or none to read a decode rate from: nothing to replay.
+		if how == "" || id == engine.Generic {
+			p.Interval.Reason = rate.ReasonNoBaseline
+			return
+		}
+		fs.startReplays(id)
+	}
+	for i, x := range fs.extra {
+		x.Begin(p.T, p.Start)
+		for _, f := range fs.feed {
+			x.Set(fs.xid[f.id], f.v)
+		}
+		fs.xcells[i] = x.End(fs.xcells[i])
+	}
+	d := get(fs.xcells[0], engine.DecodeTokensPerSecond)
+	p.Interval = findings.Value{V: d.Value, Window: d.Window, Reason: d.Reason}
+	for j := range p.Spans {
+		p.Spans[j] = get(fs.xcells[j+1], engine.DecodeTokensPerSecond).Value
+	}
+}
+
+// byKey is one part of a by-label cell; null when the label value is not
+// published.
+func byKey(by map[string]float64, k string) rate.Num {
+	v, ok := by[k]
+	if !ok {
+		return rate.Num{}
+	}
+	return rate.Some(v)
+}
+
+// run assembles the findings' input once every file is read.
+func (a *analyzer) run() *findings.Run {
+	run := &findings.Run{Gates: a.cfg.WithDefaults(), Spans: a.spans, Caps: a.opts.Caps, KeepPolls: !a.opts.SkipPolls}
+	for _, st := range a.targets {
+		t := st.fw.t
+		t.Engine, _ = st.tr.Engine()
+		t.Unknown = st.tr.Unknown()
+		slices.Sort(t.Families)
+		for _, c := range t.Counters {
+			c.Done()
+		}
+		// Rows came in the files' order, which is each target's tick order.
+		if m := a.metas[t.Name]; m != nil {
+			t.Interval, t.Version, t.VersionSource = m.interval, m.version, m.vfrom
+			t.Model = cmp.Or(m.model, t.Model)
+		}
+		run.Targets = append(run.Targets, t)
+	}
+	return run
+}
