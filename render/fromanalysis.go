@@ -58,7 +58,7 @@ func FromAnalysis(in Input) (Report, error) {
 		title = "llmrec report"
 	}
 	r := Report{Title: title, Generator: res.Generator, Header: header(res)}
-	r.Verdicts = verdicts(res)
+	r.Verdicts = append(findingVerdicts(res), verdicts(res)...)
 	for _, t := range res.Targets {
 		s, err := targetSection(t)
 		if err != nil {
@@ -66,6 +66,11 @@ func FromAnalysis(in Input) (Report, error) {
 		}
 		r.Sections = append(r.Sections, s)
 	}
+	story, err := findingSections(res)
+	if err != nil {
+		return Report{}, err
+	}
+	r.Sections = append(r.Sections, story...)
 	r.Appendix = appendix(res, in.Config)
 	return r, nil
 }
