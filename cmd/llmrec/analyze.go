@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -215,60 +216,74 @@ func tomlKeyLine(text []byte, key string) int {
 	return 0
 }
 
-func analyzeRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("analyze", analyzeUsage, stderr)
+// analysisFlags registers the flags that shape an analysis (gates, spans,
+// caps, progress) on fs; build turns them, after parsing, into Options for
+// the run folders given. Shared by analyze and render.
+func analysisFlags(fs *flag.FlagSet, stderr io.Writer) (build func(cmd string, dirs []string) (analyze.Options, error)) {
 	span := fs.Duration("span", 0, "how far back a window may reach (default 10s, or the config's)")
 	minWindow := fs.Duration("min-window", 0, "the floor: shorter windows are refused (default 500ms, or the config's; negative: off)")
-	configPath := fs.String("config", "", "TOML file with the gates")
-	jsonPath := fs.String("json", "", `write the analysis as JSON to FILE ("-": stdout, and the summary goes to stderr)`)
+	configPath := fs.String("config", "", "TOML file with the gates, spans and caps")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	spansFlag := fs.String("spans", "", `counterfactual spans, e.g. 2s,10s (default 2s,10s, or the config's; "none": none)`)
 	var capFlags multiFlag
 	fs.Var(&capFlags, "cap", "a plausibility cap [ENGINE.]CELL=MAX, e.g. decode=5000 (repeatable; the config's are added)")
+	return func(cmd string, dirs []string) (analyze.Options, error) {
+		if len(dirs) == 0 {
+			return analyze.Options{}, fmt.Errorf("%w: %s: want at least one run folder", errUsage, cmd)
+		}
+		var gates rate.Config
+		var spans []float64
+		var caps []findings.Cap
+		if *configPath != "" {
+			c, err := loadAnalyzeConfig(*configPath)
+			if err != nil {
+				return analyze.Options{}, err
+			}
+			gates, spans, caps = c.gates, c.spans, c.caps
+		}
+		if *spansFlag != "" {
+			sp, err := parseSpans(*spansFlag)
+			if err != nil {
+				return analyze.Options{}, err
+			}
+			spans = sp
+		}
+		for _, c := range capFlags {
+			cp, err := findings.ParseCap(c)
+			if err != nil {
+				return analyze.Options{}, fmt.Errorf("%w: %s: --cap: %v", errUsage, cmd, err)
+			}
+			caps = append(caps, cp)
+		}
+		if *span != 0 {
+			gates.Span = span.Seconds()
+		}
+		if *minWindow != 0 {
+			gates.MinWindow = minWindow.Seconds()
+		}
+		if gates.Span < 0 {
+			return analyze.Options{}, fmt.Errorf("%w: %s: the span must be positive", errUsage, cmd)
+		}
+		opts := analyze.Options{Dirs: dirs, Gates: gates, Spans: spans, Caps: caps}
+		if !*quiet {
+			opts.Progress = progressPrinter(stderr)
+		}
+		return opts, nil
+	}
+}
+
+func analyzeRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("analyze", analyzeUsage, stderr)
+	jsonPath := fs.String("json", "", `write the analysis as JSON to FILE ("-": stdout, and the summary goes to stderr)`)
+	build := analysisFlags(fs, stderr)
 	if err := parseFlags(fs, interleave(args, map[string]bool{"quiet": true})); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: analyze: want at least one run folder", errUsage)
+	opts, err := build("analyze", fs.Args())
+	if err != nil {
+		return err
 	}
-	var gates rate.Config
-	var spans []float64
-	var caps []findings.Cap
-	if *configPath != "" {
-		c, err := loadAnalyzeConfig(*configPath)
-		if err != nil {
-			return err
-		}
-		gates, spans, caps = c.gates, c.spans, c.caps
-	}
-	if *spansFlag != "" {
-		sp, err := parseSpans(*spansFlag)
-		if err != nil {
-			return err
-		}
-		spans = sp
-	}
-	for _, c := range capFlags {
-		cp, err := findings.ParseCap(c)
-		if err != nil {
-			return fmt.Errorf("%w: analyze: --cap: %v", errUsage, err)
-		}
-		caps = append(caps, cp)
-	}
-	if *span != 0 {
-		gates.Span = span.Seconds()
-	}
-	if *minWindow != 0 {
-		gates.MinWindow = minWindow.Seconds()
-	}
-	if gates.Span < 0 {
-		return fmt.Errorf("%w: analyze: the span must be positive", errUsage)
-	}
-
-	opts := analyze.Options{Dirs: fs.Args(), Gates: gates, SkipPolls: *jsonPath == "", Spans: spans, Caps: caps}
-	if !*quiet {
-		opts.Progress = progressPrinter(stderr)
-	}
+	opts.SkipPolls = *jsonPath == ""
 	res, err := analyze.Analyze(opts)
 	if err != nil {
 		return err

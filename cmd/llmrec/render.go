@@ -9,11 +9,10 @@ import (
 	"path/filepath"
 
 	"github.com/llmrec/llmrec/analyze"
-	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/render"
 )
 
-const renderUsage = `Usage: llmrec render RUN... -o report.html [--md summary.md] [--span D] [--config FILE]
+const renderUsage = `Usage: llmrec render RUN... -o report.html [--md summary.md] [analysis flags]
 
 Reads the captures of one or more run folders, analyses them (as "llmrec
 analyze" does) and writes one self-contained HTML report that works offline
@@ -26,41 +25,28 @@ target's series catalog. Every number shows its provenance on hover.
 --md also writes a GitHub-flavoured Markdown summary (at most 60,000
 characters) to attach to a pull request.
 
+The analysis flags (--span, --min-window, --spans, --cap, --config) are
+those of "llmrec analyze"; see "llmrec analyze -h".
+
 Examples:
   llmrec render runs/bench1 -o report.html --md summary.md
-  llmrec render runs/bench1 -o report.html --span 2s
+  llmrec render runs/bench1 -o report.html --span 2s --cap decode=5000
 `
 
 func renderRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("render", renderUsage, stderr)
 	out := fs.String("o", "", "HTML report to write (required)")
 	md := fs.String("md", "", "Markdown summary to write")
-	span := fs.Duration("span", 0, "how far back a window may reach (default 10s, or the config's)")
-	configPath := fs.String("config", "", "TOML file with the gates (as for llmrec analyze)")
-	quiet := fs.Bool("quiet", false, "no progress output")
+	build := analysisFlags(fs, stderr)
 	if err := parseFlags(fs, interleave(args, map[string]bool{"quiet": true})); err != nil {
 		return err
-	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: render: want at least one run folder", errUsage)
 	}
 	if *out == "" {
 		return fmt.Errorf("%w: render: -o report.html is required", errUsage)
 	}
-	var gates rate.Config
-	if *configPath != "" {
-		g, err := loadGates(*configPath)
-		if err != nil {
-			return err
-		}
-		gates = g
-	}
-	if *span != 0 {
-		gates.Span = span.Seconds()
-	}
-	opts := analyze.Options{Dirs: fs.Args(), Gates: gates}
-	if !*quiet {
-		opts.Progress = progressPrinter(stderr)
+	opts, err := build("render", fs.Args())
+	if err != nil {
+		return err
 	}
 	res, err := analyze.Analyze(opts)
 	if err != nil {
@@ -74,6 +60,9 @@ func renderRun(_ context.Context, stdout, stderr io.Writer, args []string) error
 		fmt.Fprintf(stdout, " and %s", *md)
 	}
 	fmt.Fprintln(stdout)
+	if len(res.Problems) > 0 {
+		return fmt.Errorf("%d file(s) could not be read (listed in the report); the rest was analysed", len(res.Problems))
+	}
 	return nil
 }
 
