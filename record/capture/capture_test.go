@@ -457,3 +457,37 @@ func FuzzReadJournal(f *testing.F) {
 		}
 	})
 }
+
+// A reader never removes the temporary file of a live writer's seal or
+// compaction; a crashed writer's leftovers go, whatever the order of names.
+func TestRecoverSparesLiveTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir, "LIVE", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.Append(row("LIVE", "a", 0))
+	liveTmp := filepath.Join(dir, "LIVE-000001_000002.parquet.tmp")
+	deadTmp := filepath.Join(dir, "DEAD-000001.parquet.tmp")
+	os.WriteFile(liveTmp, []byte("being written"), 0o644)
+	os.WriteFile(deadTmp, []byte("half"), 0o644)
+	// The dead run's journal sorts before its .tmp: recovering it writes and
+	// renames that same .tmp name.
+	j, _ := createJournal(filepath.Join(dir, "DEAD-000001.journal"))
+	s := row("DEAD", "a", 0)
+	j.append(&s)
+	j.close()
+	if _, err := Recover(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(liveTmp); err != nil {
+		t.Errorf("the live writer's temporary file was removed: %v", err)
+	}
+	if _, err := os.Stat(deadTmp); err == nil {
+		t.Error("the crashed writer's temporary file was kept")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "DEAD-000001.parquet")); err != nil {
+		t.Errorf("the crashed journal was not recovered: %v", err)
+	}
+}

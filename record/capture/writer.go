@@ -323,15 +323,22 @@ func Recover(dir string) ([]Recovery, error) {
 		}
 		out = append(out, Recovery{Segment: name, Note: "already merged into a compacted file; removed"})
 	}
-	for _, e := range ents {
-		name := e.Name()
-		if strings.HasSuffix(name, ".parquet.tmp") {
-			// An interrupted seal; its journal is still there and is the truth.
-			if err := os.Remove(filepath.Join(dir, name)); err != nil {
-				return out, fmt.Errorf("remove %s: %w", name, err)
-			}
+	// Leftovers of interrupted seals and compactions go first (the journal
+	// or the sources are still there and are the truth), but never those of
+	// a live writer: it is writing them now.
+	live := liveRuns(dir, names)
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".parquet.tmp") {
 			continue
 		}
+		if s, ok := parseSegName(strings.TrimSuffix(name, ".tmp")); ok && live[s.run] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return out, fmt.Errorf("remove %s: %w", name, err)
+		}
+	}
+	for _, name := range names {
 		if filepath.Ext(name) != ".journal" {
 			continue
 		}
@@ -344,6 +351,28 @@ func Recover(dir string) ([]Recovery, error) {
 		}
 	}
 	return out, nil
+}
+
+// liveRuns are the runs in dir whose journal a live writer holds locked.
+func liveRuns(dir string, names []string) map[string]bool {
+	live := map[string]bool{}
+	for _, name := range names {
+		s, ok := parseSegName(name)
+		if !ok || filepath.Ext(name) != ".journal" || live[s.run] {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			live[s.run] = true
+		} else {
+			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		}
+		f.Close()
+	}
+	return live
 }
 
 func recoverJournal(path string) (*Recovery, error) {
