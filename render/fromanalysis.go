@@ -115,11 +115,19 @@ func header(res *analyze.Result) Header {
 			Prov: "a refused window is published as null with its reason"}},
 		{"Generator", text(res.Generator)},
 	}
-	tbl := Table{Title: "Targets", Summary: true, Columns: []Column{{Title: "target"}, {Title: "engine"}, {Title: "detected by"},
+	versions := map[string]Cell{}
+	for _, d := range res.Drift {
+		versions[d.Target] = Cell{Text: cmpOr(d.Version, "unknown"), Prov: "from " + cmpOr(d.VersionSource, "nothing the engine published")}
+	}
+	tbl := Table{Title: "Targets", Summary: true, Columns: []Column{{Title: "target"}, {Title: "engine"}, {Title: "version"}, {Title: "detected by"},
 		{Title: "polls", Num: true}, {Title: "scrapes by outcome"}}}
 	for _, t := range res.Targets {
+		v, ok := versions[t.Name]
+		if !ok {
+			v = text("unknown")
+		}
 		tbl.Rows = append(tbl.Rows, []Cell{
-			{Text: t.Name, Href: "#" + ID("target", t.Name)}, text(t.Engine), text(t.DetectedBy),
+			{Text: t.Name, Href: "#" + ID("target", t.Name)}, text(t.Engine), v, text(t.DetectedBy),
 			text(strconv.Itoa(t.Summary.Polls)), text(outcomes(t.Scrapes)),
 		})
 	}
