@@ -748,7 +748,12 @@ func TestSummaryGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.ReplaceAll(out.String(), dir, "DIR")
-	golden := filepath.Join("testdata", "summary.golden")
+	checkGolden(t, filepath.Join("testdata", "summary.golden"), got)
+}
+
+// checkGolden compares got with the golden file, or rewrites it with -update.
+func checkGolden(t *testing.T, golden, got string) {
+	t.Helper()
 	if *update {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -760,7 +765,7 @@ func TestSummaryGolden(t *testing.T) {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
 	if got != string(want) {
-		t.Errorf("summary differs from %s (run with -update after checking):\n%s", golden, got)
+		t.Errorf("output differs from %s (run with -update after checking):\n%s", golden, got)
 	}
 }
 

@@ -568,20 +568,7 @@ func TestFindingsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := fmt.Sprintf("polls: %d, sha256 of their JSON: %x\n%s", polls, h.Sum(nil), pretty.String())
-	golden := filepath.Join("testdata", "findings.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("findings differ from %s (run with -update after checking)", golden)
-	}
+	checkGolden(t, filepath.Join("testdata", "findings.golden.json"), got)
 }
 
 // The columns the findings read are optional (a file without them is read
