@@ -124,7 +124,8 @@ type file struct {
 
 // inputOf lists a run folder's files and describes it.
 func inputOf(r *capture.Run) (Input, []file) {
-	in := Input{Dir: r.Dir, Sessions: []string{}, Segments: len(r.Segments), Journals: len(r.Live), Recovered: r.Recovered}
+	in := Input{Dir: r.Dir, Sessions: []string{}, Segments: len(r.Segments), Journals: len(r.Live), Recovered: r.Recovered,
+		Recordings: []Recording{}}
 	if in.Recovered == nil {
 		in.Recovered = []capture.Recovery{}
 	}
@@ -132,6 +133,12 @@ func inputOf(r *capture.Run) (Input, []file) {
 	for _, m := range r.Manifests {
 		starts[m.RunID] = m.StartNs
 		in.Sessions = append(in.Sessions, m.RunID)
+		targets := m.Targets
+		if targets == nil {
+			targets = []capture.ManifestTarget{}
+		}
+		in.Recordings = append(in.Recordings, Recording{RunID: m.RunID, Start: m.Start, End: m.End, Version: m.Version,
+			Targets: targets, Config: m.Config})
 	}
 	var out []file
 	add := func(path string, live bool) {

@@ -64,6 +64,20 @@ type Input struct {
 	Segments  int                `json:"segments"` // closed Parquet segments read
 	Journals  int                `json:"journals"` // live journals read (a recording still running)
 	Recovered []capture.Recovery `json:"recovered"`
+	// Recordings say how each session recorded, from its manifest.
+	Recordings []Recording `json:"recordings"`
+}
+
+// Recording is what a session's manifest says about how it recorded: its
+// targets with their cadence, and the effective configuration (secrets
+// removed by the recorder).
+type Recording struct {
+	RunID   string                   `json:"run_id"`
+	Start   string                   `json:"start"`
+	End     *string                  `json:"end"` // null: still recording, or killed
+	Version string                   `json:"llmrec_version"`
+	Targets []capture.ManifestTarget `json:"targets"`
+	Config  any                      `json:"config"`
 }
 
 // Problem is a file that could not be read, or could be read only in part.

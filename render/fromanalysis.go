@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -71,7 +72,11 @@ func FromAnalysis(in Input) (Report, error) {
 		return Report{}, err
 	}
 	r.Sections = append(r.Sections, story...)
-	r.Appendix = appendix(res, in.Config)
+	config := in.Config
+	if config == "" {
+		config = recordingConfigs(res)
+	}
+	r.Appendix = appendix(res, config)
 	return r, nil
 }
 
@@ -115,12 +120,24 @@ func header(res *analyze.Result) Header {
 			Prov: "a refused window is published as null with its reason"}},
 		{"Generator", text(res.Generator)},
 	}
+	cadence := map[string]string{}
+	for _, in := range res.Inputs {
+		for _, rec := range in.Recordings {
+			for _, mt := range rec.Targets {
+				c := time.Duration(mt.IntervalNs).String()
+				if prev, ok := cadence[mt.Name]; ok && prev != c {
+					c = prev + ", " + c
+				}
+				cadence[mt.Name] = c
+			}
+		}
+	}
 	versions := map[string]Cell{}
 	for _, d := range res.Drift {
 		versions[d.Target] = Cell{Text: cmpOr(d.Version, "unknown"), Prov: "from " + cmpOr(d.VersionSource, "nothing the engine published")}
 	}
 	tbl := Table{Title: "Targets", Summary: true, Columns: []Column{{Title: "target"}, {Title: "engine"}, {Title: "version"}, {Title: "detected by"},
-		{Title: "polls", Num: true}, {Title: "scrapes by outcome"}}}
+		{Title: "cadence", Prov: "the scrape interval the recorder was given (from the run's manifest)"}, {Title: "polls", Num: true}, {Title: "scrapes by outcome"}}}
 	for _, t := range res.Targets {
 		v, ok := versions[t.Name]
 		if !ok {
@@ -128,7 +145,7 @@ func header(res *analyze.Result) Header {
 		}
 		tbl.Rows = append(tbl.Rows, []Cell{
 			{Text: t.Name, Href: "#" + ID("target", t.Name)}, text(t.Engine), v, text(t.DetectedBy),
-			text(strconv.Itoa(t.Summary.Polls)), text(outcomes(t.Scrapes)),
+			text(cmpOr(cadence[t.Name], "unknown")), text(strconv.Itoa(t.Summary.Polls)), text(outcomes(t.Scrapes)),
 		})
 	}
 	h.Tables = []Table{tbl}
@@ -238,6 +255,12 @@ func targetSection(t analyze.Target) (Section, error) {
 				drawn = true
 			}
 		}
+		if spec.key == "requests" {
+			if byReason := waitingByReason(t); len(byReason) > 0 {
+				ts.Series = append(ts.Series, byReason...)
+				drawn = true
+			}
+		}
 		if !drawn {
 			continue // the engine publishes none of these: said in the appendix's catalog
 		}
@@ -288,6 +311,54 @@ func appendix(res *analyze.Result, config string) []Section {
 	}
 	if config != "" {
 		out = append(out, Section{ID: "appendix-config", Title: "Effective configuration", Blocks: []Block{{Title: "config", Text: config}}})
+	}
+	return out
+}
+
+// recordingConfigs is each session's effective configuration, as its
+// manifest holds it (secrets were removed by the recorder), as indented JSON.
+func recordingConfigs(res *analyze.Result) string {
+	var b strings.Builder
+	for _, in := range res.Inputs {
+		for _, rec := range in.Recordings {
+			js, err := json.MarshalIndent(rec.Config, "", "  ")
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(&b, "# %s (session %s, llmrec %s)\n%s\n", in.Dir, rec.RunID, rec.Version, js)
+		}
+	}
+	return b.String()
+}
+
+// waitingByReason splits requests_waiting by the reason the engine gives
+// (vLLM's num_requests_waiting_by_reason): one series per reason.
+func waitingByReason(t analyze.Target) []Series {
+	reasons := map[string]bool{}
+	for _, p := range t.Polls {
+		if c, ok := p.Cells.Get(engine.WaitingByReason); ok {
+			for k := range c.By {
+				reasons[k] = true
+			}
+		}
+	}
+	var out []Series
+	for _, reason := range slices.Sorted(maps.Keys(reasons)) {
+		ser := Series{Name: "waiting: " + reason, Step: true}
+		for _, p := range t.Polls {
+			c, ok := p.Cells.Get(engine.WaitingByReason)
+			if !ok {
+				continue
+			}
+			pc := rate.Cell{Source: c.Source + `{reason="` + reason + `"}`, Reason: c.Reason}
+			if v, ok := c.By[reason]; ok {
+				pc.Value, pc.Reason = rate.Some(v), ""
+			} else if pc.Reason == "" {
+				pc.Reason = rate.ReasonAbsent
+			}
+			ser.Points = append(ser.Points, Point{T: p.T, Cell: pc})
+		}
+		out = append(out, ser)
 	}
 	return out
 }
