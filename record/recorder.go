@@ -128,7 +128,10 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 				cancel()
 				continue
 			}
-			rec.written.Store(w.BytesWritten())
+			// The closed files change only when a segment was sealed.
+			if w.Pending() == 0 {
+				rec.written.Store(w.BytesWritten())
+			}
 		}
 		if cerr := w.Close(); err == nil {
 			err = cerr
