@@ -61,7 +61,7 @@ func FromAnalysis(in Input) (Report, error) {
 	r := Report{Title: title, Generator: res.Generator, Header: header(res)}
 	r.Verdicts = append(findingVerdicts(res), verdicts(res)...)
 	for _, t := range res.Targets {
-		s, err := targetSection(t)
+		s, err := targetSection(t, incidentMarks(res, t.Name))
 		if err != nil {
 			return Report{}, err
 		}
@@ -210,7 +210,32 @@ func format(v float64) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
-func targetSection(t analyze.Target) (Section, error) {
+// incidentMarks are the incidents of target (and those of every target) as
+// marks on its charts: downsampling keeps them, so none is hidden.
+func incidentMarks(res *analyze.Result, target string) []Mark {
+	var out []Mark
+	for _, in := range res.Incidents {
+		if in.Target != "" && string(in.Target) != target {
+			continue
+		}
+		m := Mark{Class: ClassWarn, Label: in.Kind + ": " + in.Detail}
+		switch {
+		case in.Start.Valid && in.End.Valid:
+			m.From, m.To = in.Start.V, in.End.V
+		case in.T.Valid:
+			m.From, m.To = in.T.V, in.T.V
+		default:
+			continue
+		}
+		if in.Kind == "host_stall" || in.Kind == "restart" || in.Kind == "target_down" {
+			m.Class = ClassFail
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func targetSection(t analyze.Target, marks []Mark) (Section, error) {
 	s := Section{ID: ID("target", t.Name), Title: fmt.Sprintf("%s (%s)", t.Name, t.Engine)}
 	if n := t.Notes["engine"]; n != "" {
 		s.Notes = append(s.Notes, n)
@@ -230,7 +255,7 @@ func targetSection(t analyze.Target) (Section, error) {
 	}
 	s.Tables = append(s.Tables, head)
 	for _, spec := range targetCharts {
-		ts := TimeSeries{ID: ID("chart", t.Name, spec.key), Title: spec.title, Unit: spec.unit, Percent: spec.percent}
+		ts := TimeSeries{ID: ID("chart", t.Name, spec.key), Title: spec.title, Unit: spec.unit, Percent: spec.percent, Marks: marks}
 		if spec.bands {
 			ts.Bands = KVBands()
 			ts.YMin, ts.YMax = rate.Some(0), rate.Some(1)
