@@ -138,7 +138,17 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 	}
 	edges := Table{Title: "Edges", Fold: true, Columns: []Column{{Title: "target"}, {Title: "kind"}, {Title: "t"},
 		{Title: "level", Num: true}, {Title: "judged"}, {Title: "settle poll", Num: true}, {Title: "|ln| at poll 2", Num: true}}}
+	// The table lists judged edges, at most maxEdgeRows; the JSON has all.
+	unjudged, shown := 0, 0
 	for _, e := range res.Edges {
+		if !e.Judged {
+			unjudged++
+			continue
+		}
+		if shown == maxEdgeRows {
+			continue
+		}
+		shown++
 		sp := "—"
 		if e.SettlePoll != nil {
 			sp = strconv.Itoa(*e.SettlePoll)
@@ -149,6 +159,13 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		}
 		edges.Rows = append(edges.Rows, []Cell{text(e.Target), text(e.Kind), text(unix(e.T)),
 			Cell{Text: numText(e.Level), Prov: e.LevelSource}, text(judged), text(sp), numCell(e.LnErrPoll2)})
+	}
+	judged := len(res.Edges) - unjudged
+	if unjudged > 0 {
+		edges.Notes = append(edges.Notes, fmt.Sprintf("%d edges not judged (the new load held fewer than 5 polls) are not listed; the analysis JSON has every edge.", unjudged))
+	}
+	if judged > shown {
+		edges.Notes = append(edges.Notes, fmt.Sprintf("%d more judged edges are in the analysis JSON.", judged-shown))
 	}
 	sec.Tables = append(sec.Tables, edges)
 	out = append(out, sec)
@@ -254,6 +271,9 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 	out = append(out, Section{ID: "rollups", Title: "Rollups and plausibility", Tables: []Table{roll}})
 	return out, nil
 }
+
+// maxEdgeRows bounds the edges table: a day of a busy fleet has thousands.
+const maxEdgeRows = 200
 
 func factClass(f findings.Fact) string {
 	if f.Status == "unimplemented" {
