@@ -254,6 +254,10 @@ func targetSection(t analyze.Target, marks []Mark) (Section, error) {
 		head.Rows = append(head.Rows, []Cell{text(h.Cell), CellOf(c, format), text(win), text(strconv.Itoa(h.Values)), text(outcomes(h.Nulls))})
 	}
 	s.Tables = append(s.Tables, head)
+	polls, late := inTimeOrder(t.Polls)
+	if late > 0 {
+		s.Notes = append(s.Notes, fmt.Sprintf("%d poll(s) answered earlier than the poll before them (a scrape that outlived the next one); the estimator refused them (reason order) and the charts do not draw them.", late))
+	}
 	for _, spec := range targetCharts {
 		ts := TimeSeries{ID: ID("chart", t.Name, spec.key), Title: spec.title, Unit: spec.unit, Percent: spec.percent, Marks: marks}
 		if spec.bands {
@@ -264,7 +268,7 @@ func targetSection(t analyze.Target, marks []Mark) (Section, error) {
 		for _, name := range spec.cells {
 			ser := Series{Name: name, Step: spec.step}
 			any := false
-			for _, p := range t.Polls {
+			for _, p := range polls {
 				c, ok := p.Cells.Get(name)
 				if !ok {
 					continue
@@ -281,7 +285,7 @@ func targetSection(t analyze.Target, marks []Mark) (Section, error) {
 			}
 		}
 		if spec.key == "requests" {
-			if byReason := waitingByReason(t); len(byReason) > 0 {
+			if byReason := waitingByReason(polls); len(byReason) > 0 {
 				ts.Series = append(ts.Series, byReason...)
 				drawn = true
 			}
@@ -358,9 +362,9 @@ func recordingConfigs(res *analyze.Result) string {
 
 // waitingByReason splits requests_waiting by the reason the engine gives
 // (vLLM's num_requests_waiting_by_reason): one series per reason.
-func waitingByReason(t analyze.Target) []Series {
+func waitingByReason(polls []analyze.Poll) []Series {
 	reasons := map[string]bool{}
-	for _, p := range t.Polls {
+	for _, p := range polls {
 		if c, ok := p.Cells.Get(engine.WaitingByReason); ok {
 			for k := range c.By {
 				reasons[k] = true
@@ -370,7 +374,7 @@ func waitingByReason(t analyze.Target) []Series {
 	var out []Series
 	for _, reason := range slices.Sorted(maps.Keys(reasons)) {
 		ser := Series{Name: "waiting: " + reason, Step: true}
-		for _, p := range t.Polls {
+		for _, p := range polls {
 			c, ok := p.Cells.Get(engine.WaitingByReason)
 			if !ok {
 				continue
@@ -386,4 +390,20 @@ func waitingByReason(t analyze.Target) []Series {
 		out = append(out, ser)
 	}
 	return out
+}
+
+// inTimeOrder are the polls a chart can draw: each later than the one
+// before. A poll stamped earlier than its predecessor (its first byte came
+// before the previous scrape's) is refused by the estimator with reason
+// order; late counts them.
+func inTimeOrder(polls []analyze.Poll) (out []analyze.Poll, late int) {
+	out = make([]analyze.Poll, 0, len(polls))
+	for _, p := range polls {
+		if len(out) > 0 && p.T <= out[len(out)-1].T {
+			late++
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, late
 }
