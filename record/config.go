@@ -98,7 +98,7 @@ func ParseConfig(text []byte, file string) (*Config, error) {
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0]
-		return nil, fmt.Errorf("%s:%d: unknown key %q", file, keyLine(text, k), k.String())
+		return nil, fmt.Errorf("%s:%d: unknown key %q", file, KeyLine(text, k), k.String())
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
@@ -106,9 +106,10 @@ func ParseConfig(text []byte, file string) (*Config, error) {
 	return &c, nil
 }
 
-// keyLine finds the line of a TOML key: the table header or the assignment
-// of its last component. 0 when it cannot tell.
-func keyLine(text []byte, k toml.Key) int {
+// KeyLine finds the line of a TOML key in text: the table header or the
+// assignment of its last component (quoted or not). 0 when it cannot tell.
+// Config errors use it to name the line of a key the decoder rejects.
+func KeyLine(text []byte, k toml.Key) int {
 	last := regexp.QuoteMeta(k[len(k)-1])
 	assign := regexp.MustCompile(`^\s*("?)` + last + `("?)\s*=`)
 	header := regexp.MustCompile(`^\s*\[\[?\s*` + regexp.QuoteMeta(k.String()) + `\s*\]`)

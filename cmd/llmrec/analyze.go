@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/llmrec/llmrec/analyze"
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/record"
 )
 
 const analyzeUsage = `Usage: llmrec analyze RUN... [--span D] [--min-window D] [--spans D,D...] [--cap [ENGINE.]CELL=MAX]...
@@ -108,13 +108,13 @@ docs/analysis-format.md.
 // gatesFile is the TOML form of the estimator's gates, the
 // counterfactual spans and the plausibility caps.
 type gatesFile struct {
-	Span          duration           `toml:"span"`
-	MinWindow     duration           `toml:"min_window"`
+	Span          record.Duration    `toml:"span"`
+	MinWindow     record.Duration    `toml:"min_window"`
 	CeilingFactor float64            `toml:"ceiling_factor"`
 	JumpFactor    float64            `toml:"jump_factor"`
 	JumpFloor     float64            `toml:"jump_floor"`
 	StaleFraction float64            `toml:"stale_fraction"`
-	Spans         *[]duration        `toml:"spans"`
+	Spans         *[]record.Duration `toml:"spans"`
 	Caps          map[string]float64 `toml:"caps"`
 }
 
@@ -123,18 +123,6 @@ type analyzeConfig struct {
 	gates rate.Config
 	spans []float64 // nil: not set
 	caps  []findings.Cap
-}
-
-// duration decodes "500ms"-style strings.
-type duration time.Duration
-
-func (d *duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("not a duration like \"500ms\" or \"10s\": %q", b)
-	}
-	*d = duration(v)
-	return nil
 }
 
 // loadGates reads the gates of a config file.
@@ -160,7 +148,7 @@ func loadAnalyzeConfig(path string) (analyzeConfig, error) {
 		return analyzeConfig{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return analyzeConfig{}, fmt.Errorf("%s:%d: unknown key %q", path, tomlKeyLine(text, und[0].String()), und[0].String())
+		return analyzeConfig{}, fmt.Errorf("%s:%d: unknown key %q", path, record.KeyLine(text, und[0]), und[0].String())
 	}
 	c := analyzeConfig{gates: rate.Config{
 		Span: time.Duration(g.Span).Seconds(), MinWindow: time.Duration(g.MinWindow).Seconds(),
@@ -170,7 +158,7 @@ func loadAnalyzeConfig(path string) (analyzeConfig, error) {
 		c.spans = []float64{}
 		for _, d := range *g.Spans {
 			if d <= 0 {
-				return analyzeConfig{}, fmt.Errorf("%s:%d: spans: %s is not a positive duration", path, tomlKeyLine(text, "spans"), time.Duration(d))
+				return analyzeConfig{}, fmt.Errorf("%s:%d: spans: %s is not a positive duration", path, record.KeyLine(text, toml.Key{"spans"}), time.Duration(d))
 			}
 			c.spans = append(c.spans, time.Duration(d).Seconds())
 		}
@@ -179,7 +167,7 @@ func loadAnalyzeConfig(path string) (analyzeConfig, error) {
 	for _, k := range keys {
 		cp, err := findings.NewCap(k, strconv.FormatFloat(g.Caps[k], 'g', -1, 64))
 		if err != nil {
-			return analyzeConfig{}, fmt.Errorf("%s:%d: %v", path, tomlKeyLine(text, k), err)
+			return analyzeConfig{}, fmt.Errorf("%s:%d: %v", path, record.KeyLine(text, toml.Key{"caps", k}), err)
 		}
 		c.caps = append(c.caps, cp)
 	}
@@ -200,20 +188,6 @@ func parseSpans(s string) ([]float64, error) {
 		out = append(out, d.Seconds())
 	}
 	return out, nil
-}
-
-// tomlKeyLine finds the line assigning key (its last component); 0 when unknown.
-func tomlKeyLine(text []byte, key string) int {
-	// A quoted key may hold dots ("llamacpp.decode"): look for it whole first.
-	for _, k := range []string{key, key[strings.LastIndexByte(key, '.')+1:]} {
-		re := regexp.MustCompile(`^\s*"?` + regexp.QuoteMeta(k) + `"?\s*=`)
-		for i, line := range strings.Split(string(text), "\n") {
-			if re.MatchString(line) {
-				return i + 1
-			}
-		}
-	}
-	return 0
 }
 
 // analysisFlags registers the flags that shape an analysis (gates, spans,
