@@ -165,3 +165,17 @@ func TestPoll2(t *testing.T) {
 		t.Errorf("settle without polls %+v", es)
 	}
 }
+
+// A busy counter that only moves when requests finish stays flat for an
+// interval or two between completions: fewer than MinFlatPolls flat
+// intervals inside growth are growth, not an end and a start.
+func TestBridgeShortFlats(t *testing.T) {
+	st := []state{unknown, grow, flat, grow, flat, flat, grow, flat, flat, flat, grow, flat, flat}
+	bridgeShortFlats(st)
+	want := []state{unknown, grow, grow, grow, grow, grow, grow, flat, flat, flat, grow, flat, flat}
+	for i := range st {
+		if st[i] != want[i] {
+			t.Fatalf("states %v, want %v", st, want)
+		}
+	}
+}

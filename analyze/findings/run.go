@@ -120,7 +120,36 @@ func newView(t *Target, gates rate.Config) *view {
 			v.state[i] = grow
 		}
 	}
+	bridgeShortFlats(v.state)
 	return v
+}
+
+// MinFlatPolls is the shortest flat run inside growth that counts as the
+// counter stopping. Engines that count tokens when a request finishes
+// (llama.cpp's tokens_predicted_total) leave a busy counter flat for an
+// interval or two between completions; that is not load ending.
+const MinFlatPolls = 3
+
+// bridgeShortFlats marks as growing every run of fewer than MinFlatPolls
+// flat intervals that has growth right before and right after it.
+func bridgeShortFlats(st []state) {
+	for i := 0; i < len(st); {
+		if st[i] != flat {
+			i++
+			continue
+		}
+		j := i
+		for j < len(st) && st[j] == flat {
+			j++
+		}
+		// Only a short flat run between two growing intervals is bridged.
+		if j-i < MinFlatPolls && i > 0 && st[i-1] == grow && j < len(st) && st[j] == grow {
+			for k := i; k < j; k++ {
+				st[k] = grow
+			}
+		}
+		i = j
+	}
 }
 
 // cadence estimates a target's interval: the median spacing of its ticks,
