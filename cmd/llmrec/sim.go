@@ -165,10 +165,9 @@ func simGenerate(stdout, stderr io.Writer, dir, scenarioPath string, engines int
 	}
 	began := time.Now()
 	st, err := record.WriteGenerated(dir, sc, sim.GenerateOptions{Interval: interval, Duration: duration, Seed: seed}, 0,
+		// Called once per sealed segment (a minute of simulated time).
 		func(written, total int64) {
-			if total > 0 && written%2000 < int64(len(sc.Engines)*30) {
-				fmt.Fprintf(stderr, "\rgenerated %d of %d scrapes (%.0f%%)", written, total, 100*float64(written)/float64(total))
-			}
+			fmt.Fprintf(stderr, "\rgenerated %d of %d scrapes (%.0f%%)", written, total, 100*float64(written)/float64(max(total, 1)))
 		})
 	fmt.Fprintln(stderr)
 	if err != nil {
