@@ -39,12 +39,13 @@ const notePastBuckets = "above the highest finite bucket: its bound is reported"
 // Prometheus' histogram_quantile does; a rank past the last finite bound
 // reports that bound, with a note. Every gate but the jump gate applies.
 func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist {
+	src := e.histSources(base)
 	h := Hist{
-		Count: Cell{Source: e.source(srcCount, base, ""), Derived: true},
-		Mean:  Cell{Source: e.source(srcMean, base, ""), Derived: true},
-		P50:   Cell{Source: e.source(srcP50, base, ""), Derived: true},
-		P95:   Cell{Source: e.source(srcP95, base, ""), Derived: true},
-		P99:   Cell{Source: e.source(srcP99, base, ""), Derived: true},
+		Count: Cell{Source: src.count, Derived: true},
+		Mean:  Cell{Source: src.mean, Derived: true},
+		P50:   Cell{Source: src.p50, Derived: true},
+		P95:   Cell{Source: src.p95, Derived: true},
+		P99:   Cell{Source: src.p99, Derived: true},
 	}
 	// A refused poll measured nothing.
 	if e.disordered {
@@ -54,9 +55,9 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 		return h
 	}
 	e.buckets = e.buckets[:0]
-	b := e.gather(e.source(srcBucket, base, ""), match, modeBuckets)
-	cnt := e.gather(e.source(srcCountName, base, ""), match, modeDelta)
-	sum := e.gather(e.source(srcSumName, base, ""), match, modeDelta)
+	b := e.gather(src.bucket, match, modeBuckets)
+	cnt := e.gather(src.countName, match, modeDelta)
+	sum := e.gather(src.sumName, match, modeDelta)
 	var bs []bucket
 	readable, malformed := false, false
 	if b.usable() {
@@ -69,7 +70,7 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 	case cnt.present > 0:
 		h.Count = cnt.cell(h.Count)
 	case readable:
-		h.Count.Source = e.source(srcCountInf, base, "")
+		h.Count.Source = src.countInf
 		h.Count.Value, h.Count.Window = Some(bs[len(bs)-1].n), Some(b.window)
 	case malformed:
 		h.Count.Reason, h.Count.Window = ReasonBuckets, Some(b.window)

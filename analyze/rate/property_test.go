@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -65,6 +66,9 @@ func propertyTimeline(t *testing.T, seed uint64) {
 		cfg.StaleFraction = 0.1 + 0.5*rng.Float64()
 	}
 	e := New(cfg)
+	// twin is fed the same polls as registered readings: it must publish
+	// exactly what e does.
+	twin := New(cfg)
 	cfg = e.Config()
 	const t0, horizon = 1_000.0, 400.0
 
@@ -141,6 +145,15 @@ func propertyTimeline(t *testing.T, seed uint64) {
 		}
 		rng.Shuffle(len(p.Samples), func(i, j int) { p.Samples[i], p.Samples[j] = p.Samples[j], p.Samples[i] })
 		e.Observe(p)
+		q := p
+		q.Samples, q.Readings = nil, nil
+		for _, s := range p.Samples {
+			q.Readings = append(q.Readings, Reading{ID: twin.Register(s.Key), Value: s.Value, Created: s.Created})
+		}
+		twin.Observe(q)
+		if a, b := e.Rate(series, nil), twin.Rate(series, nil); !reflect.DeepEqual(a, b) {
+			t.Fatalf("t=%g: from samples %+v, from readings %+v", now, a, b)
+		}
 		if !e.disordered {
 			starts[now] = start
 		}

@@ -119,7 +119,7 @@ func (a *agg) usable() bool { return a.present > 0 && a.refused == "" && a.contr
 // sum of the rates of the label sets match accepts (nil accepts all), each
 // over its own window, every gate applied. Source is computed:Δ<series>/Δt.
 func (e *Estimator) Rate(series string, match func(labels string) bool) Cell {
-	c := Cell{Source: e.source(srcRate, series, ""), Derived: true}
+	c := Cell{Source: e.rateSource(series), Derived: true}
 	// A refused poll measured nothing.
 	if e.disordered {
 		c.Reason = ReasonOrder
@@ -135,7 +135,7 @@ func (e *Estimator) Rate(series string, match func(labels string) bool) Cell {
 // ratio (accepted over drafted tokens). Every gate but the jump gate applies;
 // a window without denominator events is null with reason empty.
 func (e *Estimator) Ratio(num, den string, match func(labels string) bool) Cell {
-	c := Cell{Source: e.source(srcRatio, num, den), Derived: true}
+	c := Cell{Source: e.ratioSource(num, den), Derived: true}
 	// A refused poll measured nothing.
 	if e.disordered {
 		c.Reason = ReasonOrder
@@ -161,60 +161,46 @@ func (e *Estimator) Ratio(num, den string, match func(labels string) bool) Cell 
 	return c
 }
 
-// srcKind names a provenance string's shape.
-type srcKind uint8
-
-const (
-	srcRate srcKind = iota
-	srcRatio
-	srcCount
-	srcCountInf
-	srcMean
-	srcP50
-	srcP95
-	srcP99
-	srcBucket // the name of a histogram's series, not provenance
-	srcCountName
-	srcSumName
-)
-
-type srcKey struct {
-	kind srcKind
-	a, b string
+// histSources are a histogram's provenance strings and the names of its
+// series, built once per base name so that queries neither allocate nor
+// hash more than once.
+type histSources struct {
+	count, countInf, mean, p50, p95, p99 string // provenance
+	bucket, countName, sumName           string // series names
 }
 
-// source returns a provenance string, built once per name so that queries do
-// not allocate.
-func (e *Estimator) source(kind srcKind, a, b string) string {
-	k := srcKey{kind, a, b}
-	if s, ok := e.sources[k]; ok {
+func (e *Estimator) histSources(base string) *histSources {
+	if h, ok := e.histSrc[base]; ok {
+		return h
+	}
+	q := func(x string) string { return "computed:histogram_quantile(" + x + ", Δ" + base + "_bucket)" }
+	h := &histSources{
+		count: "computed:Δ" + base + "_count", countInf: "computed:Δ" + base + `_bucket{le="+Inf"}`,
+		mean: "computed:Δ" + base + "_sum/Δ" + base + "_count",
+		p50:  q("0.5"), p95: q("0.95"), p99: q("0.99"),
+		bucket: base + "_bucket", countName: base + "_count", sumName: base + "_sum",
+	}
+	e.histSrc[base] = h
+	return h
+}
+
+// rateSource is computed:Δ<series>/Δt, built once per series.
+func (e *Estimator) rateSource(series string) string {
+	if s, ok := e.rateSrc[series]; ok {
 		return s
 	}
-	var s string
-	switch kind {
-	case srcRate:
-		s = "computed:Δ" + a + "/Δt"
-	case srcRatio:
-		s = "computed:Δ" + a + "/Δ" + b
-	case srcCount:
-		s = "computed:Δ" + a + "_count"
-	case srcCountInf:
-		s = "computed:Δ" + a + `_bucket{le="+Inf"}`
-	case srcMean:
-		s = "computed:Δ" + a + "_sum/Δ" + a + "_count"
-	case srcP50:
-		s = "computed:histogram_quantile(0.5, Δ" + a + "_bucket)"
-	case srcP95:
-		s = "computed:histogram_quantile(0.95, Δ" + a + "_bucket)"
-	case srcP99:
-		s = "computed:histogram_quantile(0.99, Δ" + a + "_bucket)"
-	case srcBucket:
-		s = a + "_bucket"
-	case srcCountName:
-		s = a + "_count"
-	case srcSumName:
-		s = a + "_sum"
+	s := "computed:Δ" + series + "/Δt"
+	e.rateSrc[series] = s
+	return s
+}
+
+// ratioSource is computed:Δ<num>/Δ<den>, built once per pair.
+func (e *Estimator) ratioSource(num, den string) string {
+	k := [2]string{num, den}
+	if s, ok := e.ratioSrc[k]; ok {
+		return s
 	}
-	e.sources[k] = s
+	s := "computed:Δ" + num + "/Δ" + den
+	e.ratioSrc[k] = s
 	return s
 }

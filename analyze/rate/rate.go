@@ -15,12 +15,23 @@ type Sample struct {
 	Created float64 // the counter's _created time, Unix seconds; 0 when unknown
 }
 
+// Reading is one counter reading of a key registered with
+// [Estimator.Register]: a Sample without a key to compare or hash.
+type Reading struct {
+	ID      int32 // from Register on the same Estimator
+	Value   float64
+	Created float64 // as Sample.Created
+}
+
 // Poll is one scrape of one target.
 type Poll struct {
 	T            float64  // first-byte time of the scrape, Unix seconds: the samples' stamp
 	Start        float64  // when the request was sent; 0 when unknown (no stale check)
 	ProcessStart float64  // process_start_time_seconds; 0 when unknown
 	Samples      []Sample // counters only; Observe does not keep the slice
+	// Readings are more counter readings, of registered keys, observed
+	// after Samples; a replay that keys its series once uses these.
+	Readings []Reading
 }
 
 // Config sets the span and the gates. A zero field takes its default; a
@@ -89,8 +100,11 @@ type Estimator struct {
 	// print their series in a stable order, so most lookups are one compare.
 	prev, cur []int32
 
-	buckets []bucket          // scratch for Histogram
-	sources map[srcKey]string // provenance strings, built once
+	buckets []bucket // scratch for Histogram
+	// Provenance strings and histogram series names, built once.
+	histSrc  map[string]*histSources
+	rateSrc  map[string]string
+	ratioSrc map[[2]string]string
 }
 
 // New returns an Estimator with cfg's defaults filled in.
@@ -101,7 +115,7 @@ func New(cfg Config) *Estimator {
 		ceiling: cfg.CeilingFactor * cfg.Span,
 		index:   make(map[Key]int32),
 		series:  make(map[string][]int32),
-		sources: make(map[srcKey]string),
+		histSrc: map[string]*histSources{}, rateSrc: map[string]string{}, ratioSrc: map[[2]string]string{},
 	}
 }
 
@@ -176,6 +190,13 @@ func (e *Estimator) Observe(p Poll) {
 		e.step(&e.keys[slot], s.Value, s.Created, u)
 	}
 	e.prev, e.cur = e.cur, e.prev
+	for _, r := range p.Readings {
+		// A reading that is not a finite number is no reading.
+		if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) {
+			continue
+		}
+		e.step(&e.keys[r.ID], r.Value, r.Created, u)
+	}
 }
 
 // slot returns the index of k's state, creating it on first sight.
@@ -185,6 +206,12 @@ func (e *Estimator) slot(i int, k Key) int32 {
 			return s
 		}
 	}
+	return e.Register(k)
+}
+
+// Register returns the id of key k for Poll.Readings, creating its state
+// on first sight. Every call with the same key returns the same id.
+func (e *Estimator) Register(k Key) int32 {
 	if s, ok := e.index[k]; ok {
 		return s
 	}
