@@ -249,6 +249,15 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		stats: make([]headStat, len(engine.Headline)),
 	}
 	st.fw = newFindingsState(st.out.Name, st.tr, a.cfg, a.spans)
+	if m := a.metas[st.out.Name]; m != nil && m.ticks > 0 {
+		// Sized once from the manifests: growing per-poll records is a
+		// good part of the replay's allocation.
+		n := min(m.ticks, maxTicksHint)
+		st.fw.t.Rows, st.fw.t.Polls = make([]findings.Row, 0, n), make([]findings.Poll, 0, n)
+		if !a.opts.SkipPolls {
+			st.out.Polls = make([]Poll, 0, n)
+		}
+	}
 	for i := range st.stats {
 		st.stats[i].nulls = map[string]int{}
 	}
@@ -318,15 +327,15 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) {
 			h.nulls[c.Reason]++
 			continue
 		}
-		h.values = append(h.values, c.Value.V)
+		h.values = grow(h.values, c.Value.V)
 		if c.Window.Valid {
-			h.windows = append(h.windows, c.Window.V)
+			h.windows = grow(h.windows, c.Window.V)
 		}
 	}
 	if skip {
 		return
 	}
-	st.out.Polls = append(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Cells: slices.Clone(st.cells)})
+	st.out.Polls = grow(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Cells: slices.Clone(st.cells)})
 }
 
 // finish completes every target, sorted by name.
@@ -390,4 +399,14 @@ func (t *Target) Cell(at float64, name string) (engine.Cell, error) {
 		}
 	}
 	return engine.Cell{}, fmt.Errorf("target %s: no poll at %v", t.Name, at)
+}
+
+// grow appends v to s, doubling a full slice: append grows a large slice
+// by a quarter, which for a run's per-poll records allocates about five
+// times their final size.
+func grow[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 16))
+	}
+	return append(s, v)
 }

@@ -19,6 +19,9 @@ type targetMeta struct {
 	interval       float64 // seconds; 0 unknown
 	version, vfrom string
 	model          string
+	// ticks is how many ticks the manifests' sessions had: a capacity
+	// hint for the per-poll records, 0 unknown.
+	ticks int
 }
 
 // metaOf gathers the targets' cadence, engine version and model from a run
@@ -34,8 +37,12 @@ func metaOf(run *capture.Run, metas map[string]*targetMeta) {
 	}
 	for _, man := range run.Manifests {
 		for _, t := range man.Targets {
-			if m := get(t.Name); m.interval == 0 && t.IntervalNs > 0 {
+			m := get(t.Name)
+			if m.interval == 0 && t.IntervalNs > 0 {
 				m.interval = float64(t.IntervalNs) / 1e9
+			}
+			if man.EndNs != nil && t.IntervalNs > 0 && *man.EndNs > man.StartNs {
+				m.ticks += int(min((*man.EndNs-man.StartNs)/t.IntervalNs+1, maxTicksHint))
 			}
 		}
 		for name, infos := range man.Engines {
@@ -46,6 +53,10 @@ func metaOf(run *capture.Run, metas map[string]*targetMeta) {
 		}
 	}
 }
+
+// maxTicksHint bounds the capacity a manifest can ask for: a week at
+// 100 ms, so that a wrong manifest cannot exhaust memory.
+const maxTicksHint = 7 * 24 * 3600 * 10
 
 // engineInfo reads a version and a model from an engine's info endpoint:
 // vLLM /version and /v1/models, llama.cpp /props, TGI /info.
@@ -153,6 +164,8 @@ type findingsState struct {
 	efac    []float64
 	infos   map[string][]int32 // info series → its sets in this poll
 	fams    map[string]bool    // the families seen
+	// counts is Target.Cells by canonical position, until the run ends.
+	counts []findings.CellCount
 }
 
 // intervalGates replay each poll over the interval since the previous one
@@ -214,7 +227,7 @@ func (fs *findingsState) row(tab *strtab, w *row) {
 	if w.err >= 0 {
 		r.Error = tab.s[w.err]
 	}
-	fs.t.Rows = append(fs.t.Rows, r)
+	fs.t.Rows = grow(fs.t.Rows, r)
 }
 
 func sec(ns int64) float64 { return float64(ns) / 1e9 }
@@ -381,9 +394,12 @@ func (fs *findingsState) end(cells engine.Cells, run string, seq int64) {
 		}
 		fs.t.Info[name] = sets
 	}
+	if n := min(len(cells), len(engine.Canonical)); len(fs.counts) < n {
+		fs.counts = append(fs.counts, make([]findings.CellCount, n-len(fs.counts))...)
+	}
 	for i := range min(len(cells), len(engine.Canonical)) {
 		c := &cells[i].Cell
-		n := fs.t.Cells[cells[i].Name]
+		n := &fs.counts[i]
 		switch {
 		case c.Value.Valid:
 			n.Valued++
@@ -392,9 +408,8 @@ func (fs *findingsState) end(cells engine.Cells, run string, seq int64) {
 		case c.Reason != engine.ReasonNotExported:
 			n.Other++
 		}
-		fs.t.Cells[cells[i].Name] = n
 	}
-	fs.t.Polls = append(fs.t.Polls, *p)
+	fs.t.Polls = grow(fs.t.Polls, *p)
 }
 
 // replay feeds the poll to the interval and counterfactual replays and
@@ -449,6 +464,9 @@ func (a *analyzer) run() *findings.Run {
 		t := st.fw.t
 		t.Engine, _ = st.tr.Engine()
 		t.Unknown = st.tr.Unknown()
+		for i, n := range st.fw.counts {
+			t.Cells[engine.Canonical[i]] = n
+		}
 		slices.Sort(t.Families)
 		for _, c := range t.Counters {
 			c.Done()

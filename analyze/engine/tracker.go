@@ -43,7 +43,7 @@ type Tracker struct {
 	seq      uint64 // polls begun, from 1
 	samples  int    // samples set in the current poll
 	poll     rate.Poll
-	pollIDs  []int32 // key of each poll.Samples entry
+	pollIDs  []int32 // key of each poll.Readings entry
 	newKeys  bool
 	procSlot int32 // name slot of process_start_time_seconds, -1 until seen
 
@@ -61,6 +61,7 @@ type keyState struct {
 	slot       int32 // name slot
 	rkey       rate.Key
 	counter    bool     // fed to the estimator
+	est        int32    // its id in the estimator, when counter
 	createdKey rate.Key // the _created sibling of a counter or histogram series
 	created    int32    // its key: -2 not looked up yet, -1 none
 	v          float64  // the value in the last poll that carried it
@@ -180,6 +181,7 @@ func (t *Tracker) Key(s Series) int32 {
 	ks := keyState{Series: s, slot: slot, rkey: rk, counter: rateable(s, rk.Labels), created: -2}
 	if ks.counter {
 		ks.createdKey = createdOf(s, rk.Labels)
+		ks.est = t.est.Register(rk)
 	}
 	id := int32(len(t.keys))
 	t.keys = append(t.keys, ks)
@@ -197,7 +199,7 @@ func (t *Tracker) Begin(T, start float64) {
 	t.seq++
 	t.samples = 0
 	t.poll.T, t.poll.Start, t.poll.ProcessStart = T, start, 0
-	t.poll.Samples = t.poll.Samples[:0]
+	t.poll.Readings = t.poll.Readings[:0]
 	t.pollIDs = t.pollIDs[:0]
 }
 
@@ -223,7 +225,7 @@ func (t *Tracker) Set(id int32, v float64) {
 	}
 	ns.keys = append(ns.keys, id)
 	if ks.counter {
-		t.poll.Samples = append(t.poll.Samples, rate.Sample{Key: ks.rkey, Value: v})
+		t.poll.Readings = append(t.poll.Readings, rate.Reading{ID: ks.est, Value: v})
 		t.pollIDs = append(t.pollIDs, id)
 	}
 }
@@ -248,7 +250,7 @@ func (t *Tracker) End(dst Cells) Cells {
 			}
 		}
 		if ks.created >= 0 && t.keys[ks.created].seq == t.seq {
-			t.poll.Samples[i].Created = t.keys[ks.created].v
+			t.poll.Readings[i].Created = t.keys[ks.created].v
 		}
 	}
 	if t.procSlot >= 0 && t.slots[t.procSlot].seq == t.seq {
