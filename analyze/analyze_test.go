@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/rate"
+	recorder "github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/sim"
 	"github.com/parquet-go/parquet-go"
@@ -658,53 +659,15 @@ func disturbed(e *sim.Engine, from, to time.Duration) bool {
 	return false
 }
 
-// generate records a simulated scenario into dir as the recorder would.
+// generate records a simulated scenario into dir as the recorder would
+// (recorder.WriteGenerated: its parse, segment and compaction path, and a
+// manifest).
 func generate(t testing.TB, sc *sim.Scenario, dir string, opts sim.GenerateOptions) (scrapes, samples int) {
-	w, err := capture.NewWriter(dir, "sim", time.Hour)
+	st, err := recorder.WriteGenerated(dir, sc, opts, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := sc.Start
-	if start.IsZero() {
-		start = sim.DefaultStart
-	}
-	seg := 0
-	err = sim.Generate(sc, opts, func(g sim.Generated) error {
-		s := capture.Scrape{RunID: "sim", Target: g.Target, Endpoint: capture.EndpointMetrics, Seq: g.Seq,
-			Outcome: capture.OutcomeOK, ScheduledNs: g.Scheduled, StartNs: g.Start, FirstByteNs: g.FirstByte, EndNs: g.End}
-		switch {
-		case g.Status == 0:
-			s.Outcome = capture.OutcomeError
-			msg := "timeout"
-			s.Error = &msg
-		case g.Status != 200:
-			s.Outcome = capture.OutcomeHTTPError
-		}
-		if g.Body != nil {
-			s.Body = bytes.Clone(g.Body)
-			ct := g.ContentType
-			s.ContentType = &ct
-		}
-		capture.Parse(&s)
-		scrapes++
-		samples += len(s.Samples)
-		if err := w.Append(s); err != nil {
-			return err
-		}
-		// A segment a minute, as the recorder rotates.
-		if m := int((g.Scheduled - start.UnixNano()) / 60e9); m > seg {
-			seg = m
-			return w.Rotate()
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return scrapes, samples
+	return int(st.Scrapes), int(st.Samples)
 }
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

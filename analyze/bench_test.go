@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"flag"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,12 +13,16 @@ import (
 var replayDuration = flag.Duration("replay.duration", time.Hour,
 	"length of the simulated recording BenchmarkReplay replays (8 engines scraped every 2 s)")
 
+var replayDir = flag.String("replay.dir", "",
+	"replay this recording instead of generating one (e.g. `llmrec sim -generate DIR -engines 8 -duration 24h`)")
+
 // BenchmarkReplay replays a recording of 8 simulated engines (6 vLLM, 2
 // llama.cpp; restarts, a joining label set, hangs, stale and slow bodies)
 // scraped every 2 s, generated once into a temporary folder with
 // sim.Generate and capture.NewWriter (one segment a minute, merged ten at a
 // time as the recorder does). -replay.duration sets its length (default 1 h;
-// 24h took 12 minutes to generate here, the replay itself seconds). Read
+// 24h took 10 minutes to generate here, the replay itself seconds;
+// -replay.dir replays a recording generated once instead). Read
 // and summary cost the same per sample at any length; keeping every poll's
 // cells costs more per sample the longer the recording (memory, GC).
 // Sub-benchmarks:
@@ -26,14 +31,25 @@ var replayDuration = flag.Duration("replay.duration", time.Hour,
 //   - summary: Analyze with SkipPolls (read, trackers, estimator, cells);
 //   - polls:   Analyze keeping every poll's cells.
 func BenchmarkReplay(b *testing.B) {
-	dir := b.TempDir()
-	t0 := time.Now()
-	scrapes, samples := generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
-	b.Logf("generated %v of 8 engines: %d scrapes, %d samples in %v", *replayDuration, scrapes, samples, time.Since(t0).Round(time.Second))
+	dir, scrapes, samples := *replayDir, 0, 0
+	if dir == "" {
+		dir = b.TempDir()
+		t0 := time.Now()
+		scrapes, samples = generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
+		b.Logf("generated %v of 8 engines: %d scrapes, %d samples in %v", *replayDuration, scrapes, samples, time.Since(t0).Round(time.Second))
+	} else {
+		scrapes, samples = countRecording(b, dir)
+		b.Logf("%s: %d scrapes, %d samples", dir, scrapes, samples)
+	}
+	var cpu0 time.Duration
 	report := func(b *testing.B) {
 		s := b.Elapsed().Seconds() / float64(b.N)
 		b.ReportMetric(float64(samples)/s, "samples/s")
 		b.ReportMetric(float64(scrapes)/s, "scrapes/s")
+		// The process's CPU time is the per-core figure that other work on
+		// the machine does not dilute (it still shares caches).
+		c := (cpuTime(b) - cpu0).Seconds() / float64(b.N)
+		b.ReportMetric(float64(samples)/c, "samples/cpu-s")
 	}
 	b.Run("read", func(b *testing.B) {
 		run, err := capture.Open(dir)
@@ -41,6 +57,7 @@ func BenchmarkReplay(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
+		cpu0 = cpuTime(b)
 		for b.Loop() {
 			r := newSegReader(newStrtab())
 			n := 0
@@ -61,6 +78,7 @@ func BenchmarkReplay(b *testing.B) {
 	}{{"summary", true}, {"polls", false}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
+			cpu0 = cpuTime(b)
 			for b.Loop() {
 				res, err := Analyze(Options{Dirs: []string{dir}, SkipPolls: c.skip})
 				if err != nil {
@@ -73,4 +91,34 @@ func BenchmarkReplay(b *testing.B) {
 			report(b)
 		})
 	}
+}
+
+// countRecording is the /metrics scrapes of a recording and their samples.
+func countRecording(b *testing.B, dir string) (scrapes, samples int) {
+	run, err := capture.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, seg := range run.Segments {
+		err := capture.ReadSegment(seg, func(s *capture.Scrape) error {
+			if s.Endpoint == capture.EndpointMetrics {
+				scrapes++
+				samples += len(s.Samples)
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return scrapes, samples
+}
+
+// cpuTime is the user and system CPU time the process has used.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
