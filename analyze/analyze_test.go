@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/rate"
 	recorder "github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/capture"
@@ -22,10 +23,13 @@ import (
 )
 
 // llamaBody renders a tiny llama.cpp exposition with the given generation
-// counter.
-func llamaBody(predicted float64) []byte {
+// counter and one request processing.
+func llamaBody(predicted float64) []byte { return llamaBodyRunning(predicted, 1) }
+
+// llamaBodyRunning is llamaBody with running requests processing.
+func llamaBodyRunning(predicted float64, running int) []byte {
 	return fmt.Appendf(nil, "# TYPE llamacpp:tokens_predicted_total counter\nllamacpp:tokens_predicted_total %g\n"+
-		"# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 1\n", predicted)
+		"# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing %d\n", predicted, running)
 }
 
 // scrape is an ok /metrics row of target at t seconds with body, parsed.
@@ -791,4 +795,77 @@ func TestWriters(t *testing.T) {
 	if err := res.WriteJSON(&got); err != nil || !strings.Contains(got.String(), `"span":null`) {
 		t.Errorf("a NaN is written as null: %v", err)
 	}
+}
+
+// A simulated llama.cpp engine over an hour (its decode counter moves only
+// when requests complete): every load edge found is a true change between
+// idle and busy phases, inside the interval it names, and every true change
+// away from the engine's events is found. Read from the decode counter
+// alone, the same hour gave some 170 edges.
+func TestSimulatedLlamaCppEdgesMatchTruth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates an hour of one engine")
+	}
+	sc := sim.LongScenario(4, time.Hour, 1)
+	sc.Engines = sc.Engines[3:]
+	dir := t.TempDir()
+	generate(t, sc, dir, sim.GenerateOptions{})
+	res, err := Analyze(Options{Dirs: []string{dir}, SkipPolls: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engines, err := sc.Build(time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, spec := engines[0], sc.Engines[0]
+	start := float64(sim.DefaultStart.UnixNano()) / 1e9
+	at := func(s float64) time.Duration { return time.Duration((s - start) * 1e9) }
+	busy := func(s float64) bool { return e.Truth(at(s)).Rates.GenerationTokens > 0 }
+	found := map[time.Duration]bool{}
+	n := 0
+	for _, ed := range res.Findings.Edges {
+		if ed.Target != spec.Name {
+			continue
+		}
+		n++
+		if ed.Signal != "engine-step counter" {
+			t.Errorf("edge read from %q", ed.Signal)
+		}
+		// A change a few milliseconds before a poll may not have stepped yet.
+		a, b := ed.Between[0]-0.5, ed.Between[1]
+		if busy(a) != (ed.Kind == findings.EdgeEnd) || busy(b) != (ed.Kind == findings.EdgeStart) {
+			t.Errorf("%s edge in [%v, %v]: the truth is busy %v then %v", ed.Kind, at(a), at(b), busy(a), busy(b))
+		}
+		for _, p := range spec.Phases {
+			if p.At >= at(a) && p.At <= at(b) {
+				found[p.At] = true
+			}
+		}
+	}
+	want := 0
+	for k := 1; k < len(spec.Phases); k++ {
+		p := spec.Phases[k]
+		if p.Idle == spec.Phases[k-1].Idle || near(spec.Events, p.At, 15*time.Second) {
+			continue
+		}
+		want++
+		if !found[p.At] {
+			t.Errorf("the change to idle=%v at %v was not found", p.Idle, p.At)
+		}
+	}
+	if want < 6 {
+		t.Errorf("only %d true changes to check; pick another seed", want)
+	}
+	t.Logf("%d edges, %d true changes away from events", n, want)
+}
+
+// near reports whether an event of evs starts or lasts within d of at.
+func near(evs []sim.Event, at, d time.Duration) bool {
+	for _, ev := range evs {
+		if at >= ev.At-d && at <= ev.At+ev.For+d {
+			return true
+		}
+	}
+	return false
 }

@@ -423,7 +423,11 @@ func TestEnergyFromDCGM(t *testing.T) {
 		if i > 0 {
 			mJ += watts * 1000
 		}
-		rows = append(rows, scrape("run", "llama", int64(i), at, llamaBody(gen)),
+		running := 0
+		if busy {
+			running = 1
+		}
+		rows = append(rows, scrape("run", "llama", int64(i), at, llamaBodyRunning(gen, running)),
 			scrape("run", "dcgm", int64(i), at, dcgmBody(watts, mJ)))
 	}
 	record(t, dir, "run", rows, 0)

@@ -3,6 +3,7 @@ package analyze
 import (
 	"cmp"
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,6 +131,7 @@ type keyInfo struct {
 	energy  float64           // an energy counter's factor to joules; 0 none
 	power   float64           // a power gauge's factor to watts; 0 none
 	proc    bool              // process_start_time_seconds
+	step    bool              // an engine-step counter (findings.StepCounters)
 	info    string            // a watched info series' name
 	labels  map[string]string // its labels, decoded once
 }
@@ -284,6 +286,7 @@ func (fs *findingsState) key(id int32, s engine.Series) {
 		fs.energy, fs.efac = append(fs.energy, k.counter), append(fs.efac, k.energy)
 	}
 	k.proc = s.Name == "process_start_time_seconds"
+	k.step = findings.StepCounters[s.Name] && counter
 	if s.Name == findings.CacheConfigInfo {
 		k.info, k.labels = s.Name, labels()
 	}
@@ -322,6 +325,10 @@ func (fs *findingsState) set(id int32, v float64) {
 		fs.feed = append(fs.feed, feedSample{id, v})
 	}
 	k := &fs.keys[id]
+	// A step counter's sets add up; a reading that is not a number is none.
+	if k.step && !math.IsNaN(v) && !math.IsInf(v, 0) {
+		fs.p.Steps = rate.Some(fs.p.Steps.V + v)
+	}
 	switch {
 	case k.counter != nil:
 		k.counter.Observe(fs.p.T, id, v)

@@ -157,12 +157,12 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		if !e.Judged {
 			judged = "no: " + e.Why
 		}
-		edges.Rows = append(edges.Rows, []Cell{text(e.Target), text(e.Kind), text(unix(e.T)),
+		edges.Rows = append(edges.Rows, []Cell{text(e.Target), {Text: e.Kind, Prov: "found on the " + e.Signal}, text(unix(e.T)),
 			Cell{Text: numText(e.Level), Prov: e.LevelSource}, text(judged), text(sp), numCell(e.LnErrPoll2)})
 	}
 	judged := len(res.Edges) - unjudged
 	if unjudged > 0 {
-		edges.Notes = append(edges.Notes, fmt.Sprintf("%d edges not judged (the new load held fewer than 5 polls) are not listed; the analysis JSON has every edge.", unjudged))
+		edges.Notes = append(edges.Notes, fmt.Sprintf("%d edges not judged (the new load held fewer than 5 polls, or no decode level held) are not listed; the analysis JSON has every edge.", unjudged))
 	}
 	if judged > shown {
 		edges.Notes = append(edges.Notes, fmt.Sprintf("%d more judged edges are in the analysis JSON.", judged-shown))

@@ -31,7 +31,9 @@
 //     label sets between consecutive polls: what a dashboard without gates
 //     would print. Every incident says what it would have printed.
 //   - Edges. On the per-interval decode series a start is a growing
-//     interval after a flat one, an end the reverse. Poll 1 is the first
+//     interval after a flat one, an end the reverse. An engine whose
+//     decode counter moves only at request completion is read from its
+//     step counter, else with its running requests (see signalOf). Poll 1 is the first
 //     poll after the edge; an edge is judged when polls 2 to [SteadyPolls]
 //     read the new level. Its settle poll is the first whose published
 //     value is within |ln| [SettleLn] of the level (exactly 0 for an end).

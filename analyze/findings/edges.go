@@ -96,18 +96,18 @@ func (v *view) pollAfter(t float64) int {
 	return i
 }
 
-// levelOf is the median of the per-interval rates of polls from..to
-// (inclusive) and whether all of them are of state s, adjacent (no hole)
-// and, for growth, within SettleLn of that median.
-func (v *view) levelOf(from, to int, s state) (rate.Num, int) {
+// levelOf is the median of the per-interval decode rates of polls from..to
+// (inclusive) that are of state s, the median pace of the signal over them,
+// how many of them hold the new level (all of state s, adjacent and, for
+// growth, within SettleLn of the median) and how many hold the state.
+func (v *view) levelOf(from, to int, s state) (level, pace rate.Num, steady, held int) {
 	ps := v.t.Polls
-	var xs []float64
-	steady := 0
+	var xs, ys []float64
 	for i := from; i <= to && i < len(ps); i++ {
 		if v.state[i] != s {
 			break
 		}
-		xs = append(xs, ps[i].Interval.V.V)
+		xs, ys = append(xs, ps[i].Interval.V.V), append(ys, v.pace[i])
 	}
 	m := median(xs)
 	for _, x := range xs {
@@ -117,17 +117,18 @@ func (v *view) levelOf(from, to int, s state) (rate.Num, int) {
 		}
 		break
 	}
-	return m, steady
+	return m, median(ys), steady, len(xs)
 }
 
-// levelBefore is the median of the per-interval rates of the up to
-// SteadyPolls-1 growing polls right before poll j.
-func (v *view) levelBefore(j int) rate.Num {
-	var xs []float64
+// paceBefore is the median pace of the signal over the up to
+// SteadyPolls-1 growing polls right before poll j, and the median of their
+// per-interval decode rates.
+func (v *view) paceBefore(j int) (level, pace rate.Num) {
+	var xs, ys []float64
 	for k := j - 1; k >= 1 && k >= j-SteadyPolls+1 && v.state[k] == grow; k-- {
-		xs = append(xs, v.t.Polls[k].Interval.V.V)
+		xs, ys = append(xs, v.t.Polls[k].Interval.V.V), append(ys, v.pace[k])
 	}
-	return median(xs)
+	return median(xs), median(ys)
 }
 
 // startEdge is the start found where poll i's interval grew after a flat
@@ -135,18 +136,19 @@ func (v *view) levelBefore(j int) rate.Num {
 func (v *view) startEdge(i int) Edge {
 	ps := v.t.Polls
 	a, b := ps[i-1].T, ps[i].T
-	tokens := ps[i].Interval.V.V * (b - a)
-	level, steady := v.levelOf(i+1, i+SteadyPolls-1, grow)
+	level, pace, steady, held := v.levelOf(i+1, i+SteadyPolls-1, grow)
 	e := Edge{Target: v.t.Name, Kind: EdgeStart, Between: [2]float64{a, b}, From: rate.Some(0), Level: level,
-		LevelSource: fmt.Sprintf("median of the per-interval decode rates of polls 2-%d", SteadyPolls)}
+		LevelSource: fmt.Sprintf("median of the per-interval decode rates of polls 2-%d", SteadyPolls),
+		Signal:      signalNames[v.signal]}
+	// The interval's partial pace over the new one places the start.
 	e.T = a
-	if level.Valid && level.V > 0 {
-		e.T = max(a, b-tokens/level.V)
+	if pace.Valid && pace.V > 0 {
+		e.T = max(a, b-v.pace[i]*(b-a)/pace.V)
 	}
 	e.Poll1 = b
 	e.Judged = steady >= SteadyPolls-1
 	if !e.Judged {
-		e.Why = v.unsteady(i, steady)
+		e.Why = v.unsteady(i, steady, held)
 	}
 	return e
 }
@@ -157,37 +159,47 @@ func (v *view) startEdge(i int) Edge {
 func (v *view) endEdge(i, j int) Edge {
 	ps := v.t.Polls
 	a, b := ps[j-1].T, ps[j].T
-	old := v.levelBefore(j)
+	old, pace := v.paceBefore(j)
 	if !old.Valid {
-		old = ps[j].Interval.V
+		old, pace = ps[j].Interval.V, rate.Some(v.pace[j])
 	}
+	// The last growing interval's pace over the old one places the end.
 	frac := 1.0
-	if old.V > 0 {
-		frac = min(1, ps[j].Interval.V.V/old.V)
+	if pace.V > 0 {
+		frac = min(1, v.pace[j]/pace.V)
 	}
 	e := Edge{Target: v.t.Name, Kind: EdgeEnd, Between: [2]float64{a, b}, From: old, Level: rate.Some(0),
-		LevelSource: "an end's level is 0; the old level is the median of the per-interval rates before it"}
+		LevelSource: "an end's level is 0; the old level is the median of the per-interval rates before it",
+		Signal:      signalNames[v.signal]}
 	e.T = a + frac*(b-a)
 	p1 := j
 	if frac >= 1 {
 		p1 = i
 	}
 	e.Poll1 = ps[p1].T
-	_, steady := v.levelOf(p1+1, p1+SteadyPolls-1, flat)
+	_, _, steady, held := v.levelOf(p1+1, p1+SteadyPolls-1, flat)
 	e.Judged = steady >= SteadyPolls-1
 	if !e.Judged {
-		e.Why = v.unsteady(p1, steady)
+		e.Why = v.unsteady(p1, steady, held)
 	}
 	return e
 }
 
-// unsteady says why the regime after poll p1 did not hold.
-func (v *view) unsteady(p1, steady int) string {
+// unsteady says why the regime after poll p1 did not hold: steady polls
+// after it held the level, held the busy state.
+func (v *view) unsteady(p1, steady, held int) string {
 	n := steady + 1
-	if p1+n >= len(v.t.Polls) {
-		return fmt.Sprintf("the recording ends %d poll(s) after the edge; %d are needed", n, SteadyPolls)
+	switch {
+	case held >= SteadyPolls-1 && v.signal != signalDecode:
+		// Busy throughout, but the decode counter moves when requests complete.
+		return fmt.Sprintf("busy for %d polls, but the per-interval decode rate held a level for %d: this engine's decode counter moves %s",
+			SteadyPolls, n, atCompletion)
+	case held >= SteadyPolls-1:
+		return fmt.Sprintf("the per-interval decode rate held a level (|ln| ≤ %g) for %d poll(s); %d are needed", SettleLn, n, SteadyPolls)
+	case p1+held+1 >= len(v.t.Polls):
+		return fmt.Sprintf("the recording ends %d poll(s) after the edge; %d are needed", held+1, SteadyPolls)
 	}
-	return fmt.Sprintf("the new regime held %d poll(s); %d are needed", n, SteadyPolls)
+	return fmt.Sprintf("the new regime held %d poll(s); %d are needed", held+1, SteadyPolls)
 }
 
 // settle measures how the values of one span caught up with edge e, from

@@ -179,3 +179,105 @@ func TestBridgeShortFlats(t *testing.T) {
 		}
 	}
 }
+
+// An engine whose decode counter moves only when requests complete (llama.cpp)
+// reads flat for whole runs of polls while it is busy. Its step counter
+// (n_decode_total) moves on every step: the edges are read from it, placed
+// by its pace, and the start is reported, not judged, because no decode
+// level holds between completions.
+func TestEdgesOnStepCounter(t *testing.T) {
+	l := newTarget("l", engine.LlamaCpp)
+	// Completions land in bursts with four flat intervals between them.
+	gen := cat(rep(0, 5), []float64{0, 300, 0, 0, 0, 0, 450, 0, 0, 0, 0, 200}, rep(0, 8))
+	steps := cat(rep(0, 5), []float64{10}, rep(20, 10), []float64{5}, rep(0, 8))
+	g, s := 0.0, 1000.0
+	for i := 0; i <= len(gen); i++ {
+		if i > 0 {
+			g, s = g+gen[i-1], s+steps[i-1]
+		}
+		p := l.poll(1000+float64(i), g)
+		p.Steps = rate.Some(s)
+	}
+	f := run(l)
+	es := edgesOf(f, "l")
+	if len(es) != 2 {
+		t.Fatalf("edges %+v", es)
+	}
+	st, en := es[0], es[1]
+	if st.Kind != EdgeStart || st.Signal != "engine-step counter" || math.Abs(st.T-1005.5) > 1e-9 || st.Judged ||
+		!strings.Contains(st.Why, "moves at request completion") {
+		t.Errorf("start %+v", st)
+	}
+	// The last busy interval ran a quarter of the steps' pace: the end is a quarter into it.
+	if en.Kind != EdgeEnd || math.Abs(en.T-1016.25) > 1e-9 || !en.Judged || en.Signal != "engine-step counter" {
+		t.Errorf("end %+v", en)
+	}
+	// The same counter read alone flickers: bridging keeps fewer than 3 flat polls only.
+	l2 := newTarget("l2", engine.LlamaCpp)
+	l2.series(1000, 0, gen...)
+	if n := len(edgesOf(run(l2), "l2")); n <= 2 {
+		t.Errorf("the decode counter alone gives %d edges; the test no longer shows the step counter's use", n)
+	}
+	// A step counter that restarts, or is missing at one end, says nothing of its interval.
+	r := newTarget("r", engine.LlamaCpp)
+	for i, s := range []float64{100, 120, 5, 25} {
+		p := r.poll(1000+float64(i), float64(i)*10)
+		if i != 3 {
+			p.Steps = rate.Some(s)
+		}
+	}
+	v := newView(r.t, rate.Config{}.WithDefaults())
+	if v.signal != signalSteps || v.state[1] != grow || v.state[2] != unknown || v.state[3] != unknown {
+		t.Errorf("signal %v, states %v", v.signal, v.state)
+	}
+}
+
+// Without a step counter, requests running at both ends of a flat decode
+// interval keep it busy; running at neither end, it is flat. Growth across
+// a hole is not placed.
+func TestEdgesOnRunningRequests(t *testing.T) {
+	l := newTarget("l", engine.LlamaCpp)
+	gen := cat(rep(0, 4), []float64{100, 0, 0, 0, 0, 0, 150, 0, 0, 0, 0, 120}, rep(0, 6))
+	g := 0.0
+	for i := 0; i <= len(gen); i++ {
+		if i > 0 {
+			g += gen[i-1]
+		}
+		p := l.poll(1000+float64(i), g)
+		p.Running = rate.Some(0)
+		if i >= 4 && i < 16 {
+			p.Running = rate.Some(2)
+		}
+	}
+	es := edgesOf(run(l), "l")
+	if len(es) != 2 || es[0].Kind != EdgeStart || es[1].Kind != EdgeEnd || es[0].Signal != "decode counter, and requests running" {
+		t.Fatalf("edges %+v", es)
+	}
+	p, q := &Poll{T: 0, Running: rate.Some(1)}, &Poll{T: 10, Running: rate.Some(1), Interval: Value{V: rate.Some(0)}}
+	if s, _ := signalRunning.read(p, q, true); s != unknown {
+		t.Errorf("busy across a hole: %v", s)
+	}
+	// An engine that moves every step keeps reading its decode counter.
+	if s := signalOf(&Target{Engine: engine.VLLM, Polls: []Poll{{Steps: rate.Some(1)}}}); s != signalDecode {
+		t.Errorf("vLLM reads %v", s)
+	}
+	if s := signalOf(&Target{Engine: engine.LlamaCpp, Polls: []Poll{{}}}); s != signalDecode {
+		t.Errorf("llama.cpp without steps or running reads %v", s)
+	}
+}
+
+// Busy throughout but without a level: a start whose per-interval rates
+// swing is reported with that reason; growth of the steps across a hole is
+// not placed.
+func TestEdgeWithoutLevel(t *testing.T) {
+	v := newTarget("v", engine.VLLM)
+	v.series(1000, 0, cat(rep(0, 3), []float64{1000, 100, 1000, 100, 1000, 100}, rep(0, 6))...)
+	es := edgesOf(run(v), "v")
+	if len(es) != 2 || es[0].Judged || !strings.Contains(es[0].Why, "held a level (|ln| ≤ 0.1) for 1 poll(s)") {
+		t.Fatalf("edges %+v", es)
+	}
+	p, q := &Poll{T: 0, Steps: rate.Some(1)}, &Poll{T: 10, Steps: rate.Some(9), Interval: Value{V: rate.Some(0)}}
+	if s, _ := signalSteps.read(p, q, true); s != unknown {
+		t.Errorf("steps across a hole: %v", s)
+	}
+}

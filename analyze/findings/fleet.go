@@ -119,6 +119,10 @@ func fleet(views []*view, keep bool) Fleet {
 
 func addNum(n rate.Num, x float64) rate.Num { return rate.Some(n.V + x) }
 
+// atCompletion is how a decode counter that moves when requests finish is
+// described.
+const atCompletion = "at request completion"
+
 // Engine classes behind the seams (metric catalog §7).
 var (
 	promptIncludesHits = map[string]string{
@@ -128,8 +132,7 @@ var (
 	}
 	decodeMoves = map[string]string{
 		engine.VLLM: "every engine step", engine.VLLMV0: "every engine step", engine.NIM: "every engine step",
-		engine.LlamaCpp: "at request completion", engine.SGLang: "at request completion",
-		engine.TGI: "at request completion",
+		engine.LlamaCpp: atCompletion, engine.SGLang: atCompletion, engine.TGI: atCompletion,
 	}
 	kvMeaning = map[string]string{
 		engine.VLLM: "KV blocks in use (evictable cached blocks count free)", engine.VLLMV0: "KV blocks in use",

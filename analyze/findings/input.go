@@ -140,8 +140,18 @@ type Poll struct {
 	Capacity, Deferred                rate.Num // waiting by reason; null when not published
 	KVCapacity, PrefixCaching         rate.Num
 	ProcessStart                      rate.Num // process_start_time_seconds
+	// Steps is the target's engine-step counter as read, summed over its
+	// label sets (see StepCounters); null when it publishes none.
+	Steps rate.Num
 	// Energy is the joules the target's energy counter rose since its
 	// first poll (resets counted from 0), Power its power gauges' watts
 	// summed; null when it publishes none (see EnergySources).
 	Energy, Power rate.Num
+}
+
+// StepCounters count engine steps: they move on every step while the
+// engine is busy, whatever requests finish. On an engine whose decode
+// counter moves only when a request completes they tell busy from idle.
+var StepCounters = map[string]bool{
+	"llamacpp:n_decode_total": true, // one per llama_decode() call, prompt batches included
 }

@@ -143,6 +143,11 @@ type Edge struct {
 	Level       rate.Num `json:"level"`
 	From        rate.Num `json:"from"`
 	LevelSource string   `json:"level_source"`
+	// Signal is what the busy state was read from: the decode counter,
+	// an engine-step counter (llama.cpp n_decode_total), or the decode
+	// counter with the running requests (an engine whose decode counter
+	// moves only when requests complete).
+	Signal string `json:"signal"`
 	// Judged is true when the new regime holds steady for at least 5
 	// polls (poll 1 carries the edge, polls 2-5 read the new level);
 	// Why says why not.

@@ -57,10 +57,14 @@ type view struct {
 	rowPoll []int
 	// naive is each poll's naive Δtotal/Δt per rate cell.
 	naive [][NRates]rate.Num
-	// state is each poll's interval state (the interval ending at it).
-	state []state
-	edges []Edge
-	held  map[int]bool // polls whose jump hold an edge explains
+	// state is each poll's interval state (the interval ending at it),
+	// read from signal; pace is that interval's rate of the signal
+	// (tokens or steps per second), which places edges inside intervals.
+	state  []state
+	pace   []float64
+	signal signal
+	edges  []Edge
+	held   map[int]bool // polls whose jump hold an edge explains
 }
 
 // state is what a poll interval's decode counter did.
@@ -98,6 +102,8 @@ func newView(t *Target, gates rate.Config) *view {
 	}
 	v.naive = make([][NRates]rate.Num, len(t.Polls))
 	v.state = make([]state, len(t.Polls))
+	v.pace = make([]float64, len(t.Polls))
+	v.signal = signalOf(t)
 	for i := 1; i < len(t.Polls); i++ {
 		p, q := &t.Polls[i-1], &t.Polls[i]
 		dt := q.T - p.T
@@ -109,19 +115,86 @@ func newView(t *Target, gates rate.Config) *view {
 			}
 			v.naive[i][k] = rate.Some((b.V - a.V) / dt)
 		}
-		r := q.Interval.V
-		switch {
-		case !r.Valid:
-		case r.V == 0:
-			v.state[i] = flat
-		case dt > 1.5*v.interval:
-			// Growth across a hole: the edge inside it cannot be placed.
-		default:
-			v.state[i] = grow
-		}
+		v.state[i], v.pace[i] = v.signal.read(p, q, dt > 1.5*v.interval)
 	}
 	bridgeShortFlats(v.state)
 	return v
+}
+
+// signal is what a target's busy state is read from.
+type signal uint8
+
+const (
+	signalDecode  signal = iota // the decode counter's interval: growing is busy
+	signalSteps                 // an engine-step counter (StepCounters)
+	signalRunning               // the decode counter, and requests running at both ends of a flat interval
+)
+
+// Signals, as Edge.Signal names them.
+var signalNames = [...]string{
+	signalDecode:  "decode counter",
+	signalSteps:   "engine-step counter",
+	signalRunning: "decode counter, and requests running",
+}
+
+// signalOf picks the steadiest busy signal the target publishes. A decode
+// counter that moves every engine step is steady; one that moves only when
+// a request completes stays flat between completions while the engine is
+// busy, so a step counter, else the running requests, tell busy from idle.
+func signalOf(t *Target) signal {
+	if decodeMoves[t.Engine] != atCompletion {
+		return signalDecode
+	}
+	steps, running := false, false
+	for i := range t.Polls {
+		steps = steps || t.Polls[i].Steps.Valid
+		running = running || t.Polls[i].Running.Valid
+	}
+	switch {
+	case steps:
+		return signalSteps
+	case running:
+		return signalRunning
+	}
+	return signalDecode
+}
+
+// read is the state of the interval from poll p to poll q, and its rate of
+// the signal; hole says the interval is longer than 1.5 cadences.
+func (s signal) read(p, q *Poll, hole bool) (state, float64) {
+	r := q.Interval.V
+	dt := q.T - p.T
+	// No usable decode interval (the first poll, a reset): no state.
+	if !r.Valid {
+		return unknown, 0
+	}
+	if s == signalSteps {
+		a, b := p.Steps, q.Steps
+		switch {
+		case !a.Valid || !b.Valid || b.V < a.V:
+			// No step reading at one end, or the step counter restarted.
+			return unknown, 0
+		case b.V == a.V:
+			return flat, 0
+		case hole:
+			// Growth across a hole: the edge inside it cannot be placed.
+			return unknown, 0
+		}
+		return grow, (b.V - a.V) / dt
+	}
+	switch {
+	case r.V == 0 && s == signalRunning && p.Running.V > 0 && q.Running.V > 0:
+		// Requests ran from one end to the other: busy, whatever completed.
+		if hole {
+			return unknown, 0
+		}
+		return grow, 0
+	case r.V == 0:
+		return flat, 0
+	case hole:
+		return unknown, 0
+	}
+	return grow, r.V
 }
 
 // MinFlatPolls is the shortest flat run inside growth that counts as the
