@@ -23,7 +23,8 @@ type GenerateStats struct {
 // waiting for the clock: the rows a real `llmrec record` at opts.Interval
 // would have written, through the same parse and segment path, one segment
 // per rotate of simulated time (0 = 60 s). progress, if not nil, is called
-// after each segment with the scrapes written so far.
+// after each segment with the scrapes written so far, and once more when
+// the last is closed.
 func WriteGenerated(dir string, sc *sim.Scenario, opts sim.GenerateOptions, rotate time.Duration, progress func(written, total int64)) (GenerateStats, error) {
 	if rotate <= 0 {
 		rotate = capture.DefaultRotate
@@ -86,6 +87,9 @@ func WriteGenerated(dir string, sc *sim.Scenario, opts sim.GenerateOptions, rota
 	st.DiskBytes, st.Segments = w.BytesWritten(), len(w.Segments())
 	if err != nil {
 		return st, fmt.Errorf("generate recording: %w", err)
+	}
+	if progress != nil {
+		progress(st.Scrapes, total)
 	}
 	end := start.Add(dur)
 	es, ens := end.UTC().Format(time.RFC3339Nano), end.UnixNano()

@@ -109,3 +109,23 @@ func TestInspectAndExport(t *testing.T) {
 		t.Errorf("export of a missing target: %v", err)
 	}
 }
+
+// sim -generate writes a recording without waiting for the clock; off a
+// terminal its progress is a line per tenth of the work.
+func TestSimGenerate(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, err := runCLI("sim", "-generate", dir, "-engines", "1", "-duration", "10m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, ": 300 scrapes of 1 engines") {
+		t.Errorf("stdout %q", out)
+	}
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if len(lines) != 10 || !strings.HasPrefix(lines[9], "generated 300 of 300 scrapes (100%)") || strings.Contains(errOut, "\r") {
+		t.Errorf("progress:\n%s", errOut)
+	}
+	if rep, _, err := runCLI("inspect", dir); err != nil || !strings.Contains(rep, "metrics: 300 rows") {
+		t.Errorf("inspect: %v\n%s", err, rep)
+	}
+}

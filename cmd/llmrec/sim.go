@@ -164,12 +164,24 @@ func simGenerate(stdout, stderr io.Writer, dir, scenarioPath string, engines int
 		sc = sim.DefaultScenario()
 	}
 	began := time.Now()
+	live, tenth := isTerminal(stderr), int64(0)
 	st, err := record.WriteGenerated(dir, sc, sim.GenerateOptions{Interval: interval, Duration: duration, Seed: seed}, 0,
-		// Called once per sealed segment (a minute of simulated time).
+		// Called once per sealed segment (a minute of simulated time): a live
+		// line on a terminal, else a line per tenth of the work.
 		func(written, total int64) {
-			fmt.Fprintf(stderr, "\rgenerated %d of %d scrapes (%.0f%%)", written, total, 100*float64(written)/float64(max(total, 1)))
+			pct := 100 * float64(written) / float64(max(total, 1))
+			if live {
+				fmt.Fprintf(stderr, "\rgenerated %d of %d scrapes (%.0f%%)", written, total, pct)
+				return
+			}
+			if t := 10 * written / max(total, 1); t > tenth {
+				tenth = t
+				fmt.Fprintf(stderr, "generated %d of %d scrapes (%.0f%%) in %s\n", written, total, pct, time.Since(began).Round(time.Second))
+			}
 		})
-	fmt.Fprintln(stderr)
+	if live {
+		fmt.Fprintln(stderr)
+	}
 	if err != nil {
 		return err
 	}
