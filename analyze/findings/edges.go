@@ -96,39 +96,66 @@ func (v *view) pollAfter(t float64) int {
 	return i
 }
 
-// levelOf is the median of the per-interval decode rates of polls from..to
-// (inclusive) that are of state s, the median pace of the signal over them,
-// how many of them hold the new level (all of state s, adjacent and, for
-// growth, within SettleLn of the median) and how many hold the state.
+// levelOf is the level of polls from..to (inclusive) that are of state s
+// (see level), the median pace of the signal over them, how many of them
+// hold the level (all of state s, adjacent and, for growth, within SettleLn
+// of it) and how many hold the state.
 func (v *view) levelOf(from, to int, s state) (level, pace rate.Num, steady, held int) {
-	ps := v.t.Polls
-	var xs, ys []float64
-	for i := from; i <= to && i < len(ps); i++ {
+	var idx []int
+	for i := from; i <= to && i < len(v.t.Polls); i++ {
 		if v.state[i] != s {
 			break
 		}
-		xs, ys = append(xs, ps[i].Interval.V.V), append(ys, v.pace[i])
+		idx = append(idx, i)
 	}
-	m := median(xs)
-	for _, x := range xs {
-		if s == flat || (m.V > 0 && math.Abs(math.Log(x/m.V)) <= SettleLn) {
+	level, pace = v.level(idx)
+	for _, i := range idx {
+		x := v.t.Polls[i].Interval.V.V
+		if s == flat || (level.V > 0 && math.Abs(math.Log(x/level.V)) <= SettleLn) {
 			steady++
 			continue
 		}
 		break
 	}
-	return m, median(ys), steady, len(xs)
+	return level, pace, steady, len(idx)
 }
 
-// paceBefore is the median pace of the signal over the up to
-// SteadyPolls-1 growing polls right before poll j, and the median of their
-// per-interval decode rates.
+// paceBefore is the level and the median pace of the signal over the up to
+// SteadyPolls-1 growing polls right before poll j.
 func (v *view) paceBefore(j int) (level, pace rate.Num) {
-	var xs, ys []float64
+	var idx []int
 	for k := j - 1; k >= 1 && k >= j-SteadyPolls+1 && v.state[k] == grow; k-- {
-		xs, ys = append(xs, v.t.Polls[k].Interval.V.V), append(ys, v.pace[k])
+		idx = append(idx, k)
 	}
-	return median(xs), median(ys)
+	return v.level(idx)
+}
+
+// level is the decode level of polls idx, and the median pace of the
+// signal over them. A counter that moves every step has the median of its
+// per-interval rates; one that moves at request completion reads 0 in most
+// intervals while busy, so its level is the mean: Δtokens over Δt.
+func (v *view) level(idx []int) (level, pace rate.Num) {
+	ps := v.t.Polls
+	var xs, ys []float64
+	tokens, dt := 0.0, 0.0
+	for _, i := range idx {
+		d := ps[i].T - ps[i-1].T
+		xs, ys = append(xs, ps[i].Interval.V.V), append(ys, v.pace[i])
+		tokens, dt = tokens+ps[i].Interval.V.V*d, dt+d
+	}
+	pace = median(ys)
+	if v.signal == signalDecode || dt == 0 {
+		return median(xs), pace
+	}
+	return rate.Some(tokens / dt), pace
+}
+
+// levelSource says how level measured the polls it names.
+func (v *view) levelSource(polls string) string {
+	if v.signal == signalDecode {
+		return "median of the per-interval decode rates of " + polls
+	}
+	return "Δdecode/Δt over " + polls + " (the decode counter moves " + atCompletion + ")"
 }
 
 // startEdge is the start found where poll i's interval grew after a flat
@@ -138,7 +165,7 @@ func (v *view) startEdge(i int) Edge {
 	a, b := ps[i-1].T, ps[i].T
 	level, pace, steady, held := v.levelOf(i+1, i+SteadyPolls-1, grow)
 	e := Edge{Target: v.t.Name, Kind: EdgeStart, Between: [2]float64{a, b}, From: rate.Some(0), Level: level,
-		LevelSource: fmt.Sprintf("median of the per-interval decode rates of polls 2-%d", SteadyPolls),
+		LevelSource: v.levelSource(fmt.Sprintf("polls 2-%d", SteadyPolls)),
 		Signal:      signalNames[v.signal]}
 	// The interval's partial pace over the new one places the start.
 	e.T = a
@@ -169,7 +196,7 @@ func (v *view) endEdge(i, j int) Edge {
 		frac = min(1, v.pace[j]/pace.V)
 	}
 	e := Edge{Target: v.t.Name, Kind: EdgeEnd, Between: [2]float64{a, b}, From: old, Level: rate.Some(0),
-		LevelSource: "an end's level is 0; the old level is the median of the per-interval rates before it",
+		LevelSource: "an end's level is 0; the old level is the " + v.levelSource(fmt.Sprintf("up to %d growing polls before it", SteadyPolls-1)),
 		Signal:      signalNames[v.signal]}
 	e.T = a + frac*(b-a)
 	p1 := j

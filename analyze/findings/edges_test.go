@@ -204,8 +204,10 @@ func TestEdgesOnStepCounter(t *testing.T) {
 		t.Fatalf("edges %+v", es)
 	}
 	st, en := es[0], es[1]
+	// Its level is the mean over polls 2-5 (one completion of 300 in 4 s), not their median 0.
 	if st.Kind != EdgeStart || st.Signal != "engine-step counter" || math.Abs(st.T-1005.5) > 1e-9 || st.Judged ||
-		!strings.Contains(st.Why, "moves at request completion") {
+		!strings.Contains(st.Why, "moves at request completion") || st.Level.V != 75 ||
+		!strings.HasPrefix(st.LevelSource, "Δdecode/Δt over polls 2-5") {
 		t.Errorf("start %+v", st)
 	}
 	// The last busy interval ran a quarter of the steps' pace: the end is a quarter into it.
