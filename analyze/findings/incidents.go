@@ -490,9 +490,12 @@ func (v *view) slowScrapes(gates rate.Config) (map[int]bool, []Incident) {
 		inc := Incident{Kind: KindSlow, Target: Name(v.t.Name), Targets: []string{v.t.Name}, Cells: []CellRef{}}
 		worst := 0.0
 		refused := 0
+		first, last := ps[i].T, ps[i].T
 		for k := i; k < j; k++ {
 			slow[k] = true
 			worst = max(worst, ps[k].T-ps[k].Start)
+			// Overlapping slow scrapes may answer out of order.
+			first, last = min(first, ps[k].T), max(last, ps[k].T)
 			if ps[k].Rates[Decode].Reason == rate.ReasonStale {
 				refused++
 				inc.Gate = rate.ReasonStale
@@ -504,7 +507,7 @@ func (v *view) slowScrapes(gates rate.Config) (map[int]bool, []Incident) {
 		if j-i == 1 {
 			inc.T = rate.Some(ps[i].T)
 		} else {
-			inc.Start, inc.End = rate.Some(ps[i].T), rate.Some(ps[j-1].T)
+			inc.Start, inc.End = rate.Some(first), rate.Some(last)
 		}
 		inc.Counterfactual = fmt.Sprintf("the body may be up to %s older than its stamp; %d of %d decode value(s) refused as stale",
 			secs(worst), refused, j-i)
@@ -577,7 +580,7 @@ func (v *view) refusals(gates rate.Config, firstAfter, slow map[int]bool) []Inci
 			c := inc.Cells[0]
 			inc.Gate = Name(c.Reason)
 			inc.Counterfactual = fmt.Sprintf("%s refused: %s", c.Cell,
-				gateText(c.Reason, Value{V: c.Value, Window: c.Window, Reason: c.Reason}, gates, v.latency(i)))
+				gateText(c.Reason, Value{V: c.Value, Window: c.Window, Reason: c.Reason}, gates, v.windowLatency(i, c.Window)))
 		}
 		if j-i == 1 {
 			inc.T = rate.Some(ps[i].T)
@@ -606,10 +609,29 @@ func (v *view) latency(i int) float64 {
 	return p.T - p.Start
 }
 
+// windowLatency is the larger request-to-first-byte time of a window's
+// two samples: poll i's and its base's, the poll window seconds before it.
+// A stale refusal rests on either.
+func (v *view) windowLatency(i int, window rate.Num) float64 {
+	l := v.latency(i)
+	if !window.Valid {
+		return l
+	}
+	ps := v.t.Polls
+	base := ps[i].T - window.V
+	// Back from poll i to the base; polls of one target come in time order.
+	for k := i - 1; k >= 0 && ps[k].T > base-1e-6; k-- {
+		if math.Abs(ps[k].T-base) < 1e-6 {
+			l = max(l, v.latency(k))
+		}
+	}
+	return l
+}
+
 // refusedText is the counterfactual of a refused decode cell at poll i.
 func (v *view) refusedText(i int, gates rate.Config) string {
 	d := v.t.Polls[i].Rates[Decode]
-	s := "refused: " + gateText(d.Reason, d, gates, v.latency(i))
+	s := "refused: " + gateText(d.Reason, d, gates, v.windowLatency(i, d.Window))
 	if n := v.naive[i][Decode]; n.Valid {
 		return fmt.Sprintf("naive %s tok/s; %s", rateText(n.V), s)
 	}

@@ -203,3 +203,36 @@ func TestGateText(t *testing.T) {
 		t.Error("a number is a name")
 	}
 }
+
+// A stale refusal names the latency of the sample it rests on: the
+// window's base as much as its end.
+func TestStaleTextNamesTheBase(t *testing.T) {
+	b := newTarget("v", engine.VLLM)
+	b.series(1000, 0, rep(100, 10)...)
+	b.t.Polls[4].Start = b.t.Polls[4].T - 3
+	b.t.Polls[9].Rates[Decode] = Value{Reason: rate.ReasonStale, Window: rate.Some(5)}
+	v := newView(b.t, rate.Config{}.WithDefaults())
+	if s := v.refusedText(9, v.gates); !strings.Contains(s, "5 s window was answered 3 s after its request") {
+		t.Errorf("%q", s)
+	}
+	// Without a window, the poll's own latency.
+	if l := v.windowLatency(4, rate.Num{}); l != 3 {
+		t.Errorf("latency %v", l)
+	}
+}
+
+// Slow scrapes that overlap may answer out of order: the incident spans
+// the earliest to the latest answer, never backwards.
+func TestSlowScrapesOutOfOrder(t *testing.T) {
+	b := newTarget("v", engine.VLLM)
+	b.series(1000, 0, rep(100, 6)...)
+	for i, at := range []float64{1003, 1002.5} {
+		p := &b.t.Polls[3+i]
+		p.T, p.Start = at, at-1.5
+	}
+	v := newView(b.t, rate.Config{}.WithDefaults())
+	_, incs := v.slowScrapes(v.gates)
+	if len(incs) != 1 || incs[0].Start.V != 1002.5 || incs[0].End.V != 1003 {
+		t.Fatalf("%+v", incs)
+	}
+}
