@@ -103,6 +103,12 @@ func FromGenerated(runID string, g sim.Generated) capture.Scrape {
 	s := capture.Scrape{RunID: runID, Target: g.Target, Endpoint: capture.EndpointMetrics,
 		URL: "sim://" + g.Target + "/metrics", Seq: g.Seq, ScheduledNs: g.Scheduled, StartNs: g.Start,
 		FirstByteNs: g.FirstByte, EndNs: g.End}
+	if g.Missed {
+		s.Outcome = capture.OutcomeMissed
+		msg := fmt.Sprintf("previous scrape (seq %d) still running", g.Running)
+		s.Error = &msg
+		return s
+	}
 	if g.Status == 0 {
 		s.Outcome = capture.OutcomeError
 		msg := "timeout (simulated)"

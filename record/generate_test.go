@@ -30,11 +30,18 @@ func TestWriteGenerated(t *testing.T) {
 	if rep.Rows != n || len(r.Manifests) != 1 || r.Manifests[0].End == nil {
 		t.Fatalf("report %+v", rep)
 	}
+	missed := 0
 	for _, tg := range rep.Targets {
 		e := tg.Endpoints[0]
 		if e.Outcomes[capture.OutcomeParseError] != 0 || e.Outcomes[capture.OutcomeOK] == 0 {
 			t.Errorf("%s outcomes %v", tg.Name, e.Outcomes)
 		}
+		missed += e.Outcomes[capture.OutcomeMissed]
+	}
+	// A hang outlasts the timeout (the interval, as the recorder's): the
+	// attempt is abandoned and the tick after it finds it still running.
+	if missed == 0 {
+		t.Errorf("no missed tick: %+v", rep.Targets)
 	}
 }
 

@@ -19,8 +19,9 @@ type GenerateOptions struct {
 	Interval time.Duration
 	// Duration is how long to record (default: the scenario's Duration).
 	Duration time.Duration
-	// Timeout is the scrape timeout (default 10 s): a response not complete
-	// by then is a failed scrape with Status 0.
+	// Timeout is the scrape timeout (default: the interval, as the
+	// recorder's): a response not complete by then is a failed scrape with
+	// Status 0.
 	Timeout time.Duration
 	// Seed varies the simulated latencies.
 	Seed int64
@@ -43,6 +44,11 @@ type Generated struct {
 	Status int
 	// Behaviour is the event behaviour in force (hang, status, slow, stale).
 	Behaviour EventKind
+	// Missed is a tick that found this target's previous scrape (seq
+	// Running) still running: as the recorder does, no request went out;
+	// only Scheduled is set.
+	Missed  bool
+	Running int64
 	// ContentType is the response's Content-Type.
 	ContentType string
 	// Body is the response body (uncompressed). It is only valid during the
@@ -81,11 +87,13 @@ func Generate(sc *Scenario, opts GenerateOptions, emit func(g Generated) error) 
 	}
 	timeout := opts.Timeout
 	if timeout == 0 {
-		timeout = 10 * time.Second
+		timeout = interval
 	}
 	base := start.UnixNano()
 	buf := make([]byte, 0, 64<<10)
 	n := len(engines)
+	// Each engine's last attempt: when it ends, and its seq.
+	busy, last := make([]time.Duration, n), make([]int64, n)
 	for seq := int64(0); ; seq++ {
 		tick := time.Duration(seq) * interval
 		if tick >= dur {
@@ -95,7 +103,16 @@ func Generate(sc *Scenario, opts GenerateOptions, emit func(g Generated) error) 
 			sched := tick + time.Duration(i)*interval/time.Duration(n)
 			h := mix(uint64(opts.Seed), uint64(i), uint64(seq))
 			g := Generated{Target: e.Name(), Index: i, Seq: seq, Scheduled: base + int64(sched)}
+			// A tick that finds the previous scrape running is missed, never late.
+			if seq > 0 && sched < busy[i] {
+				g.Missed, g.Running = true, last[i]
+				if err := emit(g); err != nil {
+					return err
+				}
+				continue
+			}
 			reqAt := sched + time.Duration(h%1_000_000)
+			last[i] = seq
 			g.Start = base + int64(reqAt)
 			lat := 2*time.Millisecond + time.Duration((h>>20)%3_000_000)
 			if e.Format() == FormatLlamaCpp {
@@ -128,6 +145,7 @@ func Generate(sc *Scenario, opts GenerateOptions, emit func(g Generated) error) 
 			if firstByte-reqAt > timeout {
 				g.Status, g.ContentType = 0, ""
 				g.End = g.Start + int64(timeout)
+				busy[i] = reqAt + timeout
 				if err := emit(g); err != nil {
 					return err
 				}
@@ -145,9 +163,11 @@ func Generate(sc *Scenario, opts GenerateOptions, emit func(g Generated) error) 
 			g.FirstByte = base + int64(firstByte)
 			g.End = base + int64(end)
 			g.Body = body
+			busy[i] = end
 			if end-reqAt > timeout {
 				g.Status, g.Body, g.ContentType, g.Rendered = 0, nil, "", 0
 				g.End = g.Start + int64(timeout)
+				busy[i] = reqAt + timeout
 			}
 			if err := emit(g); err != nil {
 				return err

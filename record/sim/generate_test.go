@@ -53,6 +53,8 @@ func TestGenerateDeterministic(t *testing.T) {
 	start := DefaultStart.UnixNano()
 	seq := map[string]int64{}
 	statuses := map[int]int{}
+	ends := map[string]int64{} // each target's last attempt's end
+	missed := 0
 	for i, g := range gens {
 		if i > 0 && g.Scheduled < gens[i-1].Scheduled {
 			t.Fatalf("scrape %d scheduled before the one before", i)
@@ -64,10 +66,25 @@ func TestGenerateDeterministic(t *testing.T) {
 		if want := start + g.Seq*int64(2*time.Second) + int64(g.Index)*int64(2*time.Second)/3; g.Scheduled != want {
 			t.Fatalf("%s seq %d scheduled %d, want %d", g.Target, g.Seq, g.Scheduled, want)
 		}
+		if g.Missed {
+			// Missed only while the previous attempt runs, and nothing went out.
+			if ends[g.Target] <= g.Scheduled || g.Running >= g.Seq || g.Start != 0 || g.End != 0 {
+				t.Fatalf("missed tick %+v after an attempt ending at %d", g, ends[g.Target])
+			}
+			missed++
+			continue
+		}
+		if ends[g.Target] > g.Scheduled {
+			t.Fatalf("%s seq %d went out while the previous scrape ran", g.Target, g.Seq)
+		}
+		ends[g.Target] = g.End
 		if !(g.Scheduled <= g.Start && g.Start < g.End && (g.FirstByte == 0 || g.Start < g.FirstByte && g.FirstByte <= g.End)) {
 			t.Fatalf("times out of order: %+v", g)
 		}
 		statuses[g.Status]++
+	}
+	if missed == 0 {
+		t.Error("no missed tick in a scenario with hangs")
 	}
 	if statuses[200] < 340 || statuses[503] == 0 {
 		t.Errorf("statuses %v: want mostly 200 and the 503 window of engine 2", statuses)
@@ -151,6 +168,10 @@ for = "30s"
 	}
 	if g := byOffset[40*time.Second]; g.Status != 0 || g.Body != nil || time.Duration(g.End-g.Start) != 10*time.Second {
 		t.Errorf("hang past the timeout: %+v", g)
+	}
+	// That attempt, abandoned at the timeout, still runs when the next tick is due.
+	if g := byOffset[50*time.Second]; !g.Missed || g.Running != 4 || g.Start != 0 {
+		t.Errorf("tick during the timed-out scrape: %+v", g)
 	}
 	if g := byOffset[0]; g.Status != 200 || g.Behaviour != "" || !reflect.DeepEqual(g.Body, engineAt(t, sc, 0, ms(g.Rendered))) {
 		t.Errorf("plain scrape: %+v", g)
