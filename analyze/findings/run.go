@@ -67,13 +67,13 @@ type view struct {
 	held   map[int]bool // polls whose jump hold an edge explains
 }
 
-// state is what a poll interval's decode counter did.
+// state is what a poll interval's busy signal did (see signal).
 type state uint8
 
 const (
 	unknown state = iota // no usable interval: the first poll, a reset, growth across a hole
-	flat                 // the counter did not move
-	grow                 // it rose
+	flat                 // the signal did not move (the engine was idle)
+	grow                 // it moved (busy)
 )
 
 func newView(t *Target, gates rate.Config) *view {
