@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math"
 	"mime"
@@ -28,16 +29,16 @@ import (
 // on the wire (foo_bucket, foo_sum, foo_count).
 //
 // The struct tags are the Parquet columns of a capture's samples (see
-// docs/capture-format.md).
+// docs/capture-format.md); the capture writer compresses them.
 type Sample struct {
-	Family string  `parquet:"family,dict,zstd"` // metric family name as declared by TYPE (or the sample name when untyped)
-	Type   string  `parquet:"type,dict,zstd"`   // counter, gauge, histogram, summary, gaugehistogram or untyped
-	Help   string  `parquet:"help,dict,zstd"`
-	Name   string  `parquet:"name,dict,zstd"`   // the sample's own name
-	Labels string  `parquet:"labels,dict,zstd"` // label set as a JSON object with sorted keys, "{}" when empty
-	Value  float64 `parquet:"value,split,zstd"`
+	Family string  `parquet:"family,dict"` // metric family name as declared by TYPE (or the sample name when untyped)
+	Type   string  `parquet:"type,dict"`   // counter, gauge, histogram, summary, gaugehistogram or untyped
+	Help   string  `parquet:"help,dict"`
+	Name   string  `parquet:"name,dict"`   // the sample's own name
+	Labels string  `parquet:"labels,dict"` // label set as a JSON object with sorted keys, "{}" when empty
+	Value  float64 `parquet:"value,split"`
 	// TimestampMs is the explicit exposition timestamp in milliseconds, or nil.
-	TimestampMs *int64 `parquet:"timestamp_ms,optional,zstd"`
+	TimestampMs *int64 `parquet:"timestamp_ms,optional"`
 }
 
 // ErrNotExposition is returned for bodies that are clearly another format.
@@ -66,13 +67,14 @@ func Parse(body []byte, contentType string) ([]Sample, error) {
 	n := 0
 	for name, f := range fams {
 		names = append(names, name)
-		n += len(f.GetMetric())
+		n += countSamples(f)
 	}
 	slices.Sort(names)
-	out := make([]Sample, 0, n*2)
+	fl := flattener{out: make([]Sample, 0, n)}
 	for _, name := range names {
-		out = appendFamily(out, fams[name])
+		fl.family(fams[name])
 	}
+	out := fl.out
 	if dup := firstDuplicate(out); dup != "" {
 		return nil, fmt.Errorf("parse exposition: duplicate series %s", dup)
 	}
@@ -96,34 +98,101 @@ func sniff(body []byte, contentType string) error {
 	return nil
 }
 
-func appendFamily(out []Sample, f *dto.MetricFamily) []Sample {
-	fam := f.GetName()
-	typ := strings.ToLower(f.GetType().String())
-	help := f.GetHelp()
+// countSamples is the number of samples flattener.family makes of f.
+func countSamples(f *dto.MetricFamily) int {
+	n := 0
 	for _, m := range f.GetMetric() {
-		base := labelPairs(m.GetLabel())
+		switch f.GetType() {
+		case dto.MetricType_COUNTER, dto.MetricType_GAUGE, dto.MetricType_UNTYPED:
+			n++
+		case dto.MetricType_SUMMARY:
+			s := m.GetSummary()
+			n += len(s.GetQuantile()) + btoi(s.SampleSum != nil) + btoi(s.SampleCount != nil)
+		case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
+			h := m.GetHistogram()
+			n += len(h.GetBucket()) + btoi(h.SampleSum != nil) + btoi(h.SampleCountFloat != nil || h.SampleCount != nil)
+		}
+	}
+	return n
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// typeNames are the Type column's values: dto's type names in lower case.
+var typeNames = func() map[dto.MetricType]string {
+	m := make(map[dto.MetricType]string, len(dto.MetricType_name))
+	for v, n := range dto.MetricType_name {
+		m[dto.MetricType(v)] = strings.ToLower(n)
+	}
+	return m
+}()
+
+func typeName(t dto.MetricType) string {
+	if n, ok := typeNames[t]; ok {
+		return n
+	}
+	return strings.ToLower(t.String())
+}
+
+// flattener turns metric families into samples. A page is mostly histogram
+// buckets, whose label sets differ from their metric's only by le, so it
+// encodes a metric's labels once and splices each le value in, and it
+// reuses its scratch space from one label set to the next: one allocation
+// per label set, the string itself.
+type flattener struct {
+	out []Sample
+
+	// Of the current metric:
+	orig   []*dto.LabelPair
+	base   []pair // orig sorted by name
+	plain  string // base as JSON, "" until asked for
+	extra  string // the label spliced in by withLabel ("le", "quantile")
+	at     int    // where extra goes in base; -1: base has duplicate names or extra already
+	prefix []byte // JSON of base[:at], from '{', with a trailing comma if any
+	suffix []byte // JSON of base[at:], with a leading comma if any, to '}'
+	buf    []byte
+}
+
+func (fl *flattener) family(f *dto.MetricFamily) {
+	fam := f.GetName()
+	typ := typeName(f.GetType())
+	help := f.GetHelp()
+	var bucket, sum, count string
+	switch f.GetType() {
+	case dto.MetricType_SUMMARY:
+		sum, count = fam+"_sum", fam+"_count"
+	case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
+		bucket, sum, count = fam+"_bucket", fam+"_sum", fam+"_count"
+	}
+	for _, m := range f.GetMetric() {
+		fl.setMetric(m.GetLabel())
 		ts := timestamp(m)
 		add := func(name string, labels string, v float64) {
-			out = append(out, Sample{Family: fam, Type: typ, Help: help, Name: name, Labels: labels, Value: v, TimestampMs: ts})
+			fl.out = append(fl.out, Sample{Family: fam, Type: typ, Help: help, Name: name, Labels: labels, Value: v, TimestampMs: ts})
 		}
 		switch f.GetType() {
 		case dto.MetricType_COUNTER:
-			add(fam, encodeLabels(base), m.GetCounter().GetValue())
+			add(fam, fl.labels(), m.GetCounter().GetValue())
 		case dto.MetricType_GAUGE:
-			add(fam, encodeLabels(base), m.GetGauge().GetValue())
+			add(fam, fl.labels(), m.GetGauge().GetValue())
 		case dto.MetricType_UNTYPED:
-			add(fam, encodeLabels(base), m.GetUntyped().GetValue())
+			add(fam, fl.labels(), m.GetUntyped().GetValue())
 		case dto.MetricType_SUMMARY:
 			s := m.GetSummary()
 			for _, q := range s.GetQuantile() {
-				add(fam, encodeLabels(with(base, "quantile", formatFloat(q.GetQuantile()))), q.GetValue())
+				add(fam, fl.withLabel("quantile", q.GetQuantile()), q.GetValue())
 			}
 			// A _sum or _count line the body did not carry is absent, not 0.
 			if s.SampleSum != nil {
-				add(fam+"_sum", encodeLabels(base), s.GetSampleSum())
+				add(sum, fl.labels(), s.GetSampleSum())
 			}
 			if s.SampleCount != nil {
-				add(fam+"_count", encodeLabels(base), float64(s.GetSampleCount()))
+				add(count, fl.labels(), float64(s.GetSampleCount()))
 			}
 		case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
 			h := m.GetHistogram()
@@ -132,20 +201,91 @@ func appendFamily(out []Sample, f *dto.MetricFamily) []Sample {
 				if b.CumulativeCountFloat != nil {
 					v = b.GetCumulativeCountFloat()
 				}
-				add(fam+"_bucket", encodeLabels(with(base, "le", formatFloat(b.GetUpperBound()))), v)
+				add(bucket, fl.withLabel("le", b.GetUpperBound()), v)
 			}
 			if h.SampleSum != nil {
-				add(fam+"_sum", encodeLabels(base), h.GetSampleSum())
+				add(sum, fl.labels(), h.GetSampleSum())
 			}
 			switch {
 			case h.SampleCountFloat != nil:
-				add(fam+"_count", encodeLabels(base), h.GetSampleCountFloat())
+				add(count, fl.labels(), h.GetSampleCountFloat())
 			case h.SampleCount != nil:
-				add(fam+"_count", encodeLabels(base), float64(h.GetSampleCount()))
+				add(count, fl.labels(), float64(h.GetSampleCount()))
 			}
 		}
 	}
-	return out
+}
+
+func (fl *flattener) setMetric(ls []*dto.LabelPair) {
+	fl.orig = ls
+	fl.base = fl.base[:0]
+	for _, l := range ls {
+		fl.base = append(fl.base, pair{l.GetName(), l.GetValue()})
+	}
+	if !slices.IsSortedFunc(fl.base, comparePairs) {
+		slices.SortFunc(fl.base, comparePairs)
+	}
+	fl.plain, fl.extra = "", ""
+}
+
+// labels is the metric's own label set as JSON.
+func (fl *flattener) labels() string {
+	if fl.plain == "" {
+		if len(fl.base) == 0 {
+			return "{}"
+		}
+		fl.buf = appendLabels(fl.buf[:0], fl.base)
+		fl.plain = string(fl.buf)
+	}
+	return fl.plain
+}
+
+// withLabel is the metric's label set plus k="v" as JSON, v formatted as
+// formatFloat does.
+func (fl *flattener) withLabel(k string, v float64) string {
+	if k != fl.extra {
+		fl.splitAt(k)
+	}
+	if fl.at < 0 {
+		// Not seen from expfmt: the general path.
+		return encodeLabels(with(labelPairs(fl.orig), k, formatFloat(v)))
+	}
+	b := append(fl.buf[:0], fl.prefix...)
+	b = appendJSONString(b, k)
+	b = append(b, ':', '"')
+	b = appendFloat(b, v) // digits, '.', 'e', '+', '-', Inf, NaN: nothing to escape
+	b = append(b, '"')
+	b = append(b, fl.suffix...)
+	fl.buf = b
+	return string(b)
+}
+
+// splitAt finds where k goes in the sorted base and encodes the JSON on
+// either side of it.
+func (fl *flattener) splitAt(k string) {
+	fl.extra = k
+	fl.at = -1
+	for i := 1; i < len(fl.base); i++ {
+		if fl.base[i-1].k == fl.base[i].k {
+			return
+		}
+	}
+	at, found := slices.BinarySearchFunc(fl.base, k, func(p pair, k string) int { return strings.Compare(p.k, k) })
+	if found {
+		return
+	}
+	fl.at = at
+	fl.prefix = append(fl.prefix[:0], '{')
+	for _, p := range fl.base[:at] {
+		fl.prefix = appendPair(fl.prefix, p)
+		fl.prefix = append(fl.prefix, ',')
+	}
+	fl.suffix = fl.suffix[:0]
+	for _, p := range fl.base[at:] {
+		fl.suffix = append(fl.suffix, ',')
+		fl.suffix = appendPair(fl.suffix, p)
+	}
+	fl.suffix = append(fl.suffix, '}')
 }
 
 func timestamp(m *dto.Metric) *int64 {
@@ -174,16 +314,18 @@ func with(base []pair, k, v string) []pair {
 
 // formatFloat renders le and quantile values the way Prometheus does, so
 // "0.1", "+Inf" and "1e-05" read as they would in a PromQL result.
-func formatFloat(f float64) string {
+func formatFloat(f float64) string { return string(appendFloat(nil, f)) }
+
+func appendFloat(b []byte, f float64) []byte {
 	switch {
 	case math.IsInf(f, +1):
-		return "+Inf"
+		return append(b, "+Inf"...)
 	case math.IsInf(f, -1):
-		return "-Inf"
+		return append(b, "-Inf"...)
 	case math.IsNaN(f):
-		return "NaN"
+		return append(b, "NaN"...)
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
 }
 
 // EncodeLabels renders a label set as a JSON object with sorted keys; the
@@ -207,18 +349,28 @@ func encodeLabels(ps []pair) string {
 	for _, p := range ps {
 		n += len(p.k) + len(p.v) + 6
 	}
-	b := make([]byte, 0, n)
+	return string(appendLabels(make([]byte, 0, n), ps))
+}
+
+// appendLabels appends ps, sorted, as a JSON object.
+func appendLabels(b []byte, ps []pair) []byte {
+	if len(ps) == 0 {
+		return append(b, "{}"...)
+	}
 	b = append(b, '{')
 	for i, p := range ps {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, p.k)
-		b = append(b, ':')
-		b = appendJSONString(b, p.v)
+		b = appendPair(b, p)
 	}
-	b = append(b, '}')
-	return string(b)
+	return append(b, '}')
+}
+
+func appendPair(b []byte, p pair) []byte {
+	b = appendJSONString(b, p.k)
+	b = append(b, ':')
+	return appendJSONString(b, p.v)
 }
 
 func comparePairs(a, b pair) int { return strings.Compare(a.k, b.k) }
@@ -261,7 +413,27 @@ func DecodeLabels(s string) (map[string]string, error) {
 	return m, nil
 }
 
+// firstDuplicate names the first sample that repeats the name and labels of
+// an earlier one, or returns "". Pages have none: their hashes, sorted,
+// show it without a map; only hashes that collide call for comparing
+// strings.
 func firstDuplicate(ss []Sample) string {
+	hs := make([]uint64, len(ss))
+	for i := range ss {
+		hs[i] = maphash.String(dupSeed, ss[i].Name)*31 ^ maphash.String(dupSeed, ss[i].Labels)
+	}
+	slices.Sort(hs)
+	for i := 1; i < len(hs); i++ {
+		if hs[i] == hs[i-1] {
+			return firstDuplicateExact(ss)
+		}
+	}
+	return ""
+}
+
+var dupSeed = maphash.MakeSeed()
+
+func firstDuplicateExact(ss []Sample) string {
 	seen := make(map[[2]string]struct{}, len(ss))
 	for _, s := range ss {
 		k := [2]string{s.Name, s.Labels}
