@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 func body(i int) []byte {
@@ -319,22 +323,64 @@ func TestManifestRoundTrip(t *testing.T) {
 
 // Every CompactEvery sealed segments are merged into one file named for
 // its range, in order, sources removed; the rest are merged at Close.
+// The writer merges the rows it kept in memory and reads back the files of
+// the others: the merged files are the same byte for byte either way.
 func TestCompaction(t *testing.T) {
+	var files [][]byte
+	for _, c := range []struct {
+		budget           int64
+		minKept, maxKept int
+	}{
+		{DefaultKeepBytes, 6, 6}, // all (the 3rd and 6th go to compaction at once)
+		{0, 0, 0},
+		{3000, 1, 5}, // some
+	} {
+		t.Run(fmt.Sprint("keep=", c.budget), func(t *testing.T) {
+			got, kept := compactionRun(t, c.budget)
+			if kept < c.minKept || kept > c.maxKept {
+				t.Errorf("%d segments kept, want %d to %d", kept, c.minKept, c.maxKept)
+			}
+			if files != nil && !slices.EqualFunc(got, files, bytes.Equal) {
+				t.Errorf("merged files differ from those of keep=%d", DefaultKeepBytes)
+			}
+			files = got
+		})
+	}
+}
+
+// compactionRun records 8 segments of 4 rows, merged by 3, and returns the
+// merged files and how many segments were kept in memory until the next
+// Rotate.
+func compactionRun(t *testing.T, keepBudget int64) ([][]byte, int) {
 	dir := t.TempDir()
 	w, err := NewWriter(dir, "R", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.SetCompactEvery(3)
+	w.keepBudget = keepBudget
+	kept := 0
 	for i := range 16 {
 		for _, tg := range []string{"b", "a"} {
-			if err := w.Append(row("R", tg, i)); err != nil {
+			r := row("R", tg, i)
+			switch {
+			case tg == "b" && i%4 == 1: // no samples
+				st := int32(503)
+				r.Outcome, r.Status, r.Samples = OutcomeHTTPError, &st, nil
+			case tg == "b" && i%4 == 2: // samples with a timestamp
+				r.Body = fmt.Appendf(r.Body, "ts_gauge{x=\"%d\"} 1 %d\n", i, 1700000000000+i)
+				Parse(&r)
+			}
+			if err := w.Append(r); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if i%2 == 1 {
 			if err := w.Rotate(); err != nil {
 				t.Fatal(err)
+			}
+			if n := len(w.kept.segs); n > 0 && w.kept.segs[n-1] != nil {
+				kept++
 			}
 		}
 	}
@@ -367,9 +413,24 @@ func TestCompaction(t *testing.T) {
 	if got[6].Target != "b" || got[6].Seq != 0 || !bytes.Equal(got[6].Body, body(0)) || got[6].Samples[1].Value != 0 {
 		t.Errorf("row 6 = %s/%d", got[6].Target, got[6].Seq)
 	}
+	if g := got[7]; g.Outcome != OutcomeHTTPError || len(g.Samples) != 0 {
+		t.Errorf("row 7 = %s/%d %s with %d samples", g.Target, g.Seq, g.Outcome, len(g.Samples))
+	}
+	if g := got[8]; len(g.Samples) != 3 || g.Samples[0].TimestampMs == nil || *g.Samples[0].TimestampMs != 1700000000002 {
+		t.Errorf("row 8 = %s/%d with samples %+v", g.Target, g.Seq, g.Samples)
+	}
 	if w.BytesWritten() <= 0 {
 		t.Error("no bytes written")
 	}
+	var out [][]byte
+	for _, f := range all {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out, kept
 }
 
 // Killed after a compacted file was renamed but before its sources were
@@ -383,8 +444,12 @@ func TestCompactionCrashLeavesNoDuplicates(t *testing.T) {
 		w.Rotate()
 	}
 	w.Close()
-	srcs, _ := filepath.Glob(filepath.Join(dir, "R-00000[1-3].parquet"))
-	if _, err := merge(filepath.Join(dir, "R-000001_000003.parquet"), srcs); err != nil {
+	paths, _ := filepath.Glob(filepath.Join(dir, "R-00000[1-3].parquet"))
+	var srcs []source
+	for _, p := range paths {
+		srcs = append(srcs, source{path: p})
+	}
+	if _, err := merge(&encoder{}, filepath.Join(dir, "R-000001_000003.parquet"), srcs); err != nil {
 		t.Fatal(err)
 	}
 	names := []string{}
@@ -489,5 +554,55 @@ func TestRecoverSparesLiveTemporaries(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "DEAD-000001.parquet")); err != nil {
 		t.Errorf("the crashed journal was not recovered: %v", err)
+	}
+}
+
+// Compression comes from the writer, not from struct tags: every column
+// chunk of a one-minute segment, a merged file and a recovered segment is
+// zstd.
+func TestEveryColumnIsZstd(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir, "R", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetCompactEvery(2)
+	for i := range 3 {
+		if err := w.Append(row("R", "a", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Rotate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var e encoder
+	if _, err := e.writeSegment(filepath.Join(dir, "S-000001.parquet"), []Scrape{row("S", "a", 0)}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if len(files) != 3 {
+		t.Fatalf("files %v", files)
+	}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.Stat()
+		pf, err := parquet.OpenFile(f, st.Size())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rg := range pf.Metadata().RowGroups {
+			for _, c := range rg.Columns {
+				if c.MetaData.Codec != format.Zstd {
+					t.Errorf("%s: column %v is %v", filepath.Base(name), c.MetaData.PathInSchema, c.MetaData.Codec)
+				}
+			}
+		}
+		f.Close()
 	}
 }

@@ -97,13 +97,24 @@ func covered(names []string) map[string]bool {
 	return out
 }
 
-// merge writes the rows of the segment files srcs (all of one run, each
-// sorted by target, endpoint and seq, consecutive) into dst, in the same
-// order, streaming: a k-way merge that holds a few rows per source.
-func merge(dst string, srcs []string) (int64, error) {
+// source is one sealed segment to merge: its rows, when the writer kept
+// them in memory, else its file, decoded again.
+type source struct {
+	path string
+	kept []keptRow // as sorted in the file; nil: read path
+	g    *keptGroup
+}
+
+// merge writes the rows of the segments srcs (all of one run, each sorted
+// by target, endpoint and seq, consecutive) into dst with e, in the same
+// order: a k-way merge that holds a few rows per file it reads.
+func merge(e *encoder, dst string, srcs []source) (int64, error) {
 	type cursor struct {
-		f    *os.File
+		name string
+		f    *os.File // nil for kept rows
 		r    *parquet.GenericReader[Scrape]
+		kept []keptRow // unpacked one at a time into buf
+		g    *keptGroup
 		buf  []Scrape
 		i, n int
 		done bool
@@ -111,12 +122,18 @@ func merge(dst string, srcs []string) (int64, error) {
 	var curs []*cursor
 	defer func() {
 		for _, c := range curs {
-			c.r.Close()
-			c.f.Close()
+			if c.f != nil {
+				c.r.Close()
+				c.f.Close()
+			}
 		}
 	}()
 	for _, s := range srcs {
-		f, err := os.Open(s)
+		if s.kept != nil {
+			curs = append(curs, &cursor{name: s.path, kept: s.kept, g: s.g, buf: make([]Scrape, 1)})
+			continue
+		}
+		f, err := os.Open(s.path)
 		if err != nil {
 			return 0, fmt.Errorf("compact: %w", err)
 		}
@@ -128,13 +145,25 @@ func merge(dst string, srcs []string) (int64, error) {
 		pf, err := parquet.OpenFile(f, st.Size())
 		if err != nil {
 			f.Close()
-			return 0, fmt.Errorf("compact %s: %w", s, err)
+			return 0, fmt.Errorf("compact %s: %w", s.path, err)
 		}
-		curs = append(curs, &cursor{f: f, r: parquet.NewGenericReader[Scrape](pf), buf: make([]Scrape, 8)})
+		curs = append(curs, &cursor{name: s.path, f: f, r: parquet.NewGenericReader[Scrape](pf), buf: make([]Scrape, 8)})
 	}
 	advance := func(c *cursor) error {
 		c.i++
 		if c.i < c.n {
+			return nil
+		}
+		if c.f == nil {
+			if len(c.kept) == 0 {
+				c.done = true
+				return nil
+			}
+			// The row written before is in the encoder's buffers by now:
+			// its samples' space can take the next row's.
+			c.g.unpack(&c.kept[0], &c.buf[0])
+			c.kept = c.kept[1:]
+			c.i, c.n = 0, 1
 			return nil
 		}
 		n, err := c.r.Read(c.buf)
@@ -143,7 +172,7 @@ func merge(dst string, srcs []string) (int64, error) {
 			c.done = true
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("compact %s: %w", c.f.Name(), err)
+			return fmt.Errorf("compact %s: %w", c.name, err)
 		}
 		return nil
 	}
@@ -156,7 +185,6 @@ func merge(dst string, srcs []string) (int64, error) {
 	less := func(a, b *Scrape) int {
 		return cmp.Or(strings.Compare(a.Target, b.Target), strings.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Seq, b.Seq))
 	}
-	var e encoder
 	return e.write(dst, func(pw *parquet.GenericWriter[Scrape]) error {
 		one := make([]Scrape, 1)
 		for {
@@ -181,21 +209,25 @@ func merge(dst string, srcs []string) (int64, error) {
 }
 
 // compact merges the sealed segments numbered segs (consecutive, of run) in
-// dir into one file and removes them.
-func compact(dir, run string, segs []int) error {
+// dir into one file written with e, and removes them. kept.segs[i], if not
+// nil, holds the rows of segs[i]: they are merged from memory, not the file.
+func compact(e *encoder, dir, run string, segs []int, kept *keptGroup) error {
 	if len(segs) < 2 {
 		return nil
 	}
-	srcs := make([]string, len(segs))
+	srcs := make([]source, len(segs))
 	for i, n := range segs {
-		srcs[i] = filepath.Join(dir, segName{run, n, n}.file())
+		srcs[i].path = filepath.Join(dir, segName{run, n, n}.file())
+		if kept != nil && i < len(kept.segs) {
+			srcs[i].kept, srcs[i].g = kept.segs[i], kept
+		}
 	}
 	dst := filepath.Join(dir, segName{run, segs[0], segs[len(segs)-1]}.file())
-	if _, err := merge(dst, srcs); err != nil {
+	if _, err := merge(e, dst, srcs); err != nil {
 		return err
 	}
 	for _, s := range srcs {
-		if err := os.Remove(s); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("compact: remove merged source: %w", err)
 		}
 	}

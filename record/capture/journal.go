@@ -120,6 +120,11 @@ func putString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+func putBytes(b []byte, p []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(p)))
+	return append(b, p...)
+}
+
 func putOptString(b []byte, s *string) []byte {
 	if s == nil {
 		return append(b, 0)
@@ -158,7 +163,7 @@ func encodeScrape(b []byte, s *Scrape) []byte {
 	if s.Body == nil {
 		b = append(b, 0)
 	} else {
-		b = putString(append(b, 1), string(s.Body))
+		b = putBytes(append(b, 1), s.Body)
 	}
 	return b
 }

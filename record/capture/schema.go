@@ -36,27 +36,30 @@ const EndpointMetrics = "metrics"
 // Times are Unix nanoseconds derived from one wall-clock reading at the
 // start of the run plus monotonic elapsed time, so a wall-clock step cannot
 // reorder them. A time of 0 is written as null: the moment did not happen.
+//
+// Every column is zstd-compressed by the writer's codec (see zstdCodec),
+// not by a tag: a tag's codec would override the writer's level.
 type Scrape struct {
-	RunID    string `parquet:"run_id,dict,zstd"`
-	Target   string `parquet:"target,dict,zstd"`
-	Engine   string `parquet:"engine,dict,zstd"`   // the configured engine hint, "" when none
-	Endpoint string `parquet:"endpoint,dict,zstd"` // "metrics", or the extra endpoint's path
-	URL      string `parquet:"url,dict,zstd"`      // credentials removed
-	Seq      int64  `parquet:"seq,delta,zstd"`     // tick number k of this target and endpoint, from 0
-	Outcome  string `parquet:"outcome,dict,zstd"`
+	RunID    string `parquet:"run_id,dict"`
+	Target   string `parquet:"target,dict"`
+	Engine   string `parquet:"engine,dict"`   // the configured engine hint, "" when none
+	Endpoint string `parquet:"endpoint,dict"` // "metrics", or the extra endpoint's path
+	URL      string `parquet:"url,dict"`      // credentials removed
+	Seq      int64  `parquet:"seq,delta"`     // tick number k of this target and endpoint, from 0
+	Outcome  string `parquet:"outcome,dict"`
 
-	ScheduledNs int64 `parquet:"scheduled_ns,delta,zstd"`           // run start + k*interval
-	StartNs     int64 `parquet:"start_ns,optional,delta,zstd"`      // request sent; null for a missed tick
-	FirstByteNs int64 `parquet:"first_byte_ns,optional,delta,zstd"` // first response byte; null without response
-	EndNs       int64 `parquet:"end_ns,optional,delta,zstd"`        // body read to the end or attempt abandoned
+	ScheduledNs int64 `parquet:"scheduled_ns,delta"`           // run start + k*interval
+	StartNs     int64 `parquet:"start_ns,optional,delta"`      // request sent; null for a missed tick
+	FirstByteNs int64 `parquet:"first_byte_ns,optional,delta"` // first response byte; null without response
+	EndNs       int64 `parquet:"end_ns,optional,delta"`        // body read to the end or attempt abandoned
 
-	Status          *int32  `parquet:"status,optional,zstd"`
-	Error           *string `parquet:"error,optional,dict,zstd"`
-	ContentType     *string `parquet:"content_type,optional,dict,zstd"`
-	ContentEncoding *string `parquet:"content_encoding,optional,dict,zstd"`
-	WireBytes       *int64  `parquet:"wire_bytes,optional,zstd"` // bytes on the wire, before decompression
-	Body            []byte  `parquet:"body,optional"`            // exactly as received, after transport decompression
-	ParseError      *string `parquet:"parse_error,optional,zstd"`
+	Status          *int32  `parquet:"status,optional"`
+	Error           *string `parquet:"error,optional,dict"`
+	ContentType     *string `parquet:"content_type,optional,dict"`
+	ContentEncoding *string `parquet:"content_encoding,optional,dict"`
+	WireBytes       *int64  `parquet:"wire_bytes,optional"` // bytes on the wire, before decompression
+	Body            []byte  `parquet:"body,optional"`       // exactly as received, after transport decompression
+	ParseError      *string `parquet:"parse_error,optional"`
 
 	Samples []Sample `parquet:"samples,list"`
 }

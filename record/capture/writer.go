@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
 )
 
 // DefaultRotate is how long a segment stays open before it is closed into a
@@ -38,14 +37,28 @@ type Writer struct {
 	j        *journal
 	rows     []Scrape
 	opened   time.Time
-	enc      encoder
+	enc      encoder // of one-minute segments
 
 	// Compaction of sealed segments, in the background (see compact.go).
+	// Like enc, its encoder is kept from one merge to the next, so its
+	// buffers grow to a merged file's size once, not at every merge.
 	compactEvery int
+	cenc         encoder
 	sealed       []int
+	kept         *keptGroup // kept.segs[i]: the rows of sealed[i], or nil
+	keepBudget   int64
 	compacting   sync.WaitGroup
 	compactErr   error // of the last background compaction, read after Wait
 }
+
+// DefaultKeepBytes bounds the memory a writer spends on keeping the rows of
+// its sealed segments until they are compacted (see kept.go): merging ten
+// segments from memory costs a quarter of decoding their files again.
+// Segments past the budget are read back from their files. One vLLM engine
+// scraped every 2 s keeps about 20 MB over ten one-minute segments (300
+// bodies of 47 KB and 360 packed samples each), so three such engines fit.
+// While a merge runs, the group it merges is held as well.
+const DefaultKeepBytes = 64 << 20
 
 // NewWriter recovers any crashed segments in dir and opens a new segment
 // for run. A rotate of 0 means DefaultRotate.
@@ -59,7 +72,8 @@ func NewWriter(dir, run string, rotate time.Duration) (*Writer, error) {
 	if _, err := Recover(dir); err != nil {
 		return nil, err
 	}
-	w := &Writer{dir: dir, run: run, rotate: rotate, compactEvery: DefaultCompactEvery}
+	w := &Writer{dir: dir, run: run, rotate: rotate, compactEvery: DefaultCompactEvery,
+		kept: &keptGroup{}, keepBudget: DefaultKeepBytes}
 	last, err := lastSegment(dir, run)
 	if err != nil {
 		return nil, err
@@ -108,7 +122,9 @@ func (w *Writer) open() error {
 
 // Append journals s and keeps it for the open segment; it rotates the
 // segment when it has been open for the rotate interval. s.Samples must
-// already be filled (see Parse).
+// already be filled (see Parse). The writer holds on to s.Samples until the
+// segment is sealed and to s.Body until it is compacted: they must not
+// change.
 func (w *Writer) Append(s Scrape) error {
 	if w.j == nil {
 		return errors.New("append to a closed writer")
@@ -139,10 +155,23 @@ func (w *Writer) Rotate() error {
 func (w *Writer) seal() error {
 	base := filepath.Join(w.dir, segmentBase(w.run, w.seg))
 	if len(w.rows) > 0 {
+		// A segment that compaction will merge lives for minutes and is
+		// written with zstd's fastest level; the merged file gets the
+		// better one. A segment that stays as it is gets the better one.
+		codec := zstdBetter
+		if w.compactEvery > 1 {
+			codec = zstdFast
+		}
+		w.enc.setCodec(codec)
 		if _, err := w.enc.writeSegment(base+".parquet", w.rows); err != nil {
 			return err
 		}
 		w.sealed = append(w.sealed, w.seg)
+		budget := w.keepBudget
+		if w.compactEvery <= 1 {
+			budget = 0 // nothing will merge them
+		}
+		w.kept.add(w.rows, budget)
 	}
 	w.rows = w.rows[:0]
 	if err := w.j.close(); err != nil {
@@ -159,9 +188,9 @@ func (w *Writer) seal() error {
 		if err := w.compactErr; err != nil {
 			return err
 		}
-		segs := w.sealed
-		w.sealed = nil
-		w.compacting.Go(func() { w.compactErr = compact(w.dir, w.run, segs) })
+		segs, kept := w.sealed, w.kept
+		w.sealed, w.kept = nil, &keptGroup{}
+		w.compacting.Go(func() { w.compactErr = compact(&w.cenc, w.dir, w.run, segs, kept) })
 	}
 	return nil
 }
@@ -182,9 +211,10 @@ func (w *Writer) Close() error {
 		err = w.compactErr
 	}
 	if err == nil && w.compactEvery > 1 && len(w.sealed) > 1 {
-		err = compact(w.dir, w.run, w.sealed)
-		w.sealed = nil
+		err = compact(&w.cenc, w.dir, w.run, w.sealed, w.kept)
 	}
+	w.sealed, w.kept = nil, &keptGroup{}
+	w.enc, w.cenc = encoder{}, encoder{} // their buffers
 	return err
 }
 
@@ -214,7 +244,15 @@ func (w *Writer) Pending() int { return len(w.rows) }
 
 // encoder writes segments, reusing one Parquet writer and its buffers.
 type encoder struct {
-	pw *parquet.GenericWriter[Scrape]
+	pw    *parquet.GenericWriter[Scrape]
+	codec *zstdCodec // nil: zstdBetter
+}
+
+// setCodec sets the codec of the files written next.
+func (e *encoder) setCodec(c *zstdCodec) {
+	if c != e.codec {
+		e.codec, e.pw = c, nil
+	}
 }
 
 // writeSegment writes rows, sorted by target, endpoint and seq, to path:
@@ -247,7 +285,7 @@ func (e *encoder) write(path string, fill func(*parquet.GenericWriter[Scrape]) e
 		return 0, err
 	}
 	if e.pw == nil {
-		e.pw = newParquetWriter(f)
+		e.pw = newParquetWriter(f, e.codec)
 	} else {
 		e.pw.Reset(f)
 	}
@@ -410,9 +448,12 @@ func recoverJournal(path string) (*Recovery, error) {
 	return r, nil
 }
 
-func newParquetWriter(out *os.File) *parquet.GenericWriter[Scrape] {
+func newParquetWriter(out *os.File, codec *zstdCodec) *parquet.GenericWriter[Scrape] {
+	if codec == nil {
+		codec = zstdBetter
+	}
 	return parquet.NewGenericWriter[Scrape](out,
-		parquet.Compression(&zstd.Codec{Level: zstd.SpeedBetterCompression}),
+		parquet.Compression(codec),
 		parquet.PageBufferSize(pageBufferSize),
 		// Min/max of a body is a whole body: written into every page header
 		// and the column index it would outweigh the compressed bodies.
@@ -420,6 +461,20 @@ func newParquetWriter(out *os.File) *parquet.GenericWriter[Scrape] {
 		parquet.SkipPageBounds("body"),
 		parquet.SkipPageStatistics("parse_error"),
 		parquet.SkipPageBounds("parse_error"),
+		// Nothing reads the sample strings' min/max either (they are list
+		// elements, which query engines do not prune on), and computing
+		// them compares every value of every page twice: about a fifth of
+		// the cost of writing a segment.
+		parquet.SkipPageStatistics("samples", "list", "element", "family"),
+		parquet.SkipPageBounds("samples", "list", "element", "family"),
+		parquet.SkipPageStatistics("samples", "list", "element", "type"),
+		parquet.SkipPageBounds("samples", "list", "element", "type"),
+		parquet.SkipPageStatistics("samples", "list", "element", "help"),
+		parquet.SkipPageBounds("samples", "list", "element", "help"),
+		parquet.SkipPageStatistics("samples", "list", "element", "name"),
+		parquet.SkipPageBounds("samples", "list", "element", "name"),
+		parquet.SkipPageStatistics("samples", "list", "element", "labels"),
+		parquet.SkipPageBounds("samples", "list", "element", "labels"),
 		parquet.KeyValueMetadata("llmrec.schema_version", SchemaVersion),
 		parquet.CreatedBy("llmrec", Version, ""),
 	)

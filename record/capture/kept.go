@@ -1,0 +1,111 @@
+package capture
+
+import "unsafe"
+
+// The rows of sealed segments are kept in memory until compaction merges
+// them, so that it need not decode the files again (see Writer.seal). They
+// are kept packed: a sample's strings become indexes into one table per
+// compaction group. A scrape's label sets, names and help texts are those of
+// the scrape before, so the table holds each once, not once a scrape, and
+// packed samples hold no pointers for the garbage collector to scan in the
+// ten minutes they wait.
+
+// keptGroup is the packed rows of the segments of one compaction group.
+type keptGroup struct {
+	segs  [][]keptRow // segs[i]: the rows of the group's i-th sealed segment; nil: not kept
+	strs  []string
+	index map[string]uint32
+	bytes int64 // estimated heap held, for the budget
+}
+
+// keptRow is a row without its samples, and its samples packed.
+type keptRow struct {
+	row        Scrape // Samples nil
+	samples    []packedSample
+	nilSamples bool // row.Samples was nil, not empty
+}
+
+type packedSample struct {
+	family, typ, help, name, labels uint32
+	hasTS                           bool
+	ts                              int64
+	value                           float64
+}
+
+// add packs rows and appends them as the group's next segment, or appends
+// nil (not kept) when they would take the group past budget bytes.
+func (g *keptGroup) add(rows []Scrape, budget int64) {
+	var n int64
+	for i := range rows {
+		n += int64(unsafe.Sizeof(keptRow{})) + int64(cap(rows[i].Body)) + int64(len(rows[i].Samples))*int64(unsafe.Sizeof(packedSample{}))
+	}
+	if g.bytes+n > budget {
+		g.segs = append(g.segs, nil)
+		return
+	}
+	if g.index == nil {
+		g.index = map[string]uint32{}
+	}
+	seg := make([]keptRow, len(rows))
+	var (
+		last   [5]string
+		lastID [5]uint32
+		seen   [5]bool
+	)
+	id := func(field int, s string) uint32 {
+		// Most samples share their family, type, help and name with the
+		// sample before: the same string, which compares in one step.
+		if seen[field] && s == last[field] {
+			return lastID[field]
+		}
+		i, ok := g.index[s]
+		if !ok {
+			i = uint32(len(g.strs))
+			g.strs = append(g.strs, s)
+			g.index[s] = i
+			n += int64(len(s)) + 48 // the string, its slice element and map entry
+		}
+		last[field], lastID[field], seen[field] = s, i, true
+		return i
+	}
+	for i := range rows {
+		k := &seg[i]
+		k.row = rows[i]
+		k.row.Samples = nil
+		k.nilSamples = rows[i].Samples == nil
+		if k.nilSamples {
+			continue
+		}
+		k.samples = make([]packedSample, len(rows[i].Samples))
+		for j, s := range rows[i].Samples {
+			p := &k.samples[j]
+			p.family, p.typ, p.help, p.name = id(0, s.Family), id(1, s.Type), id(2, s.Help), id(3, s.Name)
+			p.labels = id(4, s.Labels)
+			p.value = s.Value
+			if s.TimestampMs != nil {
+				p.hasTS, p.ts = true, *s.TimestampMs
+			}
+		}
+	}
+	g.segs = append(g.segs, seg)
+	g.bytes += n
+}
+
+// unpack rebuilds the row k into dst, its samples in dst.Samples' space.
+func (g *keptGroup) unpack(k *keptRow, dst *Scrape) {
+	buf := dst.Samples[:0]
+	*dst = k.row
+	if k.nilSamples {
+		return
+	}
+	for i := range k.samples {
+		p := &k.samples[i]
+		s := Sample{Family: g.strs[p.family], Type: g.strs[p.typ], Help: g.strs[p.help], Name: g.strs[p.name],
+			Labels: g.strs[p.labels], Value: p.value}
+		if p.hasTS {
+			s.TimestampMs = &p.ts
+		}
+		buf = append(buf, s)
+	}
+	dst.Samples = buf
+}
