@@ -257,6 +257,9 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		if !a.opts.SkipPolls {
 			st.out.Polls = make([]Poll, 0, n)
 		}
+		for i := range st.stats {
+			st.stats[i].values, st.stats[i].windows = make([]float64, 0, n), make([]float64, 0, n)
+		}
 	}
 	for i := range st.stats {
 		st.stats[i].nulls = map[string]int{}

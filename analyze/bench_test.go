@@ -93,19 +93,21 @@ func BenchmarkReplay(b *testing.B) {
 	}
 }
 
-// countRecording is the /metrics scrapes of a recording and their samples.
+// countRecording is the /metrics rows of a recording (the scrapes
+// attempted) and their samples, read as the replay reads them.
 func countRecording(b *testing.B, dir string) (scrapes, samples int) {
 	run, err := capture.Open(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
+	tab := newStrtab()
+	r := newSegReader(tab)
 	for _, seg := range run.Segments {
-		err := capture.ReadSegment(seg, func(s *capture.Scrape) error {
-			if s.Endpoint == capture.EndpointMetrics {
+		err := r.read(seg, func(w *row) {
+			if tab.s[w.endpoint] == capture.EndpointMetrics {
 				scrapes++
-				samples += len(s.Samples)
+				samples += len(w.name)
 			}
-			return nil
 		})
 		if err != nil {
 			b.Fatal(err)
