@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -276,7 +277,17 @@ vllm:num_requests_running{engine="0"} NaN
 		want(t, cs, n, null, rate.ReasonAbsent)
 	}
 	cs = feed(t, tr, 3, body)
-	want(t, cs, WaitingByReason, 4, "")
+	first := want(t, cs, WaitingByReason, 4, "").By
+	// An unchanged split is shared with the poll before; a changed one is
+	// new, and the one published before it stays as it was.
+	cs = feed(t, tr, 4, body)
+	if same := want(t, cs, WaitingByReason, 4, "").By; reflect.ValueOf(same).Pointer() != reflect.ValueOf(first).Pointer() {
+		t.Error("an unchanged split is a new map")
+	}
+	cs = feed(t, tr, 5, strings.Replace(body, `reason="deferred"} 1`, `reason="deferred"} 5`, 1))
+	if c := want(t, cs, WaitingByReason, 8, ""); c.By["deferred"] != 5 || first["deferred"] != 1 || len(first) != 2 {
+		t.Errorf("changed split %v, earlier %v", c.By, first)
+	}
 }
 
 func TestVLLMReader(t *testing.T) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"math"
 	"strings"
 
@@ -410,12 +411,24 @@ func (q *query) by(name, label string) Cell {
 	if len(ids) == 0 {
 		return absent()
 	}
-	parts := make(map[string]float64, 2)
+	// The split is built in scratch space; a split that did not change is
+	// the last one, which kept polls share, and only a new one is kept.
+	parts := q.t.byScratch
+	if parts == nil {
+		parts = make(map[string]float64, 2)
+	}
+	clear(parts)
 	var sum float64
 	for _, id := range ids {
 		v, _ := q.t.label(id, label)
 		parts[v] += q.t.keys[id].v
 		sum += q.t.keys[id].v
+	}
+	if last, ok := q.t.lastBy[name]; ok && maps.Equal(last, parts) {
+		q.t.byScratch = parts
+		parts = last
+	} else {
+		q.t.lastBy[name], q.t.byScratch = parts, nil
 	}
 	return Cell{Cell: rate.Cell{Value: rate.Some(sum), Source: name}, By: parts}
 }

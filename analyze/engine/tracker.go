@@ -52,7 +52,11 @@ type Tracker struct {
 	names2  map[srcKey]string // generic cell names, built once
 	quick   map[string]int32  // ObserveSamples: name+labels → key
 	facts   map[factKey]factVal
-	q       query // reused by End: a query per poll would escape to the heap
+	// lastBy is each by-label cell's last split (query.by), shared by the
+	// polls it did not change in: it is never modified once published.
+	lastBy    map[string]map[string]float64
+	byScratch map[string]float64 // not published: query.by's next split
+	q         query              // reused by End: a query per poll would escape to the heap
 }
 
 // keyState is one series of the target.
@@ -110,6 +114,7 @@ func NewTracker(hint string, cfg rate.Config) *Tracker {
 		sources:  make(map[srcKey]string),
 		names2:   make(map[srcKey]string),
 		facts:    make(map[factKey]factVal),
+		lastBy:   make(map[string]map[string]float64),
 	}
 	t.rd = readerFor(Generic)
 	t.engine = Generic
