@@ -312,7 +312,7 @@ func (a *analyzer) row(w *row) {
 	}
 	st.cells = st.tr.End(st.cells)
 	st.record(T, tab.s[w.run], w.seq, a.opts.SkipPolls)
-	st.fw.end(st.cells, tab.s[w.run], w.seq)
+	st.fw.end(st.cells)
 }
 
 // record keeps a poll's headline values and, unless skipped, its cells.

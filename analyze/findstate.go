@@ -352,9 +352,10 @@ var canon = func() map[string]int {
 }()
 
 // end closes the poll: cells is the published cells of the main replay.
-func (fs *findingsState) end(cells engine.Cells, run string, seq int64) {
+// The poll's row is the last one kept (row comes first).
+func (fs *findingsState) end(cells engine.Cells) {
 	p := &fs.p
-	p.Run, p.Seq = run, seq
+	p.Row = len(fs.t.Rows) - 1
 	get := func(cs engine.Cells, name string) *engine.Cell {
 		i, ok := canon[name]
 		if !ok || i >= len(cs) {

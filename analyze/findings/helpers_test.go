@@ -26,7 +26,7 @@ func newTarget(name, eng string) *builder {
 func (b *builder) poll(t, gen float64) *Poll {
 	b.t.Rows = append(b.t.Rows, Row{Run: "r", Seq: b.seq, Outcome: "ok", Scheduled: t - 0.01, Start: t - 0.005, FirstByte: t,
 		End: t + 0.001})
-	p := Poll{T: t, Start: t - 0.005, Run: "r", Seq: b.seq}
+	p := Poll{T: t, Start: t - 0.005, Row: len(b.t.Rows) - 1}
 	b.seq++
 	p.Totals[Decode] = rate.Some(gen)
 	ps := b.t.Polls

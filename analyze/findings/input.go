@@ -119,8 +119,7 @@ type Value struct {
 type Poll struct {
 	T     float64 // the first byte: the samples' stamp
 	Start float64 // the request went out; 0 unknown
-	Run   string
-	Seq   int64
+	Row   int     // its row in Target.Rows
 	// Rates are the published rate cells (RateCells).
 	Rates [NRates]Value
 	// DecodeNotes are the decode cell's label-set notes ("no_baseline

@@ -84,19 +84,12 @@ func newView(t *Target, gates rate.Config) *view {
 	}
 	v.pollRow = make([]int, len(t.Polls))
 	v.rowPoll = make([]int, len(t.Rows))
-	type key struct {
-		run string
-		seq int64
-	}
-	at := make(map[key]int, len(t.Polls))
-	for i := range t.Polls {
-		at[key{t.Polls[i].Run, t.Polls[i].Seq}] = i
-		v.pollRow[i] = -1
-	}
 	for i := range t.Rows {
-		r := &t.Rows[i]
 		v.rowPoll[i] = -1
-		if p, ok := at[key{r.Run, r.Seq}]; ok && r.Outcome == "ok" {
+	}
+	for p := range t.Polls {
+		v.pollRow[p] = -1
+		if i := t.Polls[p].Row; i >= 0 && i < len(t.Rows) && t.Rows[i].Outcome == "ok" {
 			v.rowPoll[i], v.pollRow[p] = p, i
 		}
 	}
