@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -17,38 +14,11 @@ import (
 	"time"
 
 	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/duckdbtest"
 )
 
-// duckdb runs SQL in DuckDB itself (the npm package @duckdb/node-api, which
-// .ci/run installs) and returns the rows of each statement. Outside CI it
-// skips when node or the package is missing; in CI (CI=true) that fails.
-func duckdb(t *testing.T, sql ...string) [][]map[string]any {
-	t.Helper()
-	script, _ := filepath.Abs("../.ci/duckdb/query.mjs")
-	modules := filepath.Join(filepath.Dir(script), "node_modules", "@duckdb", "node-api")
-	_, nodeErr := exec.LookPath("node")
-	_, modErr := os.Stat(modules)
-	if nodeErr != nil || modErr != nil {
-		msg := fmt.Sprintf("DuckDB unavailable (node: %v; module: %v); run: (cd .ci/duckdb && npm ci)", nodeErr, modErr)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	out, err := exec.Command("node", append([]string{script}, sql...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("duckdb: %v\n%s", err, out)
-	}
-	var res [][]map[string]any
-	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
-		var rows []map[string]any
-		if err := json.Unmarshal(line, &rows); err != nil {
-			t.Fatalf("duckdb output %q: %v", line, err)
-		}
-		res = append(res, rows)
-	}
-	return res
-}
+// duckdb runs SQL in DuckDB itself (see package duckdbtest).
+func duckdb(t *testing.T, sql ...string) [][]map[string]any { return duckdbtest.Query(t, sql...) }
 
 // DuckDB itself reads a recorded run: its row count and a body's bytes
 // match inspect and export, and the samples are queryable with their labels.
