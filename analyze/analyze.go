@@ -36,6 +36,12 @@ type Options struct {
 	// Caps are the plausibility caps of the rate cells (see
 	// findings.ParseCap).
 	Caps []findings.Cap
+	// Spool, when set and polls are kept, is a folder for temporary files:
+	// each target's polls are encoded there as they are replayed instead of
+	// held in memory (a day of 8 engines is gigabytes of cells). Target.Polls
+	// stays empty and Result.WriteJSON copies them from the spool; the
+	// caller removes the folder after writing.
+	Spool string
 }
 
 // DefaultSpans are the counterfactual spans when none are given: a window
@@ -100,6 +106,11 @@ func Analyze(opts Options) (*Result, error) {
 		}
 	}
 	res.Targets = an.finish()
+	// A poll that could not be spooled would be missing from the document.
+	if an.err != nil {
+		res.Close()
+		return nil, an.err
+	}
 	res.Findings = *findings.Analyze(an.run())
 	res.Spans = append([]float64{}, an.spans...)
 	res.Caps = append([]findings.Cap{}, opts.Caps...)
@@ -185,6 +196,7 @@ type analyzer struct {
 	metas   map[string]*targetMeta
 	rows    int64
 	samples int64
+	err     error // the first spool failure
 
 	metricsID, okID int32
 }
@@ -220,6 +232,7 @@ type targetState struct {
 	cells engine.Cells
 	stats []headStat
 	fw    *findingsState // what the run findings keep of the target
+	spool *spool         // its polls, when spooled (Options.Spool)
 }
 
 // headStat gathers one headline cell over the polls.
@@ -263,6 +276,12 @@ func (a *analyzer) target(id, hint int32) *targetState {
 	}
 	for i := range st.stats {
 		st.stats[i].nulls = map[string]int{}
+	}
+	if a.opts.Spool != "" && !a.opts.SkipPolls {
+		var err error
+		if st.spool, err = newSpool(a.opts.Spool); err != nil && a.err == nil {
+			a.err = err
+		}
 	}
 	a.targets[id] = st
 	return st
@@ -311,12 +330,14 @@ func (a *analyzer) row(w *row) {
 		st.fw.set(id, w.value[j])
 	}
 	st.cells = st.tr.End(st.cells)
-	st.record(T, tab.s[w.run], w.seq, a.opts.SkipPolls)
+	if err := st.record(T, tab.s[w.run], w.seq, a.opts.SkipPolls); err != nil && a.err == nil {
+		a.err = err
+	}
 	st.fw.end(st.cells)
 }
 
 // record keeps a poll's headline values and, unless skipped, its cells.
-func (st *targetState) record(T float64, run string, seq int64, skip bool) {
+func (st *targetState) record(T float64, run string, seq int64, skip bool) error {
 	s := &st.out.Summary
 	if s.Polls == 0 {
 		s.First = T
@@ -336,9 +357,14 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) {
 		}
 	}
 	if skip {
-		return
+		return nil
+	}
+	if st.spool != nil {
+		// Encoded now: the cells need not be copied.
+		return st.spool.add(&Poll{T: T, Run: run, Seq: seq, Cells: st.cells})
 	}
 	st.out.Polls = grow(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Cells: slices.Clone(st.cells)})
+	return nil
 }
 
 // finish completes every target, sorted by name.
@@ -346,6 +372,7 @@ func (a *analyzer) finish() []Target {
 	out := make([]Target, 0, len(a.targets))
 	for _, st := range a.targets {
 		t := st.out
+		t.spool = st.spool
 		t.Engine, t.DetectedBy = st.tr.Engine()
 		t.Notes = st.tr.Notes()
 		t.UnknownSeries = st.tr.Unknown()

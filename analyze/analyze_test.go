@@ -869,3 +869,41 @@ func near(evs []sim.Event, at, d time.Duration) bool {
 	}
 	return false
 }
+
+// Polls spooled to disk write the same document as polls held in memory,
+// and a spool that cannot be written fails the analysis rather than drop
+// polls.
+func TestSpooledPolls(t *testing.T) {
+	dir := t.TempDir()
+	generate(t, sim.LongScenario(2, 5*time.Minute, 1), dir, sim.GenerateOptions{})
+	write := func(res *Result) []byte {
+		var b bytes.Buffer
+		if err := res.WriteJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	held, err := Analyze(Options{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoolDir := t.TempDir()
+	spooled, err := Analyze(Options{Dirs: []string{dir}, Spool: spoolDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spooled.Targets) != 2 || len(spooled.Targets[0].Polls) != 0 || len(held.Targets[0].Polls) < 100 {
+		t.Fatalf("spooled targets hold %d polls, held %d", len(spooled.Targets[0].Polls), len(held.Targets[0].Polls))
+	}
+	a, b := write(held), write(spooled)
+	if !bytes.Equal(a, b) || !bytes.Equal(b, write(spooled)) {
+		t.Errorf("spooled document differs (%d vs %d bytes)", len(b), len(a))
+	}
+	if err := spooled.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Analyze(Options{Dirs: []string{dir}, Spool: filepath.Join(spoolDir, "missing")}); err == nil ||
+		!strings.Contains(err.Error(), "spool polls") {
+		t.Errorf("unwritable spool: %v", err)
+	}
+}

@@ -104,7 +104,8 @@ type Target struct {
 	Scrapes        map[string]int `json:"scrapes"`
 	OtherEndpoints map[string]int `json:"other_endpoints"`
 	Summary        Summary        `json:"summary"`
-	Polls          []Poll         `json:"polls"` // empty when the options skip them
+	Polls          []Poll         `json:"polls"` // empty when the options skip or spool them
+	spool          *spool         // the polls, when spooled: WriteJSON copies them
 }
 
 // Poll is one ok scrape and its cells.

@@ -37,6 +37,11 @@ func (r *Result) WriteJSON(w io.Writer) error {
 		}
 		bw.Write(th[:len(th)-1])
 		bw.WriteString(`,"polls":[`)
+		if t.spool != nil {
+			if err := t.spool.copyTo(bw); err != nil {
+				return err
+			}
+		}
 		for k := range t.Polls {
 			if k > 0 {
 				bw.WriteByte(',')
@@ -54,6 +59,21 @@ func (r *Result) WriteJSON(w io.Writer) error {
 		return fmt.Errorf("write analysis: %w", err)
 	}
 	return nil
+}
+
+// Close releases the files of spooled polls (Options.Spool); the result
+// writes no polls afterwards. The caller removes the spool folder.
+func (r *Result) Close() error {
+	var first error
+	for i := range r.Targets {
+		if s := r.Targets[i].spool; s != nil {
+			if err := s.close(); err != nil && first == nil {
+				first = err
+			}
+			r.Targets[i].spool = nil
+		}
+	}
+	return first
 }
 
 // The heads are the result and a target without their last field (targets,

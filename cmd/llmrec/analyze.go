@@ -258,10 +258,25 @@ func analyzeRun(_ context.Context, stdout, stderr io.Writer, args []string) erro
 		return err
 	}
 	opts.SkipPolls = *jsonPath == ""
+	if *jsonPath != "" {
+		// Polls wait on disk beside the document (a day of 8 engines is
+		// gigabytes of cells), in the temporary folder for stdout.
+		dir := ""
+		if *jsonPath != "-" {
+			dir = filepath.Dir(*jsonPath)
+		}
+		spool, err := os.MkdirTemp(dir, ".llmrec-polls-*")
+		if err != nil {
+			return fmt.Errorf("analyze: %w", err)
+		}
+		defer os.RemoveAll(spool)
+		opts.Spool = spool
+	}
 	res, err := analyze.Analyze(opts)
 	if err != nil {
 		return err
 	}
+	defer res.Close()
 	summary := stdout
 	if *jsonPath != "" {
 		if err := writeAnalysisJSON(res, *jsonPath, stdout); err != nil {
