@@ -44,7 +44,9 @@ Then the run's story (docs/analysis-format.md has every key):
              restart, target_down/target_up, label_join/label_leave; each
              with the cells affected, the gate that fired and what a naive
              delta over time would have printed instead
-  edges      load starts and ends found on each decode counter; an edge
+  edges      load starts and ends found on each decode counter (on the
+             step counter of an engine that counts decode only when a
+             request completes, as llama.cpp does); an edge
              whose new regime holds 5 polls is judged: its settle poll is
              the first whose published rate is within |ln| 0.1 of the new
              level (exactly 0 for an end). The same polls are replayed under
@@ -67,7 +69,9 @@ On stdout: per target the engine, what it said about itself (the ceiling
 first), the polls, the median of each headline cell with the window it was
 measured over, nulls by reason and the series the engine's reader does not
 know; then the findings. A file that cannot be read is reported by name and
-the rest is analysed; the exit status is then 1.
+the rest is analysed; the exit status is then 1. With --json FILE every
+poll's cells go to FILE (schema: docs/analysis-format.md); while the run is
+replayed they wait in a temporary folder beside FILE, removed afterwards.
 
 The gates (see package analyze/rate):
   --span D         how far back a window may reach (default 10s; use the
