@@ -55,9 +55,10 @@ func metaOf(run *capture.Run, metas map[string]*targetMeta) {
 	}
 }
 
-// maxTicksHint bounds the capacity a manifest can ask for: a week at
-// 100 ms, so that a wrong manifest cannot exhaust memory.
-const maxTicksHint = 7 * 24 * 3600 * 10
+// maxTicksHint bounds the capacity a manifest can ask for (12 days at
+// 2 s), so that a wrong one costs at most ~350 MB of empty records; a
+// longer run grows its records as they come.
+const maxTicksHint = 1 << 19
 
 // engineInfo reads a version and a model from an engine's info endpoint:
 // vLLM /version and /v1/models, llama.cpp /props, TGI /info.
