@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -429,25 +430,11 @@ func (es *EngineSpec) normalize() error {
 	}
 	switch es.Format {
 	case FormatVLLM:
-		if es.Model == "" {
-			es.Model = DefaultVLLMModel
-		}
-		if es.MaxModelLen == 0 {
-			es.MaxModelLen = 8192
-		}
-		if es.PrefillSpeed == 0 {
-			es.PrefillSpeed = 8000
-		}
+		es.Model, es.MaxModelLen, es.PrefillSpeed = cmp.Or(es.Model, DefaultVLLMModel), cmp.Or(es.MaxModelLen, 8192),
+			cmp.Or(es.PrefillSpeed, 8000)
 	case FormatLlamaCpp:
-		if es.Model == "" {
-			es.Model = DefaultLlamaCppModel
-		}
-		if es.MaxModelLen == 0 {
-			es.MaxModelLen = 4096
-		}
-		if es.PrefillSpeed == 0 {
-			es.PrefillSpeed = 1000
-		}
+		es.Model, es.MaxModelLen, es.PrefillSpeed = cmp.Or(es.Model, DefaultLlamaCppModel), cmp.Or(es.MaxModelLen, 4096),
+			cmp.Or(es.PrefillSpeed, 1000)
 		if es.InterTokenLatency {
 			return errors.New("inter_token_latency: vLLM only")
 		}
@@ -456,21 +443,8 @@ func (es *EngineSpec) normalize() error {
 	default:
 		return fmt.Errorf("format: %q is not vllm or llamacpp", es.Format)
 	}
-	if es.EngineLabel == "" {
-		es.EngineLabel = "0"
-	}
-	if es.BlockSize == 0 {
-		es.BlockSize = 16
-	}
-	if es.NumGPUBlocks == 0 {
-		es.NumGPUBlocks = 20000
-	}
-	if es.Slots == 0 {
-		es.Slots = 4
-	}
-	if es.MaxTokens == 0 {
-		es.MaxTokens = 2048
-	}
+	es.EngineLabel, es.BlockSize, es.NumGPUBlocks = cmp.Or(es.EngineLabel, "0"), cmp.Or(es.BlockSize, 16), cmp.Or(es.NumGPUBlocks, 20000)
+	es.Slots, es.MaxTokens = cmp.Or(es.Slots, 4), cmp.Or(es.MaxTokens, 2048)
 	switch {
 	case es.MaxModelLen < 2:
 		return fmt.Errorf("max_model_len: %d is too small", es.MaxModelLen)
