@@ -153,12 +153,8 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		if e.SettlePoll != nil {
 			sp = strconv.Itoa(*e.SettlePoll)
 		}
-		judged := "yes"
-		if !e.Judged {
-			judged = "no: " + e.Why
-		}
 		edges.Rows = append(edges.Rows, []Cell{text(e.Target), {Text: e.Kind, Prov: "found on the " + e.Signal}, text(unix(e.T)),
-			Cell{Text: numText(e.Level), Prov: e.LevelSource}, text(judged), text(sp), numCell(e.LnErrPoll2)})
+			Cell{Text: numText(e.Level), Prov: e.LevelSource}, text("yes"), text(sp), numCell(e.LnErrPoll2)})
 	}
 	judged := len(res.Edges) - unjudged
 	if unjudged > 0 {
