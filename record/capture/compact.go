@@ -105,6 +105,19 @@ type source struct {
 	g    *keptGroup
 }
 
+// merge hands the Parquet writer rows in batches of up to mergeBatch rows
+// or mergeBatchBytes of bodies, whichever comes first. One row at a time,
+// the body column's buffer grew a body at a time, and each growth past its
+// pooled capacity copied it: that copying was 40 % of a merge. A batch of
+// a page's worth of bodies fills the buffer in one growth, and the next
+// page reuses it. mergeRead is how many rows a file source is read at a
+// time. Variables for the tests.
+var (
+	mergeBatch      = 256
+	mergeBatchBytes = pageBufferSize
+	mergeRead       = 8
+)
+
 // merge writes the rows of the segments srcs (all of one run, each sorted
 // by target, endpoint and seq, consecutive) into dst with e, in the same
 // order: a k-way merge that holds a few rows per file it reads.
@@ -113,11 +126,11 @@ func merge(e *encoder, dst string, srcs []source) (int64, error) {
 		name string
 		f    *os.File // nil for kept rows
 		r    *parquet.GenericReader[Scrape]
-		kept []keptRow // unpacked one at a time into buf
+		kept []keptRow // the rows not yet merged
 		g    *keptGroup
-		buf  []Scrape
+		buf  []Scrape // rows read from f
 		i, n int
-		done bool
+		eof  bool // f has no more rows
 	}
 	var curs []*cursor
 	defer func() {
@@ -130,7 +143,7 @@ func merge(e *encoder, dst string, srcs []source) (int64, error) {
 	}()
 	for _, s := range srcs {
 		if s.kept != nil {
-			curs = append(curs, &cursor{name: s.path, kept: s.kept, g: s.g, buf: make([]Scrape, 1)})
+			curs = append(curs, &cursor{name: s.path, kept: s.kept, g: s.g})
 			continue
 		}
 		f, err := os.Open(s.path)
@@ -147,62 +160,85 @@ func merge(e *encoder, dst string, srcs []source) (int64, error) {
 			f.Close()
 			return 0, fmt.Errorf("compact %s: %w", s.path, err)
 		}
-		curs = append(curs, &cursor{name: s.path, f: f, r: parquet.NewGenericReader[Scrape](pf), buf: make([]Scrape, 8)})
+		curs = append(curs, &cursor{name: s.path, f: f, r: parquet.NewGenericReader[Scrape](pf), buf: make([]Scrape, mergeRead)})
 	}
-	advance := func(c *cursor) error {
-		c.i++
-		if c.i < c.n {
-			return nil
-		}
+	// head is c's next row, or nil when c is done. A file cursor reads its
+	// next rows into its buffer first: the rows batched before must be
+	// written by then, since they may point into that buffer.
+	var flush func() error
+	head := func(c *cursor) (*Scrape, error) {
 		if c.f == nil {
 			if len(c.kept) == 0 {
-				c.done = true
-				return nil
+				return nil, nil
 			}
-			// The row written before is in the encoder's buffers by now:
-			// its samples' space can take the next row's.
-			c.g.unpack(&c.kept[0], &c.buf[0])
-			c.kept = c.kept[1:]
-			c.i, c.n = 0, 1
-			return nil
+			return &c.kept[0].row, nil
+		}
+		if c.i < c.n {
+			return &c.buf[c.i], nil
+		}
+		if c.eof {
+			return nil, nil
+		}
+		if err := flush(); err != nil {
+			return nil, err
 		}
 		n, err := c.r.Read(c.buf)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("compact %s: %w", c.name, err)
+		}
 		c.i, c.n = 0, n
 		if n == 0 {
-			c.done = true
+			c.eof = true
+			return nil, nil
 		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("compact %s: %w", c.name, err)
-		}
-		return nil
-	}
-	for _, c := range curs {
-		c.i = -1
-		if err := advance(c); err != nil {
-			return 0, err
-		}
+		return &c.buf[0], nil
 	}
 	less := func(a, b *Scrape) int {
 		return cmp.Or(strings.Compare(a.Target, b.Target), strings.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Seq, b.Seq))
 	}
 	return e.write(dst, func(pw *parquet.GenericWriter[Scrape]) error {
-		one := make([]Scrape, 1)
+		// Each slot keeps its own samples' space from one batch to the next.
+		batch, n, size := make([]Scrape, mergeBatch), 0, 0
+		flush = func() error {
+			if n == 0 {
+				return nil
+			}
+			_, err := pw.Write(batch[:n])
+			n, size = 0, 0
+			return err
+		}
 		for {
 			var best *cursor
+			var bestRow *Scrape
 			for _, c := range curs {
-				if !c.done && (best == nil || less(&c.buf[c.i], &best.buf[best.i]) < 0) {
-					best = c
+				row, err := head(c)
+				if err != nil {
+					return err
+				}
+				if row != nil && (bestRow == nil || less(row, bestRow) < 0) {
+					best, bestRow = c, row
 				}
 			}
 			if best == nil {
-				return nil
+				return flush()
 			}
-			one[0] = best.buf[best.i]
-			if _, err := pw.Write(one); err != nil {
-				return err
+			slot := &batch[n]
+			if best.f == nil {
+				best.g.unpack(&best.kept[0], slot)
+				best.kept = best.kept[1:]
+			} else {
+				samples := slot.Samples[:0]
+				*slot = *bestRow
+				if bestRow.Samples != nil { // nil is a null list, not an empty one
+					slot.Samples = append(samples, bestRow.Samples...)
+				}
+				best.i++
 			}
-			if err := advance(best); err != nil {
-				return err
+			size += len(slot.Body)
+			if n++; n == len(batch) || size >= mergeBatchBytes {
+				if err := flush(); err != nil {
+					return err
+				}
 			}
 		}
 	})
