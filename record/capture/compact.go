@@ -105,18 +105,13 @@ type source struct {
 	g    *keptGroup
 }
 
-// merge hands the Parquet writer rows in batches of up to mergeBatch rows
-// or mergeBatchBytes of bodies, whichever comes first. One row at a time,
-// the body column's buffer grew a body at a time, and each growth past its
-// pooled capacity copied it: that copying was 40 % of a merge. A batch of
-// a page's worth of bodies fills the buffer in one growth, and the next
-// page reuses it. mergeRead is how many rows a file source is read at a
-// time. Variables for the tests.
-var (
-	mergeBatch      = 256
-	mergeBatchBytes = pageBufferSize
-	mergeRead       = 8
-)
+// merge hands the Parquet writer mergeBatch rows at a time. One row at a
+// time, the body column's buffer grew a body at a time, and each growth past
+// its pooled capacity copied it: that copying was 40 % of a merge. 32 vLLM
+// bodies are 1.5 MB. (Batches of a whole page, 4 MiB, cost more: their
+// rows' samples take fresh memory at every merge.) mergeRead is how many
+// rows a file source is read at a time. Variables for the tests.
+var mergeBatch, mergeRead = 32, 8
 
 // merge writes the rows of the segments srcs (all of one run, each sorted
 // by target, endpoint and seq, consecutive) into dst with e, in the same
@@ -198,13 +193,13 @@ func merge(e *encoder, dst string, srcs []source) (int64, error) {
 	}
 	return e.write(dst, func(pw *parquet.GenericWriter[Scrape]) error {
 		// Each slot keeps its own samples' space from one batch to the next.
-		batch, n, size := make([]Scrape, mergeBatch), 0, 0
+		batch, n := make([]Scrape, mergeBatch), 0
 		flush = func() error {
 			if n == 0 {
 				return nil
 			}
 			_, err := pw.Write(batch[:n])
-			n, size = 0, 0
+			n = 0
 			return err
 		}
 		for {
@@ -234,8 +229,7 @@ func merge(e *encoder, dst string, srcs []source) (int64, error) {
 				}
 				best.i++
 			}
-			size += len(slot.Body)
-			if n++; n == len(batch) || size >= mergeBatchBytes {
+			if n++; n == len(batch) {
 				if err := flush(); err != nil {
 					return err
 				}
