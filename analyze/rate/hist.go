@@ -123,7 +123,14 @@ func (h *Hist) cells() []*Cell { return []*Cell{&h.Count, &h.Mean, &h.P50, &h.P9
 // per label set) and makes the counts monotonic. It reports false when the
 // buckets lack a +Inf bucket or a finite one.
 func prepareBuckets(bs []bucket) ([]bucket, bool) {
-	slices.SortFunc(bs, func(x, y bucket) int { return cmp.Compare(x.le, y.le) })
+	// Targets print one label set's buckets by rising le: the sort is
+	// skipped when they are strictly in order, which leaves nothing to merge.
+	for i := 1; i < len(bs); i++ {
+		if !(bs[i-1].le < bs[i].le) {
+			slices.SortFunc(bs, func(x, y bucket) int { return cmp.Compare(x.le, y.le) })
+			break
+		}
+	}
 	out := bs[:0]
 	for _, b := range bs {
 		if len(out) > 0 && out[len(out)-1].le == b.le {
