@@ -2,10 +2,12 @@ package analyze
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -573,6 +575,62 @@ func TestMedian(t *testing.T) {
 	if m := median([]float64{4, 1, 2, 3}); m != rate.Some(2.5) {
 		t.Error(m)
 	}
+}
+
+// nth selects the value a sort puts at k, whatever the input's shape: few
+// distinct values (gauges), sorted and reversed runs, NaNs, and an input
+// built to defeat the pivot (it falls back to a sort).
+func TestNth(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	shapes := map[string]func(i, n int) float64{
+		"random":   func(i, n int) float64 { return rng.NormFloat64() },
+		"few":      func(i, n int) float64 { return float64(rng.IntN(3)) },
+		"equal":    func(i, n int) float64 { return 7 },
+		"sorted":   func(i, n int) float64 { return float64(i) },
+		"reversed": func(i, n int) float64 { return float64(n - i) },
+		"organ":    func(i, n int) float64 { return float64(min(i, n-i)) },
+		"nan": func(i, n int) float64 {
+			if i%5 == 0 {
+				return math.NaN()
+			}
+			return rng.Float64()
+		},
+	}
+	for name, f := range shapes {
+		for _, n := range []int{1, 2, 3, 17, 18, 100, 1001, 4096} {
+			xs := make([]float64, n)
+			for i := range xs {
+				xs[i] = f(i, n)
+			}
+			want := slices.Clone(xs)
+			slices.Sort(want)
+			for _, k := range []int{0, n / 3, n / 2, n - 1} {
+				ys := slices.Clone(xs)
+				got := nth(ys, k)
+				if !same(got, want[k]) || !same(ys[k], want[k]) {
+					t.Fatalf("%s n=%d: nth %d = %v, sort says %v", name, n, k, got, want[k])
+				}
+				for i := range ys {
+					if (i < k && cmp.Less(ys[k], ys[i])) || (i > k && cmp.Less(ys[i], ys[k])) {
+						t.Fatalf("%s n=%d k=%d: %v at %d is on the wrong side", name, n, k, ys[i], i)
+					}
+				}
+			}
+			if m, w := median(slices.Clone(xs)), sortedMedian(want); !same(m.V, w) {
+				t.Errorf("%s n=%d: median %v, sort says %v", name, n, m.V, w)
+			}
+		}
+	}
+}
+
+func same(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
+
+func sortedMedian(xs []float64) float64 {
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 func TestTargetCell(t *testing.T) {
