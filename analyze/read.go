@@ -50,7 +50,8 @@ func (t *strtab) add(s string) int32 {
 }
 
 // row is one scrape row as ids and numbers. Its slices are reused for the
-// next row.
+// next row. family and typ are empty when the reader's known hook said
+// the row does not need them.
 type row struct {
 	run, target, engine, endpoint, outcome int32
 	seq, start, firstByte                  int64 // a null time is 0
@@ -110,6 +111,17 @@ type segReader struct {
 	cur  [nColumns]cursor
 	row  row
 	trow row // scratch for journal rows
+
+	// known, when set, is asked of every row before it is delivered, its
+	// samples read but not their family and type: true means the
+	// consumer knows every series of the row already, and those two
+	// columns are not decoded for it. A replay needs them once per
+	// series, and decoding them for every sample was a third of the read.
+	// A row group whose rows are all known never reads their pages.
+	known func(*row) bool
+	// vals counts the sample values of the row group's rows delivered so
+	// far, kindsAt those the family and type cursors have passed.
+	vals, kindsAt int
 }
 
 func newSegReader(tab *strtab) *segReader {
@@ -184,6 +196,7 @@ func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, f
 	}()
 	c := &r.cur
 	w := &r.row
+	r.vals, r.kindsAt = 0, 0
 	n := rg.NumRows()
 	for k := int64(0); k < n; k++ {
 		if w.run, err = c[cRun].str(); err != nil {
@@ -224,20 +237,40 @@ func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, f
 			return colErr(cName, err)
 		}
 		m := len(w.name)
-		if w.family, err = c[cFamily].strs(w.family[:0], m); err != nil {
-			return colErr(cFamily, err)
-		}
-		if w.typ, err = c[cType].strs(w.typ[:0], m); err != nil {
-			return colErr(cType, err)
-		}
 		if w.labels, err = c[cLabels].strs(w.labels[:0], m); err != nil {
 			return colErr(cLabels, err)
 		}
 		if w.value, err = c[cValue].doubles(w.value[:0], m); err != nil {
 			return colErr(cValue, err)
 		}
+		w.family, w.typ = w.family[:0], w.typ[:0]
+		if m > 0 && (r.known == nil || !r.known(w)) {
+			if err := r.kinds(w); err != nil {
+				return err
+			}
+		}
+		r.vals += m
 		fn(w)
 	}
+	return nil
+}
+
+// kinds reads the family and type of the row's samples, passing over the
+// values of the rows that did not need them.
+func (r *segReader) kinds(w *row) (err error) {
+	m, lag := len(w.name), r.vals-r.kindsAt
+	for _, col := range [...]int{cFamily, cType} {
+		if err := r.cur[col].skip(lag); err != nil {
+			return colErr(col, err)
+		}
+	}
+	if w.family, err = r.cur[cFamily].strs(w.family, m); err != nil {
+		return colErr(cFamily, err)
+	}
+	if w.typ, err = r.cur[cType].strs(w.typ, m); err != nil {
+		return colErr(cType, err)
+	}
+	r.kindsAt = r.vals + m
 	return nil
 }
 
@@ -507,6 +540,22 @@ func (c *cursor) strs(dst []int32, n int) ([]int32, error) {
 		n -= k
 	}
 	return dst, nil
+}
+
+// skip passes over the next n values of a sample column.
+func (c *cursor) skip(n int) error {
+	for n > 0 {
+		if c.vi >= c.nstr() {
+			if err := c.load(); err != nil {
+				return err
+			}
+			continue
+		}
+		k := min(n, c.nstr()-c.vi)
+		c.vi += k
+		n -= k
+	}
+	return nil
 }
 
 // doubles appends the next n values of a double sample column.
