@@ -965,3 +965,52 @@ func TestSpooledPolls(t *testing.T) {
 		t.Errorf("unwritable spool: %v", err)
 	}
 }
+
+// A series that joins mid-segment, after rows whose series were all known
+// (their family and type never decoded), is registered with its own
+// family and type: the reader passes over the values it skipped.
+func TestSeriesJoiningMidSegment(t *testing.T) {
+	dir := t.TempDir()
+	var rows []capture.Scrape
+	for i := range 12 {
+		at := 1000 + 2*float64(i)
+		for _, tg := range []string{"a", "b"} {
+			body := llamaBody(50 * float64(i))
+			if tg == "b" && i >= 9 {
+				body = fmt.Appendf(nil, "# TYPE aa_joined counter\naa_joined_total %d\n"+
+					"# TYPE llamacpp:tokens_predicted_total counter\n"+
+					"llamacpp:tokens_predicted_total %d\nllamacpp:tokens_predicted_total{slot=\"1\"} %d\n", i, 50*i, i)
+			}
+			if tg == "a" && i >= 4 {
+				body = fmt.Appendf(body, "# TYPE zz_gauge gauge\nzz_gauge 1\n")
+			}
+			rows = append(rows, scrape("run", tg, int64(i), at, body))
+		}
+	}
+	// Segments of 7 rows: a's gauge joins in the second, b's counters in the
+	// third, each after rows that were all known (a segment holds its rows
+	// by target, and each poll's samples by name).
+	record(t, dir, "run", rows, 7)
+	res, err := Analyze(Options{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 0 {
+		t.Fatalf("problems %+v", res.Problems)
+	}
+	// The new families were read: the reader does not know them.
+	for tg, want := range map[string][]string{"a": {"zz_gauge"}, "b": {"aa_joined_total"}} {
+		if got := onlyTarget(t, res, tg).UnknownSeries; !slices.Equal(got, want) {
+			t.Errorf("%s: unknown series %v, want %v", tg, got, want)
+		}
+	}
+	// The new set's type was read: a counter, it joins the decode rate, noted.
+	b := onlyTarget(t, res, "b")
+	c, err := b.Cell(1018, engine.DecodeTokensPerSecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Notes, []string{`no_baseline {slot="1"}`}) {
+		t.Errorf("b's decode cell when a set joins: %+v", c)
+	}
+}
