@@ -49,8 +49,8 @@ func (t *strtab) add(s string) int32 {
 	return id
 }
 
-// row is one scrape row as ids and numbers. Its slices are reused for the
-// next row. family and typ are empty when the reader's known hook said
+// row is one scrape row as ids and numbers. Its slices are valid until the
+// next row (value may be the page's own memory). family and typ are empty when the reader's known hook said
 // the row does not need them.
 type row struct {
 	run, target, engine, endpoint, outcome int32
@@ -240,7 +240,7 @@ func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, f
 		if w.labels, err = c[cLabels].strs(w.labels[:0], m); err != nil {
 			return colErr(cLabels, err)
 		}
-		if w.value, err = c[cValue].doubles(w.value[:0], m); err != nil {
+		if w.value, err = c[cValue].rowDoubles(m); err != nil {
 			return colErr(cValue, err)
 		}
 		w.family, w.typ = w.family[:0], w.typ[:0]
@@ -295,6 +295,7 @@ type cursor struct {
 	i64 []int64   // int64s,
 	f64 []float64 // or doubles
 	vi  int       // next value
+	buf []float64 // rowDoubles' values that span pages
 
 	dict  parquet.Dictionary
 	trans []int32 // the dictionary's entries as string ids; ids for a plain page
@@ -556,6 +557,18 @@ func (c *cursor) skip(n int) error {
 		n -= k
 	}
 	return nil
+}
+
+// rowDoubles returns the next n values of a double sample column, valid
+// until the next call: in place when the page holds them all (a copy of
+// every value was a tenth of the read), else copied into c.buf.
+func (c *cursor) rowDoubles(n int) (v []float64, err error) {
+	if c.vi+n <= len(c.f64) {
+		c.vi += n
+		return c.f64[c.vi-n : c.vi : c.vi], nil
+	}
+	c.buf, err = c.doubles(c.buf[:0], n)
+	return c.buf, err
 }
 
 // doubles appends the next n values of a double sample column.
