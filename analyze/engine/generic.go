@@ -44,7 +44,7 @@ func newGeneric() *reader {
 				for _, id := range ns.keys {
 					ks := &t.keys[id]
 					name := q.genericName(GenericGauge, ns.name, ks.rkey.Labels)
-					q.dst = append(q.dst, Named{name, Cell{Cell: rate.Cell{Value: rate.Some(ks.v), Source: name[len(GenericGauge):]}}})
+					q.dst = append(q.dst, Named{name, Cell{Cell: rate.Cell{Value: rate.Some(t.vals[id].v), Source: name[len(GenericGauge):]}}})
 				}
 			}
 		}

@@ -201,13 +201,14 @@ func (q *query) fold(agg int, s *sel, name string) (v float64, n int, labelled b
 		if s != nil && !labelled {
 			_, labelled = labelOf(ks.rkey.Labels, s.label)
 		}
+		x := q.t.vals[id].v
 		switch {
 		case n == 0:
-			v = ks.v
+			v = x
 		case agg == aggMax:
-			v = max(v, ks.v)
+			v = max(v, x)
 		default:
-			v += ks.v
+			v += x
 		}
 		n++
 	}
@@ -421,8 +422,8 @@ func (q *query) by(name, label string) Cell {
 	var sum float64
 	for _, id := range ids {
 		v, _ := q.t.label(id, label)
-		parts[v] += q.t.keys[id].v
-		sum += q.t.keys[id].v
+		parts[v] += q.t.vals[id].v
+		sum += q.t.vals[id].v
 	}
 	if last, ok := q.t.lastBy[name]; ok && maps.Equal(last, parts) {
 		q.t.byScratch = parts
