@@ -18,7 +18,7 @@ const (
 // a value cell and every histogram its five window cells, named after the
 // series.
 func newGeneric() *reader {
-	r := &reader{id: Generic, families: map[string]string{}}
+	r := &reader{id: Generic, families: map[string]string{}, readsAll: true}
 	r.fill = func(q *query) {
 		t := q.t
 		for i := range t.slots {

@@ -91,6 +91,27 @@ func (s *sel) match() func(string) bool {
 
 func (s *sel) ok(labels string) bool { return s == nil || s.fn(labels) }
 
+// strictFeeds makes a query of a series that is not fed to the estimator
+// panic. The package's tests set it: a reader reading a family its catalog
+// says feeds no cell would read a series without history (see
+// Tracker.classify).
+var strictFeeds bool
+
+// fed checks, under strictFeeds, that the counters of names present in
+// the poll are fed to the estimator.
+func (q *query) fed(names ...string) {
+	if !strictFeeds {
+		return
+	}
+	for _, n := range names {
+		for _, id := range q.keys(n) {
+			if q.t.keys[id].counter && q.t.vals[id].est < 0 {
+				panic("engine: the " + q.t.rd.id + " reader reads " + n + ", of a family its catalog says feeds no cell")
+			}
+		}
+	}
+}
+
 // present reports whether series name has a label set in the poll.
 func (q *query) present(name string) bool {
 	s, ok := q.t.names[name]
@@ -232,6 +253,7 @@ func (q *query) kv(s *sel, names ...string) Cell {
 
 // rate is the rate of the first present of names over the selected sets.
 func (q *query) rate(s *sel, names ...string) Cell {
+	q.fed(names...)
 	name, _ := q.pick(names...)
 	c := q.est.Rate(name, s.match())
 	if s != nil {
@@ -242,6 +264,8 @@ func (q *query) rate(s *sel, names ...string) Cell {
 
 // ratio is ΣΔnum/ΣΔden over the window, each the first present of its names.
 func (q *query) ratio(num, den []string) Cell {
+	q.fed(num...)
+	q.fed(den...)
 	n, _ := q.pick(num...)
 	d, _ := q.pick(den...)
 	return Cell{Cell: q.est.Ratio(n, d, nil)}
@@ -260,6 +284,9 @@ func (q *query) pickHist(hs ...hname) hname {
 
 // hist is the windowed histogram of the first present of hs.
 func (q *query) hist(hs ...hname) (rate.Hist, hname) {
+	for _, h := range hs {
+		q.fed(h.bucket, h.count, h.sum)
+	}
 	h := q.pickHist(hs...)
 	return q.est.Histogram(h.base, nil), h
 }
@@ -377,6 +404,7 @@ func (q *query) perRequestLifetime(hs ...hname) Cell {
 // cache hits and evaluated tokens apart (llama.cpp forks): both ratios of
 // the two deltas, so that a window of hits only reads 1.
 func (q *query) hitShare(hit, miss string) Cell {
+	q.fed(hit, miss)
 	c := Cell{Cell: rate.Cell{Source: q.src('h', hit, miss), Derived: true}}
 	r := q.est.Ratio(hit, miss, nil)
 	switch {
