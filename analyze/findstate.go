@@ -152,6 +152,10 @@ type findingsState struct {
 	extra  []*engine.Tracker // [0]: the interval replay; then one per counterfactual span
 	xcells []engine.Cells
 	xid    []int32 // main key id → the replays' id; -1 not fed to them
+	// busy says, by main key id, whether set has anything to do with the
+	// series: most have nothing, and one byte is cheaper to look at than
+	// their keyInfo.
+	busy []bool
 	series []engine.Series
 	feed   []feedSample // this poll's samples for the replays
 	slab   []rate.Num   // backing of the polls' Spans
@@ -241,6 +245,7 @@ func (fs *findingsState) key(id int32, s engine.Series) {
 	for int(id) >= len(fs.keys) {
 		fs.keys = append(fs.keys, keyInfo{})
 		fs.xid = append(fs.xid, -1)
+		fs.busy = append(fs.busy, false)
 		fs.series = append(fs.series, engine.Series{})
 	}
 	if feedsDecode(s) {
@@ -291,6 +296,7 @@ func (fs *findingsState) key(id int32, s engine.Series) {
 	if s.Name == findings.CacheConfigInfo {
 		k.info, k.labels = s.Name, labels()
 	}
+	fs.busy[id] = fs.xid[id] >= 0 || k.step || k.counter != nil || k.power > 0 || k.proc || k.info != ""
 }
 
 // isPrefill reports whether a histogram part is one of vLLM's prefill
@@ -322,6 +328,10 @@ func (fs *findingsState) begin(T, start float64) {
 
 // set records one sample of the poll.
 func (fs *findingsState) set(id int32, v float64) {
+	// A series the findings do not read.
+	if !fs.busy[id] {
+		return
+	}
 	if fs.xid[id] >= 0 {
 		fs.feed = append(fs.feed, feedSample{id, v})
 	}
