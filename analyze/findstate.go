@@ -155,7 +155,7 @@ type findingsState struct {
 	// busy says, by main key id, whether set has anything to do with the
 	// series: most have nothing, and one byte is cheaper to look at than
 	// their keyInfo.
-	busy []bool
+	busy   []bool
 	series []engine.Series
 	feed   []feedSample // this poll's samples for the replays
 	slab   []rate.Num   // backing of the polls' Spans
