@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/llmrec/llmrec/analyze/internal/memo"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
@@ -15,6 +16,51 @@ type query struct {
 	t   *Tracker
 	est *rate.Estimator
 	dst Cells
+	// The reader's lookups of name slots, cell positions and histogram
+	// positions, by the order it makes them in (see package memo).
+	slots     memo.Seq[nameLookup]
+	pos, hpos memo.Seq[int]
+}
+
+// start starts a poll's queries.
+func (q *query) start() {
+	q.slots.Start()
+	q.pos.Start()
+	q.hpos.Start()
+}
+
+// nameLookup is a name's slot, or -1 when it had none while the tracker
+// had nslots slots.
+type nameLookup struct {
+	slot   int32
+	nslots int
+}
+
+// slotOf returns the name slot of series name; false when it has none.
+func (q *query) slotOf(name string) (int32, bool) {
+	a, ok := q.slots.Recall(name)
+	// Last poll's answer holds, unless it was "none" and a name has had a
+	// slot made since.
+	if !ok || (a.slot < 0 && a.nslots != len(q.t.slots)) {
+		s, found := q.t.names[name]
+		if !found {
+			s = -1
+		}
+		a = nameLookup{s, len(q.t.slots)}
+	}
+	q.slots.Note(name, a)
+	return a.slot, a.slot >= 0
+}
+
+// at returns index[name], the position of a cell among the canonical
+// ones, through seq.
+func at(seq *memo.Seq[int], index map[string]int, name string) int {
+	i, ok := seq.Recall(name)
+	if !ok {
+		i = index[name]
+	}
+	seq.Note(name, i)
+	return i
 }
 
 // canonIndex maps a canonical cell name to its position in a poll's cells.
@@ -31,7 +77,7 @@ var notExported = Cell{Cell: rate.Cell{Reason: ReasonNotExported}}
 
 // put sets canonical cell name.
 func (q *query) put(name string, c Cell) {
-	q.dst[canonIndex[name]].Cell = c
+	q.dst[at(&q.pos, canonIndex, name)].Cell = c
 }
 
 // histIndex maps a canonical histogram base to the position of its first cell.
@@ -50,7 +96,7 @@ func hn(base string) hname { return hname{base, base + "_bucket", base + "_count
 
 // putHist sets the five cells of canonical histogram base.
 func (q *query) putHist(base string, h rate.Hist) {
-	i := histIndex[base]
+	i := at(&q.hpos, histIndex, base)
 	for k, c := range [5]rate.Cell{h.Count, h.Mean, h.P50, h.P95, h.P99} {
 		q.dst[i+k].Cell = Cell{Cell: c}
 	}
@@ -114,7 +160,7 @@ func (q *query) fed(names ...string) {
 
 // present reports whether series name has a label set in the poll.
 func (q *query) present(name string) bool {
-	s, ok := q.t.names[name]
+	s, ok := q.slotOf(name)
 	return ok && q.t.slots[s].seq == q.t.seq
 }
 
@@ -131,7 +177,7 @@ func (q *query) pick(names ...string) (string, bool) {
 
 // keys returns the series of name present in the poll.
 func (q *query) keys(name string) []int32 {
-	s, ok := q.t.names[name]
+	s, ok := q.slotOf(name)
 	if !ok || q.t.slots[s].seq != q.t.seq {
 		return nil
 	}

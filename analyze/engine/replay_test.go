@@ -128,3 +128,22 @@ func TestFedUnchecked(t *testing.T) {
 }
 
 func fmtG(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// A series the reader asked for while it was absent is found once it
+// appears: the memo of last poll's lookups keeps no stale "none".
+func TestSeriesAppearsAfterAskedFor(t *testing.T) {
+	old := "# TYPE vllm:gpu_cache_usage_perc gauge\nvllm:gpu_cache_usage_perc 0.5\n" +
+		"# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total 1\n"
+	both := old + "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc 0.25\n"
+	tr := NewTracker("vllm", rate.Config{})
+	for i, c := range []struct {
+		body, source string
+		v            float64
+	}{{old, "vllm:gpu_cache_usage_perc", 0.5}, {old, "vllm:gpu_cache_usage_perc", 0.5},
+		{both, "vllm:kv_cache_usage_perc", 0.25}, {old, "vllm:gpu_cache_usage_perc", 0.5}} {
+		cs := feed(t, tr, 100+2*float64(i), c.body)
+		if kv := want(t, cs, KVCacheUsageRatio, c.v, ""); kv.Source != c.source {
+			t.Errorf("poll %d: kv from %s, want %s", i, kv.Source, c.source)
+		}
+	}
+}

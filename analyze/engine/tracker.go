@@ -275,6 +275,7 @@ func (t *Tracker) End(dst Cells) Cells {
 	}
 	q := &t.q
 	q.t, q.est = t, t.est
+	q.start()
 	dst = dst[:0]
 	// A poll with nothing in it reads nothing: every cell absent, never 0.
 	if t.samples == 0 {
