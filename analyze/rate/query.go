@@ -119,7 +119,7 @@ func (a *agg) usable() bool { return a.present > 0 && a.refused == "" && a.contr
 // sum of the rates of the label sets match accepts (nil accepts all), each
 // over its own window, every gate applied. Source is computed:Δ<series>/Δt.
 func (e *Estimator) Rate(series string, match func(labels string) bool) Cell {
-	ss := e.seriesOf(series)
+	ss := e.queried(series)
 	if ss.rateSrc == "" {
 		ss.rateSrc = "computed:Δ" + series + "/Δt"
 	}
@@ -139,7 +139,7 @@ func (e *Estimator) Rate(series string, match func(labels string) bool) Cell {
 // ratio (accepted over drafted tokens). Every gate but the jump gate applies;
 // a window without denominator events is null with reason empty.
 func (e *Estimator) Ratio(num, den string, match func(labels string) bool) Cell {
-	ns, ds := e.seriesOf(num), e.seriesOf(den)
+	ns, ds := e.queried(num), e.queried(den)
 	c := Cell{Source: ns.ratioSource(num, den), Derived: true}
 	// A refused poll measured nothing.
 	if e.disordered {
@@ -175,6 +175,15 @@ type histSources struct {
 }
 
 func (e *Estimator) histSources(base string) *histSources {
+	h, ok := e.hasked.Recall(base)
+	if !ok {
+		h = e.newHistSources(base)
+	}
+	e.hasked.Note(base, h)
+	return h
+}
+
+func (e *Estimator) newHistSources(base string) *histSources {
 	if h, ok := e.histSrc[base]; ok {
 		return h
 	}

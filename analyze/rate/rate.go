@@ -1,6 +1,10 @@
 package rate
 
-import "math"
+import (
+	"math"
+
+	"github.com/llmrec/llmrec/analyze/internal/memo"
+)
 
 // Key names one counter series: its name and its canonical label set.
 type Key struct {
@@ -103,6 +107,10 @@ type Estimator struct {
 	buckets []bucket // scratch for Histogram
 	// Provenance strings and histogram series, built once per base name.
 	histSrc map[string]*histSources
+	// The queries' lookups of series and histograms by name, by the order
+	// they come in on each poll (see package memo).
+	asked  memo.Seq[*seriesState]
+	hasked memo.Seq[*histSources]
 }
 
 // seriesState is one series name: its keys and the provenance of its
@@ -116,6 +124,16 @@ type seriesState struct {
 // ratioSource is the provenance of a ratio with one denominator: a series
 // is the numerator of one or two ratios, found by a compare each.
 type ratioSource struct{ den, src string }
+
+// queried returns the state of series name for a query.
+func (e *Estimator) queried(name string) *seriesState {
+	s, ok := e.asked.Recall(name)
+	if !ok {
+		s = e.seriesOf(name)
+	}
+	e.asked.Note(name, s)
+	return s
+}
 
 // seriesOf returns the state of series name, made empty on first sight so
 // that a query may hold it before any key of the series appears.
@@ -183,6 +201,8 @@ type keyState struct {
 // changes nothing. Samples with a NaN or infinite value are treated as
 // absent. A key appearing twice in one poll keeps its first reading.
 func (e *Estimator) Observe(p Poll) {
+	e.asked.Start()
+	e.hasked.Start()
 	// A poll without a usable time, or not after its predecessor, measures no time.
 	if math.IsNaN(p.T) || math.IsInf(p.T, 0) || (e.seq > 0 && p.T <= e.lastT) {
 		e.disordered = true
