@@ -343,7 +343,7 @@ func (st *targetState) lookup(w *row) bool {
 
 // register keys sample j of a poll, a series lookup did not find (or
 // found twice in the poll), with the tracker and the findings.
-func (st *targetState) register(tab *strtab, w *row, j int) int32 {
+func (st *targetState) register(tab *strtab, w *row, j int) {
 	k := st.prevK[j]
 	id, ok := st.keyOf[k]
 	if !ok {
@@ -354,7 +354,6 @@ func (st *targetState) register(tab *strtab, w *row, j int) int32 {
 		st.fw.key(id, s)
 	}
 	st.prevI[j] = id
-	return id
 }
 
 // row replays one row: a poll when it is an ok /metrics scrape. The
@@ -383,14 +382,14 @@ func (a *analyzer) row(w *row) {
 	st.tr.Begin(T, float64(w.start)/1e9)
 	st.fw.begin(T, float64(w.start)/1e9)
 	a.samples += int64(len(w.name))
-	for j := range w.name {
-		id := st.prevI[j]
+	ids := st.prevI[:len(w.name)]
+	for j, id := range ids {
 		if id < 0 {
-			id = st.register(tab, w, j)
+			st.register(tab, w, j)
 		}
-		st.tr.Set(id, w.value[j])
-		st.fw.set(id, w.value[j])
 	}
+	st.tr.SetAll(ids, w.value)
+	st.fw.setAll(ids, w.value)
 	st.cells = st.tr.End(st.cells)
 	if err := st.record(T, tab.s[w.run], w.seq, a.opts.SkipPolls); err != nil && a.err == nil {
 		a.err = err

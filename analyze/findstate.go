@@ -326,12 +326,19 @@ func (fs *findingsState) begin(T, start float64) {
 	clear(fs.infos)
 }
 
+// setAll records the poll's samples: vals[i] of series ids[i].
+func (fs *findingsState) setAll(ids []int32, vals []float64) {
+	vals = vals[:len(ids)]
+	for i, id := range ids {
+		// A series the findings do not read.
+		if fs.busy[id] {
+			fs.set(id, vals[i])
+		}
+	}
+}
+
 // set records one sample of the poll.
 func (fs *findingsState) set(id int32, v float64) {
-	// A series the findings do not read.
-	if !fs.busy[id] {
-		return
-	}
 	if fs.xid[id] >= 0 {
 		fs.feed = append(fs.feed, feedSample{id, v})
 	}
