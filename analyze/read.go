@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/llmrec/llmrec/record/capture"
@@ -512,12 +513,36 @@ func (c *cursor) rowStrs(dst []int32) ([]int32, error) {
 			return dst, errors.New("a row does not start at repetition level 0")
 		}
 		started = true
-		c.lv++
-		if c.defs[c.lv-1] == c.maxDef {
-			dst = append(dst, c.at(c.vi))
-			c.vi++
+		// The row's levels in this page run to the next repetition level 0;
+		// their values are taken in one go.
+		end := c.lv + 1
+		for end < c.nlv && c.reps[end] != 0 {
+			end++
 		}
+		n := 0
+		for _, d := range c.defs[c.lv:end] {
+			if d == c.maxDef {
+				n++
+			}
+		}
+		dst = c.appendStrs(dst, n)
+		c.lv = end
 	}
+}
+
+// appendStrs appends the page's next n string values to dst.
+func (c *cursor) appendStrs(dst []int32, n int) []int32 {
+	if c.idx != nil {
+		k := len(dst)
+		dst = slices.Grow(dst, n)[:k+n]
+		for j, i := range c.idx[c.vi : c.vi+n] {
+			dst[k+j] = c.trans[i]
+		}
+	} else {
+		dst = append(dst, c.ids[c.vi:c.vi+n]...)
+	}
+	c.vi += n
+	return dst
 }
 
 // strs appends the next n values of a sample column.
@@ -530,14 +555,7 @@ func (c *cursor) strs(dst []int32, n int) ([]int32, error) {
 			continue
 		}
 		k := min(n, c.nstr()-c.vi)
-		if c.idx != nil {
-			for _, i := range c.idx[c.vi : c.vi+k] {
-				dst = append(dst, c.trans[i])
-			}
-		} else {
-			dst = append(dst, c.ids[c.vi:c.vi+k]...)
-		}
-		c.vi += k
+		dst = c.appendStrs(dst, k)
 		n -= k
 	}
 	return dst, nil
