@@ -2,10 +2,12 @@ package analyze
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -575,6 +577,62 @@ func TestMedian(t *testing.T) {
 	}
 }
 
+// nth selects the value a sort puts at k, whatever the input's shape: few
+// distinct values (gauges), sorted and reversed runs, NaNs, and an input
+// built to defeat the pivot (it falls back to a sort).
+func TestNth(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	shapes := map[string]func(i, n int) float64{
+		"random":   func(i, n int) float64 { return rng.NormFloat64() },
+		"few":      func(i, n int) float64 { return float64(rng.IntN(3)) },
+		"equal":    func(i, n int) float64 { return 7 },
+		"sorted":   func(i, n int) float64 { return float64(i) },
+		"reversed": func(i, n int) float64 { return float64(n - i) },
+		"organ":    func(i, n int) float64 { return float64(min(i, n-i)) },
+		"nan": func(i, n int) float64 {
+			if i%5 == 0 {
+				return math.NaN()
+			}
+			return rng.Float64()
+		},
+	}
+	for name, f := range shapes {
+		for _, n := range []int{1, 2, 3, 17, 18, 100, 1001, 4096} {
+			xs := make([]float64, n)
+			for i := range xs {
+				xs[i] = f(i, n)
+			}
+			want := slices.Clone(xs)
+			slices.Sort(want)
+			for _, k := range []int{0, n / 3, n / 2, n - 1} {
+				ys := slices.Clone(xs)
+				got := nth(ys, k)
+				if !same(got, want[k]) || !same(ys[k], want[k]) {
+					t.Fatalf("%s n=%d: nth %d = %v, sort says %v", name, n, k, got, want[k])
+				}
+				for i := range ys {
+					if (i < k && cmp.Less(ys[k], ys[i])) || (i > k && cmp.Less(ys[i], ys[k])) {
+						t.Fatalf("%s n=%d k=%d: %v at %d is on the wrong side", name, n, k, ys[i], i)
+					}
+				}
+			}
+			if m, w := median(slices.Clone(xs)), sortedMedian(want); !same(m.V, w) {
+				t.Errorf("%s n=%d: median %v, sort says %v", name, n, m.V, w)
+			}
+		}
+	}
+}
+
+func same(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
+
+func sortedMedian(xs []float64) float64 {
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
 func TestTargetCell(t *testing.T) {
 	tg := Target{Name: "x", Polls: []Poll{{T: 1, Cells: engine.Cells{{Name: "a"}}}}}
 	if _, err := tg.Cell(1, "a"); err != nil {
@@ -905,5 +963,54 @@ func TestSpooledPolls(t *testing.T) {
 	if _, err := Analyze(Options{Dirs: []string{dir}, Spool: filepath.Join(spoolDir, "missing")}); err == nil ||
 		!strings.Contains(err.Error(), "spool polls") {
 		t.Errorf("unwritable spool: %v", err)
+	}
+}
+
+// A series that joins mid-segment, after rows whose series were all known
+// (their family and type never decoded), is registered with its own
+// family and type: the reader passes over the values it skipped.
+func TestSeriesJoiningMidSegment(t *testing.T) {
+	dir := t.TempDir()
+	var rows []capture.Scrape
+	for i := range 12 {
+		at := 1000 + 2*float64(i)
+		for _, tg := range []string{"a", "b"} {
+			body := llamaBody(50 * float64(i))
+			if tg == "b" && i >= 9 {
+				body = fmt.Appendf(nil, "# TYPE aa_joined counter\naa_joined_total %d\n"+
+					"# TYPE llamacpp:tokens_predicted_total counter\n"+
+					"llamacpp:tokens_predicted_total %d\nllamacpp:tokens_predicted_total{slot=\"1\"} %d\n", i, 50*i, i)
+			}
+			if tg == "a" && i >= 4 {
+				body = fmt.Appendf(body, "# TYPE zz_gauge gauge\nzz_gauge 1\n")
+			}
+			rows = append(rows, scrape("run", tg, int64(i), at, body))
+		}
+	}
+	// Segments of 7 rows: a's gauge joins in the second, b's counters in the
+	// third, each after rows that were all known (a segment holds its rows
+	// by target, and each poll's samples by name).
+	record(t, dir, "run", rows, 7)
+	res, err := Analyze(Options{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 0 {
+		t.Fatalf("problems %+v", res.Problems)
+	}
+	// The new families were read: the reader does not know them.
+	for tg, want := range map[string][]string{"a": {"zz_gauge"}, "b": {"aa_joined_total"}} {
+		if got := onlyTarget(t, res, tg).UnknownSeries; !slices.Equal(got, want) {
+			t.Errorf("%s: unknown series %v, want %v", tg, got, want)
+		}
+	}
+	// The new set's type was read: a counter, it joins the decode rate, noted.
+	b := onlyTarget(t, res, "b")
+	c, err := b.Cell(1018, engine.DecodeTokensPerSecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Notes, []string{`no_baseline {slot="1"}`}) {
+		t.Errorf("b's decode cell when a set joins: %+v", c)
 	}
 }

@@ -152,6 +152,10 @@ type findingsState struct {
 	extra  []*engine.Tracker // [0]: the interval replay; then one per counterfactual span
 	xcells []engine.Cells
 	xid    []int32 // main key id → the replays' id; -1 not fed to them
+	// busy says, by main key id, whether set has anything to do with the
+	// series: most have nothing, and one byte is cheaper to look at than
+	// their keyInfo.
+	busy   []bool
 	series []engine.Series
 	feed   []feedSample // this poll's samples for the replays
 	slab   []rate.Num   // backing of the polls' Spans
@@ -241,6 +245,7 @@ func (fs *findingsState) key(id int32, s engine.Series) {
 	for int(id) >= len(fs.keys) {
 		fs.keys = append(fs.keys, keyInfo{})
 		fs.xid = append(fs.xid, -1)
+		fs.busy = append(fs.busy, false)
 		fs.series = append(fs.series, engine.Series{})
 	}
 	if feedsDecode(s) {
@@ -291,6 +296,7 @@ func (fs *findingsState) key(id int32, s engine.Series) {
 	if s.Name == findings.CacheConfigInfo {
 		k.info, k.labels = s.Name, labels()
 	}
+	fs.busy[id] = fs.xid[id] >= 0 || k.step || k.counter != nil || k.power > 0 || k.proc || k.info != ""
 }
 
 // isPrefill reports whether a histogram part is one of vLLM's prefill
@@ -320,6 +326,17 @@ func (fs *findingsState) begin(T, start float64) {
 	clear(fs.infos)
 }
 
+// setAll records the poll's samples: vals[i] of series ids[i].
+func (fs *findingsState) setAll(ids []int32, vals []float64) {
+	vals = vals[:len(ids)]
+	for i, id := range ids {
+		// A series the findings do not read.
+		if fs.busy[id] {
+			fs.set(id, vals[i])
+		}
+	}
+}
+
 // set records one sample of the poll.
 func (fs *findingsState) set(id int32, v float64) {
 	if fs.xid[id] >= 0 {
@@ -343,49 +360,63 @@ func (fs *findingsState) set(id int32, v float64) {
 	}
 }
 
-// Canonical cell positions the findings read.
-var canon = func() map[string]int {
-	m := map[string]int{}
-	for i, n := range engine.Canonical {
-		m[n] = i
+// canonAt is the position of a canonical cell in a poll's cells, -1 for
+// none; the findings' cells are found once, not by name on every poll.
+func canonAt(name string) int { return slices.Index(engine.Canonical, name) }
+
+var (
+	atDecode                         = canonAt(engine.DecodeTokensPerSecond)
+	atRunning, atWaiting, atByReason = canonAt(engine.RequestsRunning), canonAt(engine.RequestsWaiting), canonAt(engine.WaitingByReason)
+	atKV, atTokens                   = canonAt(engine.KVCacheUsageRatio), canonAt(engine.TokensTotal)
+	atCapacity, atCaching            = canonAt(engine.KVCacheCapacityTokens), canonAt(engine.PrefixCachingEnabled)
+	atRate, atTotal                  [findings.NRates]int // of RateCells and TotalCells
+)
+
+func init() {
+	for k := range findings.NRates {
+		atRate[k], atTotal[k] = canonAt(findings.RateCells[k]), canonAt(findings.TotalCells[k])
 	}
-	return m
-}()
+}
+
+// noCell is the cell of a position a poll's cells do not reach.
+var noCell engine.Cell
+
+// cellAt returns the cell at position i of cs, or an empty one (never
+// written through).
+func cellAt(cs engine.Cells, i int) *engine.Cell {
+	if i < 0 || i >= len(cs) {
+		return &noCell
+	}
+	return &cs[i].Cell
+}
 
 // end closes the poll: cells is the published cells of the main replay.
 // The poll's row is the last one kept (row comes first).
 func (fs *findingsState) end(cells engine.Cells) {
 	p := &fs.p
 	p.Row = len(fs.t.Rows) - 1
-	get := func(cs engine.Cells, name string) *engine.Cell {
-		i, ok := canon[name]
-		if !ok || i >= len(cs) {
-			return &engine.Cell{}
-		}
-		return &cs[i].Cell
-	}
-	for k, name := range findings.RateCells {
-		c := get(cells, name)
+	for k := range findings.RateCells {
+		c := cellAt(cells, atRate[k])
 		p.Rates[k] = findings.Value{V: c.Value, Window: c.Window, Reason: c.Reason}
 		if k == findings.Decode && len(c.Notes) > 0 {
 			p.DecodeNotes = slices.Clone(c.Notes)
 		}
-		if tn := findings.TotalCells[k]; tn != "" {
-			p.Totals[k] = get(cells, tn).Value
+		if atTotal[k] >= 0 {
+			p.Totals[k] = cellAt(cells, atTotal[k]).Value
 		}
 	}
-	p.Running, p.Waiting = get(cells, engine.RequestsRunning).Value, get(cells, engine.RequestsWaiting).Value
-	p.KV, p.TokensTotal = get(cells, engine.KVCacheUsageRatio).Value, get(cells, engine.TokensTotal).Value
-	if by := get(cells, engine.WaitingByReason); by.Value.Valid {
+	p.Running, p.Waiting = cellAt(cells, atRunning).Value, cellAt(cells, atWaiting).Value
+	p.KV, p.TokensTotal = cellAt(cells, atKV).Value, cellAt(cells, atTokens).Value
+	if by := cellAt(cells, atByReason); by.Value.Valid {
 		p.Capacity, p.Deferred = byKey(by.By, "capacity"), byKey(by.By, "deferred")
 	}
-	for _, n := range []string{engine.KVCacheCapacityTokens, engine.PrefixCachingEnabled} {
-		if c := get(cells, n); c.Value.Valid {
-			fs.t.Sources[n] = c.Source
+	for _, i := range [...]int{atCapacity, atCaching} {
+		if c := cellAt(cells, i); c.Value.Valid {
+			fs.t.Sources[engine.Canonical[i]] = c.Source
 		}
 	}
-	p.KVCapacity, p.PrefixCaching = get(cells, engine.KVCacheCapacityTokens).Value, get(cells, engine.PrefixCachingEnabled).Value
-	fs.replay(get)
+	p.KVCapacity, p.PrefixCaching = cellAt(cells, atCapacity).Value, cellAt(cells, atCaching).Value
+	fs.replay()
 	if len(fs.energy) > 0 {
 		e := 0.0
 		for i, c := range fs.energy {
@@ -423,7 +454,7 @@ func (fs *findingsState) end(cells engine.Cells) {
 
 // replay feeds the poll to the interval and counterfactual replays and
 // keeps their decode cells; until the engine is known there are none.
-func (fs *findingsState) replay(get func(engine.Cells, string) *engine.Cell) {
+func (fs *findingsState) replay() {
 	p := &fs.p
 	if fs.nspans > 0 {
 		// One allocation for many polls' spans.
@@ -449,10 +480,10 @@ func (fs *findingsState) replay(get func(engine.Cells, string) *engine.Cell) {
 		}
 		fs.xcells[i] = x.End(fs.xcells[i])
 	}
-	d := get(fs.xcells[0], engine.DecodeTokensPerSecond)
+	d := cellAt(fs.xcells[0], atDecode)
 	p.Interval = findings.Value{V: d.Value, Window: d.Window, Reason: d.Reason}
 	for j := range p.Spans {
-		p.Spans[j] = get(fs.xcells[j+1], engine.DecodeTokensPerSecond).Value
+		p.Spans[j] = cellAt(fs.xcells[j+1], atDecode).Value
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/llmrec/llmrec/record/capture"
@@ -49,8 +50,9 @@ func (t *strtab) add(s string) int32 {
 	return id
 }
 
-// row is one scrape row as ids and numbers. Its slices are reused for the
-// next row.
+// row is one scrape row as ids and numbers. Its slices are valid until the
+// next row (value may be the page's own memory). family and typ are empty when the reader's known hook said
+// the row does not need them.
 type row struct {
 	run, target, engine, endpoint, outcome int32
 	seq, start, firstByte                  int64 // a null time is 0
@@ -110,6 +112,17 @@ type segReader struct {
 	cur  [nColumns]cursor
 	row  row
 	trow row // scratch for journal rows
+
+	// known, when set, is asked of every row before it is delivered, its
+	// samples read but not their family and type: true means the
+	// consumer knows every series of the row already, and those two
+	// columns are not decoded for it. A replay needs them once per
+	// series, and decoding them for every sample was a third of the read.
+	// A row group whose rows are all known never reads their pages.
+	known func(*row) bool
+	// vals counts the sample values of the row group's rows delivered so
+	// far, kindsAt those the family and type cursors have passed.
+	vals, kindsAt int
 }
 
 func newSegReader(tab *strtab) *segReader {
@@ -184,6 +197,7 @@ func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, f
 	}()
 	c := &r.cur
 	w := &r.row
+	r.vals, r.kindsAt = 0, 0
 	n := rg.NumRows()
 	for k := int64(0); k < n; k++ {
 		if w.run, err = c[cRun].str(); err != nil {
@@ -224,20 +238,40 @@ func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, f
 			return colErr(cName, err)
 		}
 		m := len(w.name)
-		if w.family, err = c[cFamily].strs(w.family[:0], m); err != nil {
-			return colErr(cFamily, err)
-		}
-		if w.typ, err = c[cType].strs(w.typ[:0], m); err != nil {
-			return colErr(cType, err)
-		}
 		if w.labels, err = c[cLabels].strs(w.labels[:0], m); err != nil {
 			return colErr(cLabels, err)
 		}
-		if w.value, err = c[cValue].doubles(w.value[:0], m); err != nil {
+		if w.value, err = c[cValue].rowDoubles(m); err != nil {
 			return colErr(cValue, err)
 		}
+		w.family, w.typ = w.family[:0], w.typ[:0]
+		if m > 0 && (r.known == nil || !r.known(w)) {
+			if err := r.kinds(w); err != nil {
+				return err
+			}
+		}
+		r.vals += m
 		fn(w)
 	}
+	return nil
+}
+
+// kinds reads the family and type of the row's samples, passing over the
+// values of the rows that did not need them.
+func (r *segReader) kinds(w *row) (err error) {
+	m, lag := len(w.name), r.vals-r.kindsAt
+	for _, col := range [...]int{cFamily, cType} {
+		if err := r.cur[col].skip(lag); err != nil {
+			return colErr(col, err)
+		}
+	}
+	if w.family, err = r.cur[cFamily].strs(w.family, m); err != nil {
+		return colErr(cFamily, err)
+	}
+	if w.typ, err = r.cur[cType].strs(w.typ, m); err != nil {
+		return colErr(cType, err)
+	}
+	r.kindsAt = r.vals + m
 	return nil
 }
 
@@ -262,6 +296,7 @@ type cursor struct {
 	i64 []int64   // int64s,
 	f64 []float64 // or doubles
 	vi  int       // next value
+	buf []float64 // rowDoubles' values that span pages
 
 	dict  parquet.Dictionary
 	trans []int32 // the dictionary's entries as string ids; ids for a plain page
@@ -478,12 +513,36 @@ func (c *cursor) rowStrs(dst []int32) ([]int32, error) {
 			return dst, errors.New("a row does not start at repetition level 0")
 		}
 		started = true
-		c.lv++
-		if c.defs[c.lv-1] == c.maxDef {
-			dst = append(dst, c.at(c.vi))
-			c.vi++
+		// The row's levels in this page run to the next repetition level 0;
+		// their values are taken in one go.
+		end := c.lv + 1
+		for end < c.nlv && c.reps[end] != 0 {
+			end++
 		}
+		n := 0
+		for _, d := range c.defs[c.lv:end] {
+			if d == c.maxDef {
+				n++
+			}
+		}
+		dst = c.appendStrs(dst, n)
+		c.lv = end
 	}
+}
+
+// appendStrs appends the page's next n string values to dst.
+func (c *cursor) appendStrs(dst []int32, n int) []int32 {
+	if c.idx != nil {
+		k := len(dst)
+		dst = slices.Grow(dst, n)[:k+n]
+		for j, i := range c.idx[c.vi : c.vi+n] {
+			dst[k+j] = c.trans[i]
+		}
+	} else {
+		dst = append(dst, c.ids[c.vi:c.vi+n]...)
+	}
+	c.vi += n
+	return dst
 }
 
 // strs appends the next n values of a sample column.
@@ -496,17 +555,38 @@ func (c *cursor) strs(dst []int32, n int) ([]int32, error) {
 			continue
 		}
 		k := min(n, c.nstr()-c.vi)
-		if c.idx != nil {
-			for _, i := range c.idx[c.vi : c.vi+k] {
-				dst = append(dst, c.trans[i])
-			}
-		} else {
-			dst = append(dst, c.ids[c.vi:c.vi+k]...)
-		}
-		c.vi += k
+		dst = c.appendStrs(dst, k)
 		n -= k
 	}
 	return dst, nil
+}
+
+// skip passes over the next n values of a sample column.
+func (c *cursor) skip(n int) error {
+	for n > 0 {
+		if c.vi >= c.nstr() {
+			if err := c.load(); err != nil {
+				return err
+			}
+			continue
+		}
+		k := min(n, c.nstr()-c.vi)
+		c.vi += k
+		n -= k
+	}
+	return nil
+}
+
+// rowDoubles returns the next n values of a double sample column, valid
+// until the next call: in place when the page holds them all (a copy of
+// every value was a tenth of the read), else copied into c.buf.
+func (c *cursor) rowDoubles(n int) (v []float64, err error) {
+	if c.vi+n <= len(c.f64) {
+		c.vi += n
+		return c.f64[c.vi-n : c.vi : c.vi], nil
+	}
+	c.buf, err = c.doubles(c.buf[:0], n)
+	return c.buf, err
 }
 
 // doubles appends the next n values of a double sample column.

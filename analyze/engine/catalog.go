@@ -27,6 +27,7 @@ var Engines = []string{VLLM, VLLMV0, NIM, LlamaCpp, SGLang, TGI, TRTLLM, Triton,
 type reader struct {
 	id       string
 	families map[string]string // family → the cells it feeds ("" known, not used)
+	readsAll bool              // it reads every counter, known or not (the generic reader)
 	prefixes []string          // families with these prefixes are known (client libraries' own)
 	notes    map[string]string // cell → what it means for this engine
 	variant  func(t *Tracker) string
@@ -54,6 +55,13 @@ func (r *reader) knows(family string) bool {
 		return k1 || k2
 	}
 	return false
+}
+
+// feeds reports whether the reader reads family's counters through the
+// estimator: a family its catalog says feeds a cell. (Under strictFeeds a
+// query of any other panics.)
+func (r *reader) feeds(family string) bool {
+	return r.readsAll || r.families[family] != ""
 }
 
 // cells fills a poll's cells: the canonical ones, then the reader's own;

@@ -18,7 +18,7 @@ const (
 // a value cell and every histogram its five window cells, named after the
 // series.
 func newGeneric() *reader {
-	r := &reader{id: Generic, families: map[string]string{}}
+	r := &reader{id: Generic, families: map[string]string{}, readsAll: true}
 	r.fill = func(q *query) {
 		t := q.t
 		for i := range t.slots {
@@ -44,7 +44,7 @@ func newGeneric() *reader {
 				for _, id := range ns.keys {
 					ks := &t.keys[id]
 					name := q.genericName(GenericGauge, ns.name, ks.rkey.Labels)
-					q.dst = append(q.dst, Named{name, Cell{Cell: rate.Cell{Value: rate.Some(ks.v), Source: name[len(GenericGauge):]}}})
+					q.dst = append(q.dst, Named{name, Cell{Cell: rate.Cell{Value: rate.Some(t.vals[id].v), Source: name[len(GenericGauge):]}}})
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/llmrec/llmrec/analyze/internal/memo"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
@@ -15,6 +16,51 @@ type query struct {
 	t   *Tracker
 	est *rate.Estimator
 	dst Cells
+	// The reader's lookups of name slots, cell positions and histogram
+	// positions, by the order it makes them in (see package memo).
+	slots     memo.Seq[nameLookup]
+	pos, hpos memo.Seq[int]
+}
+
+// start starts a poll's queries.
+func (q *query) start() {
+	q.slots.Start()
+	q.pos.Start()
+	q.hpos.Start()
+}
+
+// nameLookup is a name's slot, or -1 when it had none while the tracker
+// had nslots slots.
+type nameLookup struct {
+	slot   int32
+	nslots int
+}
+
+// slotOf returns the name slot of series name; false when it has none.
+func (q *query) slotOf(name string) (int32, bool) {
+	a, ok := q.slots.Recall(name)
+	// Last poll's answer holds, unless it was "none" and a name has had a
+	// slot made since.
+	if !ok || (a.slot < 0 && a.nslots != len(q.t.slots)) {
+		s, found := q.t.names[name]
+		if !found {
+			s = -1
+		}
+		a = nameLookup{s, len(q.t.slots)}
+	}
+	q.slots.Note(name, a)
+	return a.slot, a.slot >= 0
+}
+
+// at returns index[name], the position of a cell among the canonical
+// ones, through seq.
+func at(seq *memo.Seq[int], index map[string]int, name string) int {
+	i, ok := seq.Recall(name)
+	if !ok {
+		i = index[name]
+	}
+	seq.Note(name, i)
+	return i
 }
 
 // canonIndex maps a canonical cell name to its position in a poll's cells.
@@ -31,7 +77,7 @@ var notExported = Cell{Cell: rate.Cell{Reason: ReasonNotExported}}
 
 // put sets canonical cell name.
 func (q *query) put(name string, c Cell) {
-	q.dst[canonIndex[name]].Cell = c
+	q.dst[at(&q.pos, canonIndex, name)].Cell = c
 }
 
 // histIndex maps a canonical histogram base to the position of its first cell.
@@ -50,7 +96,7 @@ func hn(base string) hname { return hname{base, base + "_bucket", base + "_count
 
 // putHist sets the five cells of canonical histogram base.
 func (q *query) putHist(base string, h rate.Hist) {
-	i := histIndex[base]
+	i := at(&q.hpos, histIndex, base)
 	for k, c := range [5]rate.Cell{h.Count, h.Mean, h.P50, h.P95, h.P99} {
 		q.dst[i+k].Cell = Cell{Cell: c}
 	}
@@ -91,9 +137,30 @@ func (s *sel) match() func(string) bool {
 
 func (s *sel) ok(labels string) bool { return s == nil || s.fn(labels) }
 
+// strictFeeds makes a query of a series that is not fed to the estimator
+// panic. The package's tests set it: a reader reading a family its catalog
+// says feeds no cell would read a series without history (see
+// Tracker.classify).
+var strictFeeds bool
+
+// fed checks, under strictFeeds, that the counters of names present in
+// the poll are fed to the estimator.
+func (q *query) fed(names ...string) {
+	if !strictFeeds {
+		return
+	}
+	for _, n := range names {
+		for _, id := range q.keys(n) {
+			if q.t.keys[id].counter && q.t.vals[id].est < 0 {
+				panic("engine: the " + q.t.rd.id + " reader reads " + n + ", of a family its catalog says feeds no cell")
+			}
+		}
+	}
+}
+
 // present reports whether series name has a label set in the poll.
 func (q *query) present(name string) bool {
-	s, ok := q.t.names[name]
+	s, ok := q.slotOf(name)
 	return ok && q.t.slots[s].seq == q.t.seq
 }
 
@@ -110,7 +177,7 @@ func (q *query) pick(names ...string) (string, bool) {
 
 // keys returns the series of name present in the poll.
 func (q *query) keys(name string) []int32 {
-	s, ok := q.t.names[name]
+	s, ok := q.slotOf(name)
 	if !ok || q.t.slots[s].seq != q.t.seq {
 		return nil
 	}
@@ -201,13 +268,14 @@ func (q *query) fold(agg int, s *sel, name string) (v float64, n int, labelled b
 		if s != nil && !labelled {
 			_, labelled = labelOf(ks.rkey.Labels, s.label)
 		}
+		x := q.t.vals[id].v
 		switch {
 		case n == 0:
-			v = ks.v
+			v = x
 		case agg == aggMax:
-			v = max(v, ks.v)
+			v = max(v, x)
 		default:
-			v += ks.v
+			v += x
 		}
 		n++
 	}
@@ -231,6 +299,7 @@ func (q *query) kv(s *sel, names ...string) Cell {
 
 // rate is the rate of the first present of names over the selected sets.
 func (q *query) rate(s *sel, names ...string) Cell {
+	q.fed(names...)
 	name, _ := q.pick(names...)
 	c := q.est.Rate(name, s.match())
 	if s != nil {
@@ -241,6 +310,8 @@ func (q *query) rate(s *sel, names ...string) Cell {
 
 // ratio is ΣΔnum/ΣΔden over the window, each the first present of its names.
 func (q *query) ratio(num, den []string) Cell {
+	q.fed(num...)
+	q.fed(den...)
 	n, _ := q.pick(num...)
 	d, _ := q.pick(den...)
 	return Cell{Cell: q.est.Ratio(n, d, nil)}
@@ -259,6 +330,9 @@ func (q *query) pickHist(hs ...hname) hname {
 
 // hist is the windowed histogram of the first present of hs.
 func (q *query) hist(hs ...hname) (rate.Hist, hname) {
+	for _, h := range hs {
+		q.fed(h.bucket, h.count, h.sum)
+	}
 	h := q.pickHist(hs...)
 	return q.est.Histogram(h.base, nil), h
 }
@@ -376,6 +450,7 @@ func (q *query) perRequestLifetime(hs ...hname) Cell {
 // cache hits and evaluated tokens apart (llama.cpp forks): both ratios of
 // the two deltas, so that a window of hits only reads 1.
 func (q *query) hitShare(hit, miss string) Cell {
+	q.fed(hit, miss)
 	c := Cell{Cell: rate.Cell{Source: q.src('h', hit, miss), Derived: true}}
 	r := q.est.Ratio(hit, miss, nil)
 	switch {
@@ -421,8 +496,8 @@ func (q *query) by(name, label string) Cell {
 	var sum float64
 	for _, id := range ids {
 		v, _ := q.t.label(id, label)
-		parts[v] += q.t.keys[id].v
-		sum += q.t.keys[id].v
+		parts[v] += q.t.vals[id].v
+		sum += q.t.vals[id].v
 	}
 	if last, ok := q.t.lastBy[name]; ok && maps.Equal(last, parts) {
 		q.t.byScratch = parts

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/llmrec/llmrec/analyze/rate"
@@ -77,5 +79,71 @@ func TestSpecCounters(t *testing.T) {
 	}
 	if _, _, r := SpecCounters(VLLMV0); !slices.Contains(r, "vllm:spec_decode_num_drafts_total") {
 		t.Error("vLLM drafts")
+	}
+}
+
+// The tests read under strictFeeds: a reader that reads a counter of a
+// family its catalog says feeds no cell panics.
+func init() { strictFeeds = true }
+
+// Once the engine is decided, only the counters of families its reader
+// reads are fed to the estimator; before, every counter is.
+func TestFeedsOnlyReadFamilies(t *testing.T) {
+	body := func(gen, n float64) string {
+		return "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total " + fmtG(gen) + "\n" +
+			"# TYPE vllm:request_params_n histogram\n" +
+			"vllm:request_params_n_bucket{le=\"1\"} " + fmtG(n) + "\nvllm:request_params_n_bucket{le=\"+Inf\"} " + fmtG(n) + "\n" +
+			"vllm:request_params_n_count " + fmtG(n) + "\nvllm:request_params_n_sum " + fmtG(n) + "\n"
+	}
+	tr := NewTracker("", rate.Config{})
+	feed(t, tr, 100, body(0, 0))
+	cs := feed(t, tr, 102, body(100, 4))
+	want(t, cs, DecodeTokensPerSecond, 50, "")
+	if id, _ := tr.Engine(); id != VLLM {
+		t.Fatalf("engine %s", id)
+	}
+	for i := range tr.keys {
+		ks := &tr.keys[i]
+		if fed := tr.vals[i].est >= 0; fed != (ks.Family == "vllm:generation_tokens_total") || !ks.counter {
+			t.Errorf("%s%s: counter %v, fed %v", ks.Name, ks.rkey.Labels, ks.counter, fed)
+		}
+	}
+	// A reader reading the histogram would read it without history.
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "vllm:request_params_n_count") {
+			t.Errorf("recovered %v", r)
+		}
+	}()
+	q := &query{t: tr, est: tr.est}
+	q.fed("vllm:generation_tokens_total", "vllm:request_params_n_count")
+}
+
+// Without strictFeeds the check costs nothing and says nothing.
+func TestFedUnchecked(t *testing.T) {
+	strictFeeds = false
+	defer func() { strictFeeds = true }()
+	tr := NewTracker("vllm", rate.Config{})
+	q := &query{t: tr, est: tr.est}
+	q.fed("anything")
+}
+
+func fmtG(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// A series the reader asked for while it was absent is found once it
+// appears: the memo of last poll's lookups keeps no stale "none".
+func TestSeriesAppearsAfterAskedFor(t *testing.T) {
+	old := "# TYPE vllm:gpu_cache_usage_perc gauge\nvllm:gpu_cache_usage_perc 0.5\n" +
+		"# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total 1\n"
+	both := old + "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc 0.25\n"
+	tr := NewTracker("vllm", rate.Config{})
+	for i, c := range []struct {
+		body, source string
+		v            float64
+	}{{old, "vllm:gpu_cache_usage_perc", 0.5}, {old, "vllm:gpu_cache_usage_perc", 0.5},
+		{both, "vllm:kv_cache_usage_perc", 0.25}, {old, "vllm:gpu_cache_usage_perc", 0.5}} {
+		cs := feed(t, tr, 100+2*float64(i), c.body)
+		if kv := want(t, cs, KVCacheUsageRatio, c.v, ""); kv.Source != c.source {
+			t.Errorf("poll %d: kv from %s, want %s", i, kv.Source, c.source)
+		}
 	}
 }

@@ -104,6 +104,7 @@ func (q *query) product(a, b Cell) Cell {
 
 // perRequestMicros is Δ(cumulative µs)/Δrequests over the window, in seconds.
 func (q *query) perRequestMicros(us string) Cell {
+	q.fed(us, nvSuccess)
 	c := Cell{Cell: q.est.Ratio(us, nvSuccess, nil)}
 	c.Source = q.src('u', us, nvSuccess)
 	return scale(c, 1e-6)

@@ -123,14 +123,15 @@ func (h *Hist) cells() []*Cell { return []*Cell{&h.Count, &h.Mean, &h.P50, &h.P9
 // per label set) and makes the counts monotonic. It reports false when the
 // buckets lack a +Inf bucket or a finite one.
 func prepareBuckets(bs []bucket) ([]bucket, bool) {
-	slices.SortFunc(bs, func(x, y bucket) int { return cmp.Compare(x.le, y.le) })
-	out := bs[:0]
-	for _, b := range bs {
-		if len(out) > 0 && out[len(out)-1].le == b.le {
-			out[len(out)-1].n += b.n
-			continue
+	// Targets print one label set's buckets by rising le: the sort and the
+	// merge are skipped when they are strictly in order, which leaves
+	// nothing to merge.
+	out := bs
+	for i := 1; i < len(bs); i++ {
+		if !(bs[i-1].le < bs[i].le) {
+			out = mergeBuckets(bs)
+			break
 		}
-		out = append(out, b)
 	}
 	// Quantiles need a +Inf bucket and a finite one to interpolate in.
 	if len(out) < 2 || !math.IsInf(out[len(out)-1].le, 1) {
@@ -141,6 +142,20 @@ func prepareBuckets(bs []bucket) ([]bucket, bool) {
 		out[i].n = max(out[i].n, out[i-1].n)
 	}
 	return out, true
+}
+
+// mergeBuckets sorts bucket deltas by le and sums those of equal bounds.
+func mergeBuckets(bs []bucket) []bucket {
+	slices.SortFunc(bs, func(x, y bucket) int { return cmp.Compare(x.le, y.le) })
+	out := bs[:0]
+	for _, b := range bs {
+		if len(out) > 0 && out[len(out)-1].le == b.le {
+			out[len(out)-1].n += b.n
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // bucketQuantile is Prometheus' histogram_quantile over cumulative buckets

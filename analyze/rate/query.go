@@ -31,9 +31,9 @@ func (a *agg) note(reason, labels string) {
 
 // gather sums series over the label sets match accepts (nil accepts all), on
 // the poll just observed. It is the one place the label-set rules live.
-func (e *Estimator) gather(series string, match func(labels string) bool, mode gatherMode) agg {
+func (e *Estimator) gather(series *seriesState, match func(labels string) bool, mode gatherMode) agg {
 	var a agg
-	for _, slot := range e.series[series] {
+	for _, slot := range series.keys {
 		st := &e.keys[slot]
 		if match != nil && !match(st.key.Labels) {
 			continue
@@ -119,13 +119,17 @@ func (a *agg) usable() bool { return a.present > 0 && a.refused == "" && a.contr
 // sum of the rates of the label sets match accepts (nil accepts all), each
 // over its own window, every gate applied. Source is computed:Δ<series>/Δt.
 func (e *Estimator) Rate(series string, match func(labels string) bool) Cell {
-	c := Cell{Source: e.rateSource(series), Derived: true}
+	ss := e.queried(series)
+	if ss.rateSrc == "" {
+		ss.rateSrc = "computed:Δ" + series + "/Δt"
+	}
+	c := Cell{Source: ss.rateSrc, Derived: true}
 	// A refused poll measured nothing.
 	if e.disordered {
 		c.Reason = ReasonOrder
 		return c
 	}
-	a := e.gather(series, match, modeRate)
+	a := e.gather(ss, match, modeRate)
 	return a.cell(c)
 }
 
@@ -135,14 +139,15 @@ func (e *Estimator) Rate(series string, match func(labels string) bool) Cell {
 // ratio (accepted over drafted tokens). Every gate but the jump gate applies;
 // a window without denominator events is null with reason empty.
 func (e *Estimator) Ratio(num, den string, match func(labels string) bool) Cell {
-	c := Cell{Source: e.ratioSource(num, den), Derived: true}
+	ns, ds := e.queried(num), e.queried(den)
+	c := Cell{Source: ns.ratioSource(num, den), Derived: true}
 	// A refused poll measured nothing.
 	if e.disordered {
 		c.Reason = ReasonOrder
 		return c
 	}
-	n := e.gather(num, match, modeDelta)
-	d := e.gather(den, match, modeDelta)
+	n := e.gather(ns, match, modeDelta)
+	d := e.gather(ds, match, modeDelta)
 	// The side that cannot be read decides the cell, numerator first.
 	if !n.usable() {
 		return n.cell(c)
@@ -166,10 +171,19 @@ func (e *Estimator) Ratio(num, den string, match func(labels string) bool) Cell 
 // hash more than once.
 type histSources struct {
 	count, countInf, mean, p50, p95, p99 string // provenance
-	bucket, countName, sumName           string // series names
+	bucket, countName, sumName           *seriesState
 }
 
 func (e *Estimator) histSources(base string) *histSources {
+	h, ok := e.hasked.Recall(base)
+	if !ok {
+		h = e.newHistSources(base)
+	}
+	e.hasked.Note(base, h)
+	return h
+}
+
+func (e *Estimator) newHistSources(base string) *histSources {
 	if h, ok := e.histSrc[base]; ok {
 		return h
 	}
@@ -178,29 +192,20 @@ func (e *Estimator) histSources(base string) *histSources {
 		count: "computed:Δ" + base + "_count", countInf: "computed:Δ" + base + `_bucket{le="+Inf"}`,
 		mean: "computed:Δ" + base + "_sum/Δ" + base + "_count",
 		p50:  q("0.5"), p95: q("0.95"), p99: q("0.99"),
-		bucket: base + "_bucket", countName: base + "_count", sumName: base + "_sum",
+		bucket: e.seriesOf(base + "_bucket"), countName: e.seriesOf(base + "_count"), sumName: e.seriesOf(base + "_sum"),
 	}
 	e.histSrc[base] = h
 	return h
 }
 
-// rateSource is computed:Δ<series>/Δt, built once per series.
-func (e *Estimator) rateSource(series string) string {
-	if s, ok := e.rateSrc[series]; ok {
-		return s
-	}
-	s := "computed:Δ" + series + "/Δt"
-	e.rateSrc[series] = s
-	return s
-}
-
 // ratioSource is computed:Δ<num>/Δ<den>, built once per pair.
-func (e *Estimator) ratioSource(num, den string) string {
-	k := [2]string{num, den}
-	if s, ok := e.ratioSrc[k]; ok {
-		return s
+func (s *seriesState) ratioSource(num, den string) string {
+	for _, r := range s.ratioSrc {
+		if r.den == den {
+			return r.src
+		}
 	}
-	s := "computed:Δ" + num + "/Δ" + den
-	e.ratioSrc[k] = s
-	return s
+	src := "computed:Δ" + num + "/Δ" + den
+	s.ratioSrc = append(s.ratioSrc, ratioSource{den, src})
+	return src
 }

@@ -1,6 +1,10 @@
 package rate
 
-import "math"
+import (
+	"math"
+
+	"github.com/llmrec/llmrec/analyze/internal/memo"
+)
 
 // Key names one counter series: its name and its canonical label set.
 type Key struct {
@@ -94,17 +98,52 @@ type Estimator struct {
 
 	keys   []keyState
 	index  map[Key]int32
-	series map[string][]int32 // series name → its keys, in order of appearance
+	series map[string]*seriesState
 
 	// prev and cur map a sample's position in a poll to its key: targets
 	// print their series in a stable order, so most lookups are one compare.
 	prev, cur []int32
 
 	buckets []bucket // scratch for Histogram
-	// Provenance strings and histogram series names, built once.
-	histSrc  map[string]*histSources
-	rateSrc  map[string]string
-	ratioSrc map[[2]string]string
+	// Provenance strings and histogram series, built once per base name.
+	histSrc map[string]*histSources
+	// The queries' lookups of series and histograms by name, by the order
+	// they come in on each poll (see package memo).
+	asked  memo.Seq[*seriesState]
+	hasked memo.Seq[*histSources]
+}
+
+// seriesState is one series name: its keys and the provenance of its
+// queries, found with one map lookup per query.
+type seriesState struct {
+	keys     []int32 // in order of appearance
+	rateSrc  string  // computed:Δ<series>/Δt, once asked for
+	ratioSrc []ratioSource
+}
+
+// ratioSource is the provenance of a ratio with one denominator: a series
+// is the numerator of one or two ratios, found by a compare each.
+type ratioSource struct{ den, src string }
+
+// queried returns the state of series name for a query.
+func (e *Estimator) queried(name string) *seriesState {
+	s, ok := e.asked.Recall(name)
+	if !ok {
+		s = e.seriesOf(name)
+	}
+	e.asked.Note(name, s)
+	return s
+}
+
+// seriesOf returns the state of series name, made empty on first sight so
+// that a query may hold it before any key of the series appears.
+func (e *Estimator) seriesOf(name string) *seriesState {
+	s, ok := e.series[name]
+	if !ok {
+		s = &seriesState{}
+		e.series[name] = s
+	}
+	return s
 }
 
 // New returns an Estimator with cfg's defaults filled in.
@@ -114,8 +153,8 @@ func New(cfg Config) *Estimator {
 		cfg:     cfg,
 		ceiling: cfg.CeilingFactor * cfg.Span,
 		index:   make(map[Key]int32),
-		series:  make(map[string][]int32),
-		histSrc: map[string]*histSources{}, rateSrc: map[string]string{}, ratioSrc: map[[2]string]string{},
+		series:  make(map[string]*seriesState),
+		histSrc: map[string]*histSources{},
 	}
 }
 
@@ -162,6 +201,8 @@ type keyState struct {
 // changes nothing. Samples with a NaN or infinite value are treated as
 // absent. A key appearing twice in one poll keeps its first reading.
 func (e *Estimator) Observe(p Poll) {
+	e.asked.Start()
+	e.hasked.Start()
 	// A poll without a usable time, or not after its predecessor, measures no time.
 	if math.IsNaN(p.T) || math.IsInf(p.T, 0) || (e.seq > 0 && p.T <= e.lastT) {
 		e.disordered = true
@@ -218,7 +259,8 @@ func (e *Estimator) Register(k Key) int32 {
 	s := int32(len(e.keys))
 	e.keys = append(e.keys, keyState{key: k})
 	e.index[k] = s
-	e.series[k.Series] = append(e.series[k.Series], s)
+	ss := e.seriesOf(k.Series)
+	ss.keys = append(ss.keys, s)
 	return s
 }
 
