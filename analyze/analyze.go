@@ -43,6 +43,10 @@ type Options struct {
 	// stays empty and Result.WriteJSON copies them from the spool; the
 	// caller removes the folder after writing.
 	Spool string
+	// KeepCell, when set, keeps in each poll (Target.Polls, the spool) only
+	// the cells it accepts; the summaries and findings still see every
+	// cell. A report draws a fifth of them (render.PollCells).
+	KeepCell func(name string) bool
 }
 
 // DefaultSpans are the counterfactual spans when none are given: a window
@@ -239,9 +243,12 @@ type targetState struct {
 	prevK []uint64
 	prevI []int32
 	cells engine.Cells
-	stats []headStat
-	fw    *findingsState // what the run findings keep of the target
-	spool *spool         // its polls, when spooled (Options.Spool)
+	keep  func(string) bool // Options.KeepCell
+	// scratch holds the kept cells of a poll on its way to the spool.
+	scratch engine.Cells
+	stats   []headStat
+	fw      *findingsState // what the run findings keep of the target
+	spool   *spool         // its polls, when spooled (Options.Spool)
 }
 
 // headStat gathers one headline cell over the polls.
@@ -269,6 +276,7 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		tr:    engine.NewTracker(h, a.cfg),
 		keyOf: make(map[uint64]int32),
 		stats: make([]headStat, len(engine.Headline)),
+		keep:  a.opts.KeepCell,
 	}
 	st.fw = newFindingsState(st.out.Name, st.tr, a.cfg, a.spans)
 	if m := a.metas[st.out.Name]; m != nil && m.ticks > 0 {
@@ -422,10 +430,24 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) error
 	}
 	if st.spool != nil {
 		// Encoded now: the cells need not be copied.
-		return st.spool.add(&Poll{T: T, Run: run, Seq: seq, Cells: st.cells})
+		st.scratch = st.keptCells(st.scratch[:0])
+		return st.spool.add(&Poll{T: T, Run: run, Seq: seq, Cells: st.scratch})
 	}
-	st.out.Polls = grow(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Cells: slices.Clone(st.cells)})
+	st.out.Polls = grow(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Cells: st.keptCells(nil)})
 	return nil
+}
+
+// keptCells appends to dst the poll's cells that Options.KeepCell keeps.
+func (st *targetState) keptCells(dst engine.Cells) engine.Cells {
+	if st.keep == nil {
+		return append(dst, st.cells...)
+	}
+	for _, c := range st.cells {
+		if st.keep(c.Name) {
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // finish completes every target, sorted by name.

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -963,6 +964,57 @@ func TestSpooledPolls(t *testing.T) {
 	if _, err := Analyze(Options{Dirs: []string{dir}, Spool: filepath.Join(spoolDir, "missing")}); err == nil ||
 		!strings.Contains(err.Error(), "spool polls") {
 		t.Errorf("unwritable spool: %v", err)
+	}
+}
+
+// KeepCell keeps only the cells it accepts in each poll, held or spooled;
+// the summaries, computed from every cell, do not change.
+func TestKeepCell(t *testing.T) {
+	dir := t.TempDir()
+	generate(t, sim.LongScenario(1, 2*time.Minute, 1), dir, sim.GenerateOptions{})
+	all, err := Analyze(Options{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := func(name string) bool {
+		return name == engine.DecodeTokensPerSecond || name == engine.KVCacheUsageRatio
+	}
+	held, err := Analyze(Options{Dirs: []string{dir}, KeepCell: keep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spooled, err := Analyze(Options{Dirs: []string{dir}, KeepCell: keep, Spool: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spooled.Close()
+	a, h := all.Targets[0], held.Targets[0]
+	if len(h.Polls) != len(a.Polls) || len(a.Polls) < 50 {
+		t.Fatalf("%d polls kept of %d", len(h.Polls), len(a.Polls))
+	}
+	for i, p := range h.Polls {
+		var want engine.Cells
+		for _, c := range a.Polls[i].Cells {
+			if keep(c.Name) {
+				want = append(want, c)
+			}
+		}
+		if len(want) != 2 || !reflect.DeepEqual(p.Cells, want) {
+			t.Fatalf("poll %d keeps %v, want %v", i, p.Cells, want)
+		}
+	}
+	if !reflect.DeepEqual(h.Summary, a.Summary) {
+		t.Errorf("summary changed: %+v\nwant %+v", h.Summary, a.Summary)
+	}
+	var hb, sb bytes.Buffer
+	if err := held.WriteJSON(&hb); err != nil {
+		t.Fatal(err)
+	}
+	if err := spooled.WriteJSON(&sb); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(hb.Bytes(), sb.Bytes()) {
+		t.Errorf("spooled kept cells differ from held ones (%d vs %d bytes)", sb.Len(), hb.Len())
 	}
 }
 

@@ -27,6 +27,35 @@ func findingsReport(t *testing.T) render.Report {
 	return r
 }
 
+// An analysis that keeps only render.PollCells in its polls lays out the
+// same report, byte for byte, as one that keeps every cell.
+func TestPollCellsMakeTheSameReport(t *testing.T) {
+	report := func(keep func(string) bool) (html, md string, cells int) {
+		res, err := analyze.Analyze(analyze.Options{Dirs: []string{"../captures/findings/run"}, KeepCell: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := render.FromAnalysis(render.Input{Result: res})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range res.Targets {
+			for _, p := range tg.Polls {
+				cells += len(p.Cells)
+			}
+		}
+		return htmlOf(t, r), markdownOf(t, r), cells
+	}
+	html, md, all := report(nil)
+	keptHTML, keptMD, kept := report(render.PollCells)
+	if kept == 0 || kept*2 > all {
+		t.Errorf("polls keep %d cells of %d", kept, all)
+	}
+	if keptHTML != html || keptMD != md {
+		t.Error("the report of an analysis keeping render.PollCells differs from the full one's")
+	}
+}
+
 // The Markdown summary of the shipped recording, golden (go test -update
 // rewrites it): headline tables with provenance footnotes, verdicts.
 func TestFindingsMarkdownGolden(t *testing.T) {

@@ -51,6 +51,26 @@ var targetCharts = []targetChart{
 		cells: []string{engine.PreemptionsPerSecond}},
 }
 
+// PollCells reports whether a report reads the cell name from the polls:
+// the charts' cells, the waiting split and the headline cells (whose
+// source it shows). An analysis made for a report keeps only these in its
+// polls (analyze.Options.KeepCell): a day of 8 engines is otherwise
+// gigabytes of cells no chart draws.
+func PollCells(name string) bool { return pollCells[name] }
+
+var pollCells = func() map[string]bool {
+	m := map[string]bool{engine.WaitingByReason: true}
+	for _, spec := range targetCharts {
+		for _, c := range spec.cells {
+			m[c] = true
+		}
+	}
+	for _, c := range engine.Headline {
+		m[c] = true
+	}
+	return m
+}()
+
 // FromAnalysis lays out an analysis as a report.
 func FromAnalysis(in Input) (Report, error) {
 	res := in.Result

@@ -48,6 +48,7 @@ func renderRun(_ context.Context, stdout, stderr io.Writer, args []string) error
 	if err != nil {
 		return err
 	}
+	opts.KeepCell = render.PollCells // the cells the report draws
 	res, err := analyze.Analyze(opts)
 	if err != nil {
 		return err
