@@ -49,17 +49,40 @@ var ErrNotExposition = errors.New("not Prometheus text exposition")
 // parse error is a failed parse: the result is then nil, because expfmt's
 // partial result can hold a bogus family.
 func Parse(body []byte, contentType string) ([]Sample, error) {
+	return (*Interner)(nil).Parse(body, contentType)
+}
+
+// Interner carries what one target's pages share from one scrape to the
+// next: their strings (names, help texts, label sets), which the next page
+// reuses instead of allocating each anew, and the series of the last page
+// that parsed. Reused strings are the same memory from one scrape to the
+// next, so later comparisons (a page's series against the last page's, the
+// writer's dictionaries) settle in one step. It is not safe for concurrent
+// use: one per target endpoint. The zero value is ready; a nil *Interner
+// interns nothing.
+type Interner struct {
+	m    map[string]string
+	last []Sample // the last page's samples; only Name and Labels are read
+}
+
+// maxInterned bounds an Interner: a target whose label values never repeat
+// (a request id in a label) would otherwise grow it without end. Past it,
+// the table starts again empty. A variable for the tests.
+var maxInterned = 1 << 16
+
+// Parse is the package's Parse, with the samples' strings taken from in.
+func (in *Interner) Parse(body []byte, contentType string) ([]Sample, error) {
 	if err := sniff(body, contentType); err != nil {
 		return nil, err
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	var in io.Reader = bytes.NewReader(body)
+	var r io.Reader = bytes.NewReader(body)
 	// A last line without its newline is complete; expfmt alone calls it an
 	// unexpected end of input.
 	if len(body) > 0 && body[len(body)-1] != '\n' {
-		in = io.MultiReader(in, strings.NewReader("\n"))
+		r = io.MultiReader(r, strings.NewReader("\n"))
 	}
-	fams, err := p.TextToMetricFamilies(in)
+	fams, err := p.TextToMetricFamilies(r)
 	if err != nil {
 		return nil, fmt.Errorf("parse exposition: %w", err)
 	}
@@ -70,15 +93,36 @@ func Parse(body []byte, contentType string) ([]Sample, error) {
 		n += countSamples(f)
 	}
 	slices.Sort(names)
-	fl := flattener{out: make([]Sample, 0, n)}
+	fl := flattener{out: make([]Sample, 0, n), in: in}
 	for _, name := range names {
 		fl.family(fams[name])
 	}
 	out := fl.out
-	if dup := firstDuplicate(out); dup != "" {
-		return nil, fmt.Errorf("parse exposition: duplicate series %s", dup)
+	// The series of the last page that parsed, in the same order, hold no
+	// duplicate.
+	if !in.sameSeries(out) {
+		if dup := firstDuplicate(out); dup != "" {
+			return nil, fmt.Errorf("parse exposition: duplicate series %s", dup)
+		}
+	}
+	if in != nil {
+		in.last = out
 	}
 	return out, nil
+}
+
+// sameSeries reports whether ss are the series of the last page, in order.
+func (in *Interner) sameSeries(ss []Sample) bool {
+	if in == nil || len(ss) != len(in.last) {
+		return false
+	}
+	for i := range ss {
+		// Interned, equal strings are one pointer: no byte is read.
+		if ss[i].Name != in.last[i].Name || ss[i].Labels != in.last[i].Labels {
+			return false
+		}
+	}
+	return true
 }
 
 // sniff names a body that is JSON or HTML instead of exposition text, so the
@@ -146,6 +190,7 @@ func typeName(t dto.MetricType) string {
 // per label set, the string itself.
 type flattener struct {
 	out []Sample
+	in  *Interner
 
 	// Of the current metric:
 	orig   []*dto.LabelPair
@@ -159,15 +204,15 @@ type flattener struct {
 }
 
 func (fl *flattener) family(f *dto.MetricFamily) {
-	fam := f.GetName()
+	fam := fl.in.string(f.GetName())
 	typ := typeName(f.GetType())
-	help := f.GetHelp()
+	help := fl.in.string(f.GetHelp())
 	var bucket, sum, count string
 	switch f.GetType() {
 	case dto.MetricType_SUMMARY:
-		sum, count = fam+"_sum", fam+"_count"
+		sum, count = fl.suffixed(fam, "_sum"), fl.suffixed(fam, "_count")
 	case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
-		bucket, sum, count = fam+"_bucket", fam+"_sum", fam+"_count"
+		bucket, sum, count = fl.suffixed(fam, "_bucket"), fl.suffixed(fam, "_sum"), fl.suffixed(fam, "_count")
 	}
 	for _, m := range f.GetMetric() {
 		fl.setMetric(m.GetLabel())
@@ -235,7 +280,7 @@ func (fl *flattener) labels() string {
 			return "{}"
 		}
 		fl.buf = appendLabels(fl.buf[:0], fl.base)
-		fl.plain = string(fl.buf)
+		fl.plain = fl.in.bytes(fl.buf)
 	}
 	return fl.plain
 }
@@ -257,7 +302,44 @@ func (fl *flattener) withLabel(k string, v float64) string {
 	b = append(b, '"')
 	b = append(b, fl.suffix...)
 	fl.buf = b
-	return string(b)
+	return fl.in.bytes(b)
+}
+
+// suffixed is name+suffix.
+func (fl *flattener) suffixed(name, suffix string) string {
+	fl.buf = append(append(fl.buf[:0], name...), suffix...)
+	return fl.in.bytes(fl.buf)
+}
+
+// bytes is b as a string: the table's, when it has one.
+func (in *Interner) bytes(b []byte) string {
+	if in == nil {
+		return string(b)
+	}
+	if s, ok := in.m[string(b)]; ok { // looked up in place: no allocation
+		return s
+	}
+	return in.add(string(b))
+}
+
+// string is s, or the table's equal string.
+func (in *Interner) string(s string) string {
+	if in == nil {
+		return s
+	}
+	if t, ok := in.m[s]; ok {
+		return t
+	}
+	// s is expfmt's: a clone, so the table keeps none of its page alive.
+	return in.add(strings.Clone(s))
+}
+
+func (in *Interner) add(s string) string {
+	if in.m == nil || len(in.m) >= maxInterned {
+		in.m = make(map[string]string, 1024)
+	}
+	in.m[s] = s
+	return s
 }
 
 // splitAt finds where k goes in the sorted base and encodes the JSON on

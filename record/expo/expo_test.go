@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -162,6 +163,57 @@ func TestParseRejectsDuplicateSeries(t *testing.T) {
 	_, err := Parse([]byte("a{x=\"1\"} 1\na{x=\"1\"} 2\n"), "")
 	if err == nil || !strings.Contains(err.Error(), `duplicate series a{"x":"1"}`) {
 		t.Fatalf("error %v, want duplicate series", err)
+	}
+}
+
+// An Interner changes no sample: a target's pages parsed through one equal
+// the same pages parsed alone, their strings are shared from one page to
+// the next, and a page that repeats the last one's series but for one now
+// duplicated is still refused.
+func TestInternerParsesAsParse(t *testing.T) {
+	pages := []string{
+		"# HELP a A.\n# TYPE a counter\na{x=\"1\"} 1\na{x=\"2\"} 2\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 3\nh_count 2\n",
+		"# HELP a A.\n# TYPE a counter\na{x=\"1\"} 5\na{x=\"2\"} 6\n# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 3\nh_sum 4\nh_count 3\n",
+		// A label set joins.
+		"# HELP a A.\n# TYPE a counter\na{x=\"1\"} 6\na{x=\"2\"} 7\na{x=\"3\"} 1\n# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 3\nh_sum 4\nh_count 3\n",
+		"# HELP a A.\n# TYPE a counter\na{x=\"1\"} 7\na{x=\"2\"} 8\na{x=\"3\"} 2\n# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 3\nh_sum 4\nh_count 3\n",
+	}
+	var in Interner
+	var last []Sample
+	for i, p := range pages {
+		got, err := in.Parse([]byte(p), "")
+		if err != nil {
+			t.Fatalf("page %d: %v", i, err)
+		}
+		want, _ := Parse([]byte(p), "")
+		if !slices.EqualFunc(got, want, func(a, b Sample) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
+			t.Fatalf("page %d: %v, want %v", i, got, want)
+		}
+		if i == 1 && (unsafe.StringData(got[0].Labels) != unsafe.StringData(last[0].Labels) ||
+			unsafe.StringData(got[2].Name) != unsafe.StringData(last[2].Name)) {
+			t.Error("page 1 does not share page 0's strings")
+		}
+		last = got
+	}
+	// The last page's series, but its third series a copy of the first.
+	dup := strings.Replace(pages[3], `a{x="3"} 2`, `a{x="1"} 2`, 1)
+	if _, err := in.Parse([]byte(dup), ""); err == nil || !strings.Contains(err.Error(), "duplicate series") {
+		t.Fatalf("duplicate after a clean page: %v", err)
+	}
+}
+
+// An Interner starts again empty past its bound.
+func TestInternerBound(t *testing.T) {
+	defer func(n int) { maxInterned = n }(maxInterned)
+	maxInterned = 4
+	var in Interner
+	for i := range 3 {
+		if _, err := in.Parse(fmt.Appendf(nil, "a{x=\"%d\"} 1\nb 1\nc 1\n", i), ""); err != nil {
+			t.Fatal(err)
+		}
+		if len(in.m) > maxInterned {
+			t.Fatalf("page %d: %d strings held, bound %d", i, len(in.m), maxInterned)
+		}
 	}
 }
 
