@@ -19,7 +19,7 @@ import (
 	"github.com/llmrec/llmrec/record/capture"
 )
 
-const expo = "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{engine=\"0\"} 42\n"
+const exposition = "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{engine=\"0\"} 42\n"
 
 func gz(b []byte) []byte {
 	var buf bytes.Buffer
@@ -49,12 +49,12 @@ func TestScrapeGzip(t *testing.T) {
 		accept, enc = r.Header.Get("Accept"), r.Header.Get("Accept-Encoding")
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		w.Write(gz([]byte(expo)))
+		w.Write(gz([]byte(exposition)))
 	}, time.Second, 1<<20)
 	if !strings.HasPrefix(accept, "text/plain;version=0.0.4") || enc != "gzip" {
 		t.Errorf("request asked Accept %q, Accept-Encoding %q", accept, enc)
 	}
-	if s.Outcome != capture.OutcomeOK || string(s.Body) != expo || *s.ContentEncoding != "gzip" || *s.WireBytes != int64(len(gz([]byte(expo)))) {
+	if s.Outcome != capture.OutcomeOK || string(s.Body) != exposition || *s.ContentEncoding != "gzip" || *s.WireBytes != int64(len(gz([]byte(exposition)))) {
 		t.Fatalf("row %+v", s)
 	}
 	if !(s.ScheduledNs <= s.StartNs && s.StartNs <= s.FirstByteNs && s.FirstByteNs <= s.EndNs) {
@@ -137,7 +137,7 @@ func TestScrapeSendsHeadersAndToken(t *testing.T) {
 	var auth, bench string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth, bench = r.Header.Get("Authorization"), r.Header.Get("X-Bench")
-		w.Write([]byte(expo))
+		w.Write([]byte(exposition))
 	}))
 	defer srv.Close()
 	tg := target(srv.URL, time.Second)
@@ -181,7 +181,7 @@ func TestRunSchedulesIndependently(t *testing.T) {
 		}
 		hangs.Add(1)
 		time.Sleep(350 * time.Millisecond)
-		w.Write([]byte(expo))
+		w.Write([]byte(exposition))
 	}))
 	defer slow.Close()
 	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -193,7 +193,7 @@ func TestRunSchedulesIndependently(t *testing.T) {
 		case "/props":
 			w.Write([]byte(`{"total_slots":4}`))
 		default:
-			w.Write([]byte(expo))
+			w.Write([]byte(exposition))
 		}
 	}))
 	defer fast.Close()
@@ -301,7 +301,7 @@ func TestRunDiskFull(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noise := make([]byte, 16<<10)
 		rand.Read(noise)
-		fmt.Fprintf(w, "# %x\n%s", noise, expo)
+		fmt.Fprintf(w, "# %x\n%s", noise, exposition)
 	}))
 	defer srv.Close()
 	cfg := &Config{Interval: Duration(20 * time.Millisecond), Rotate: Duration(200 * time.Millisecond),

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/expo"
 )
 
 // Options of one recording session.
@@ -223,6 +224,9 @@ type endpointState struct {
 	url     string
 	busy    atomic.Bool
 	running atomic.Int64 // seq of the scrape in flight
+	// interner is the parser's memory of this endpoint's pages, used by
+	// one scrape at a time (busy).
+	interner expo.Interner
 }
 
 func (r *recorder) loop(ctx context.Context, ti int, t *Target) {
@@ -288,7 +292,7 @@ func (r *recorder) fire(ctx context.Context, ti int, t *Target, ep *endpointStat
 		// A scrape in flight when the run stops is finished, not abandoned:
 		// it runs on a context that only its own timeout ends.
 		row := scrape(context.WithoutCancel(ctx), r.client, r.clock, request{target: t, endpoint: ep.name, url: ep.url,
-			seq: k, scheduled: at, maxBody: r.maxBody, runID: r.runID})
+			seq: k, scheduled: at, maxBody: r.maxBody, runID: r.runID, interner: &ep.interner})
 		ep.busy.Store(false)
 		r.account(ti, &row)
 		r.rows <- row

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/expo"
 )
 
 // AcceptHeader asks for the classic text format: the OpenMetrics decoders
@@ -72,6 +73,7 @@ type request struct {
 	scheduled time.Time
 	maxBody   int64
 	runID     string
+	interner  *expo.Interner // of the endpoint; nil: none
 }
 
 // countingReader counts bytes read from the wire.
@@ -172,7 +174,7 @@ func scrape(ctx context.Context, client *http.Client, clock Clock, q request) ca
 		return fail(capture.OutcomeHTTPError, fmt.Errorf("HTTP %s", resp.Status))
 	}
 	row.Outcome = capture.OutcomeOK
-	capture.Parse(&row)
+	capture.ParseWith(&row, q.interner)
 	return row
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmrec/llmrec/record/expo"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -68,11 +69,12 @@ func benchScrape(b *testing.B, compactEvery int) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	var alone time.Duration
+	var in expo.Interner // the recorder keeps one per target endpoint
 	i := int64(0)
 	for b.Loop() {
 		s := Scrape{RunID: "B", Target: "vllm", Endpoint: EndpointMetrics, Seq: i, Outcome: OutcomeOK,
 			ScheduledNs: i * 2e9, StartNs: i*2e9 + 1, FirstByteNs: i*2e9 + 2, EndNs: i*2e9 + 3, ContentType: &ct, Body: body}
-		Parse(&s)
+		ParseWith(&s, &in)
 		if err := w.Append(s); err != nil {
 			b.Fatal(err)
 		}

@@ -15,7 +15,8 @@ type keptGroup struct {
 	segs  [][]keptRow // segs[i]: the rows of the group's i-th sealed segment; nil: not kept
 	strs  []string
 	index map[string]uint32
-	bytes int64 // estimated heap held, for the budget
+	bytes int64          // estimated heap held, for the budget
+	prev  []packedSample // the samples of the row packed last
 }
 
 // keptRow is a row without its samples, and its samples packed.
@@ -79,16 +80,33 @@ func (g *keptGroup) add(rows []Scrape, budget int64) {
 		k.samples = make([]packedSample, len(rows[i].Samples))
 		for j, s := range rows[i].Samples {
 			p := &k.samples[j]
-			p.family, p.typ, p.help, p.name = id(0, s.Family), id(1, s.Type), id(2, s.Help), id(3, s.Name)
-			p.labels = id(4, s.Labels)
+			// A target prints its series in the same order scrape after
+			// scrape: the sample at j is most often the last row's at j
+			// (the same memory, when the parser interned them).
+			if q := at(g.prev, j); q != nil && g.strs[q.labels] == s.Labels && g.strs[q.name] == s.Name &&
+				g.strs[q.family] == s.Family && g.strs[q.help] == s.Help && g.strs[q.typ] == s.Type {
+				p.family, p.typ, p.help, p.name, p.labels = q.family, q.typ, q.help, q.name, q.labels
+			} else {
+				p.family, p.typ, p.help, p.name = id(0, s.Family), id(1, s.Type), id(2, s.Help), id(3, s.Name)
+				p.labels = id(4, s.Labels)
+			}
 			p.value = s.Value
 			if s.TimestampMs != nil {
 				p.hasTS, p.ts = true, *s.TimestampMs
 			}
 		}
+		g.prev = k.samples
 	}
 	g.segs = append(g.segs, seg)
 	g.bytes += n
+}
+
+// at is &ps[j], or nil past its end.
+func at(ps []packedSample, j int) *packedSample {
+	if j < len(ps) {
+		return &ps[j]
+	}
+	return nil
 }
 
 // unpack rebuilds the row k into dst, its samples in dst.Samples' space.

@@ -72,7 +72,11 @@ type Sample = expo.Sample
 // Parse fills s.Samples and s.ParseError (and moves an ok outcome to
 // parse_error) from s.Body. It is the one place a body becomes samples, used
 // by the recorder and by journal recovery alike.
-func Parse(s *Scrape) {
+func Parse(s *Scrape) { ParseWith(s, nil) }
+
+// ParseWith is Parse with what the target's earlier pages left in in (see
+// expo.Interner): the recorder keeps one per target endpoint.
+func ParseWith(s *Scrape, in *expo.Interner) {
 	s.Samples = nil
 	s.ParseError = nil
 	// Only a complete 200 answer of the metrics endpoint is exposition text.
@@ -83,7 +87,7 @@ func Parse(s *Scrape) {
 	if s.ContentType != nil {
 		ct = *s.ContentType
 	}
-	ss, err := expo.Parse(s.Body, ct)
+	ss, err := in.Parse(s.Body, ct)
 	if err != nil {
 		msg := err.Error()
 		s.ParseError = &msg
