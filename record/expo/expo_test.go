@@ -279,7 +279,13 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-func BenchmarkParseVLLMV1(b *testing.B) {
+func BenchmarkParseVLLMV1(b *testing.B) { benchParse(b, nil) }
+
+// BenchmarkParseVLLMV1Interned parses the page as the recorder does, through
+// the target's Interner: every page after the first repeats its strings.
+func BenchmarkParseVLLMV1Interned(b *testing.B) { benchParse(b, &Interner{}) }
+
+func benchParse(b *testing.B, in *Interner) {
 	body, err := os.ReadFile(filepath.Join(realDir, "vllm-v1-armandossrecife-vllm-server-api-chat.txt"))
 	if err != nil {
 		b.Skipf("real capture absent: %v", err)
@@ -287,7 +293,7 @@ func BenchmarkParseVLLMV1(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Parse(body, "text/plain"); err != nil {
+		if _, err := in.Parse(body, "text/plain"); err != nil {
 			b.Fatal(err)
 		}
 	}
