@@ -55,12 +55,7 @@ func (q *query) slotOf(name string) (int32, bool) {
 // at returns index[name], the position of a cell among the canonical
 // ones, through seq.
 func at(seq *memo.Seq[int], index map[string]int, name string) int {
-	i, ok := seq.Recall(name)
-	if !ok {
-		i = index[name]
-	}
-	seq.Note(name, i)
-	return i
+	return seq.Ask(name, func(n string) int { return index[n] })
 }
 
 // canonIndex maps a canonical cell name to its position in a poll's cells.

@@ -175,12 +175,7 @@ type histSources struct {
 }
 
 func (e *Estimator) histSources(base string) *histSources {
-	h, ok := e.hasked.Recall(base)
-	if !ok {
-		h = e.newHistSources(base)
-	}
-	e.hasked.Note(base, h)
-	return h
+	return e.hasked.Ask(base, e.newHistSources)
 }
 
 func (e *Estimator) newHistSources(base string) *histSources {

@@ -126,14 +126,7 @@ type seriesState struct {
 type ratioSource struct{ den, src string }
 
 // queried returns the state of series name for a query.
-func (e *Estimator) queried(name string) *seriesState {
-	s, ok := e.asked.Recall(name)
-	if !ok {
-		s = e.seriesOf(name)
-	}
-	e.asked.Note(name, s)
-	return s
-}
+func (e *Estimator) queried(name string) *seriesState { return e.asked.Ask(name, e.seriesOf) }
 
 // seriesOf returns the state of series name, made empty on first sight so
 // that a query may hold it before any key of the series appears.

@@ -40,3 +40,14 @@ func (s *Seq[V]) Note(q string, v V) {
 	}
 	s.next++
 }
+
+// Ask is Recall then Note: the answer given at this point of the last
+// sequence when the question there was q, else answer(q).
+func (s *Seq[V]) Ask(q string, answer func(string) V) V {
+	v, ok := s.Recall(q)
+	if !ok {
+		v = answer(q)
+	}
+	s.Note(q, v)
+	return v
+}

@@ -43,3 +43,20 @@ func TestSeq(t *testing.T) {
 		}
 	}
 }
+
+// Ask answers from the last sequence when it can, and asks answer only
+// when it cannot.
+func TestAsk(t *testing.T) {
+	var s Seq[int]
+	calls := 0
+	answer := func(q string) int { calls++; return len(q) }
+	for range 3 {
+		s.Start()
+		if a, b := s.Ask("x", answer), s.Ask("yy", answer); a != 1 || b != 2 {
+			t.Fatalf("answers %d %d", a, b)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("answer asked %d times, want 2", calls)
+	}
+}
