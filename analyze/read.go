@@ -51,8 +51,8 @@ func (t *strtab) add(s string) int32 {
 }
 
 // row is one scrape row as ids and numbers. Its slices are valid until the
-// next row (value may be the page's own memory). family and typ are empty when the reader's known hook said
-// the row does not need them.
+// next row (value may be the page's own memory). family and typ are empty
+// when the reader's known hook said the row does not need them.
 type row struct {
 	run, target, engine, endpoint, outcome int32
 	seq, start, firstByte                  int64 // a null time is 0
