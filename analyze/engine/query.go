@@ -226,6 +226,17 @@ const (
 	aggMax        // fractions: a cache's pressure is its fullest part, never a sum
 )
 
+// aggregate is acc, the aggregate of n values, with x added to it.
+func aggregate(agg, n int, acc, x float64) float64 {
+	switch {
+	case n == 0:
+		return x
+	case agg == aggMax:
+		return max(acc, x)
+	}
+	return acc + x
+}
+
 // gauge reads the first present of names, summed (or maxed) over the label
 // sets s selects. Absent is null with no source.
 func (q *query) gauge(agg int, s *sel, names ...string) Cell {
@@ -263,15 +274,7 @@ func (q *query) fold(agg int, s *sel, name string) (v float64, n int, labelled b
 		if s != nil && !labelled {
 			_, labelled = labelOf(ks.rkey.Labels, s.label)
 		}
-		x := q.t.vals[id].v
-		switch {
-		case n == 0:
-			v = x
-		case agg == aggMax:
-			v = max(v, x)
-		default:
-			v += x
-		}
+		v = aggregate(agg, n, v, q.t.vals[id].v)
 		n++
 	}
 	return v, n, labelled
@@ -523,14 +526,7 @@ func (q *query) fact(agg int, name, kind string, fn func(label func(string) (str
 			q.t.facts[k] = f
 		}
 		if v, ok := f.v, f.ok; ok {
-			switch {
-			case n == 0:
-				sum = v
-			case agg == aggMax:
-				sum = max(sum, v)
-			default:
-				sum += v
-			}
+			sum = aggregate(agg, n, sum, v)
 			n++
 		}
 	}
