@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -21,6 +20,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/rate"
 	recorder "github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/goldentest"
 	"github.com/llmrec/llmrec/record/sim"
 	"github.com/parquet-go/parquet-go"
 )
@@ -733,8 +733,6 @@ func generate(t testing.TB, sc *sim.Scenario, dir string, opts sim.GenerateOptio
 	return int(st.Scrapes), int(st.Samples)
 }
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
 // The text summary of a small recording of two engines, one of them broken
 // into a corrupt file: engines, polls, headline medians with their windows,
 // nulls by reason, unknown series and the problem.
@@ -774,25 +772,7 @@ func TestSummaryGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.ReplaceAll(out.String(), dir, "DIR")
-	checkGolden(t, filepath.Join("testdata", "summary.golden"), got)
-}
-
-// checkGolden compares got with the golden file, or rewrites it with -update.
-func checkGolden(t *testing.T, golden, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (run with -update after checking):\n%s", golden, got)
-	}
+	goldentest.Check(t, filepath.Join("testdata", "summary.golden"), []byte(got))
 }
 
 type failWriter struct{}

@@ -18,6 +18,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/goldentest"
 	"github.com/llmrec/llmrec/record/sim"
 	"github.com/parquet-go/parquet-go"
 )
@@ -572,7 +573,7 @@ func TestFindingsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := fmt.Sprintf("polls: %d, sha256 of their JSON: %x\n%s", polls, h.Sum(nil), pretty.String())
-	checkGolden(t, filepath.Join("testdata", "findings.golden.json"), got)
+	goldentest.Check(t, filepath.Join("testdata", "findings.golden.json"), []byte(got))
 }
 
 // The columns the findings read are optional (a file without them is read

@@ -2,8 +2,6 @@ package render_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -69,20 +67,7 @@ func TestFindingsMarkdownGolden(t *testing.T) {
 			t.Errorf("summary lacks %q", want)
 		}
 	}
-	golden := filepath.Join("testdata", "findings.md.golden")
-	if *update {
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (go test -update creates it)", err)
-	}
-	if !bytes.Equal(want, b.Bytes()) {
-		t.Errorf("%s differs from the output; go test -update rewrites it", golden)
-	}
+	golden(t, "findings.md.golden", got)
 }
 
 // The HTML report of the shipped recording is deterministic, loads in

@@ -3,18 +3,16 @@ package render_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/llmrec/llmrec/record/goldentest"
 	"github.com/llmrec/llmrec/render"
 	"github.com/llmrec/llmrec/templates"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func htmlOf(tb testing.TB, r render.Report) string {
 	tb.Helper()
@@ -37,26 +35,7 @@ func markdownOf(tb testing.TB, r render.Report) string {
 // golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./render -update to write it)", err)
-	}
-	if got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := range min(len(gl), len(wl)) {
-			if gl[i] != wl[i] {
-				t.Fatalf("%s differs at line %d:\n got %.300q\nwant %.300q\n(go test ./render -update rewrites it)", name, i+1, gl[i], wl[i])
-			}
-		}
-		t.Fatalf("%s differs in length: %d lines, want %d (go test ./render -update rewrites it)", name, len(gl), len(wl))
-	}
+	goldentest.Check(t, filepath.Join("testdata", name), []byte(got))
 }
 
 // withoutECharts replaces the inlined ECharts library, a megabyte that

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +10,8 @@ import (
 
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/expo"
+	"github.com/llmrec/llmrec/record/goldentest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // realCaptures is the shared folder of real /metrics scrapes, relative to
 // this package.
@@ -114,39 +112,7 @@ func TestRealCaptures(t *testing.T) {
 		out.WriteString(describe(filepath.Base(f), cells, tr))
 		out.WriteString("\n")
 	}
-	golden := filepath.Join("testdata", "real-captures.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if out.String() != string(want) {
-		t.Errorf("real captures differ from %s (run with -update after checking):\n%s", golden, diff(string(want), out.String()))
-	}
+	goldentest.Check(t, filepath.Join("testdata", "real-captures.golden"), []byte(out.String()))
 }
 
 // diff returns the first differing lines of two texts.
-func diff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	n := 0
-	for i := 0; i < max(len(w), len(g)) && n < 20; i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n  want %s\n  got  %s\n", i+1, wl, gl)
-			n++
-		}
-	}
-	return b.String()
-}

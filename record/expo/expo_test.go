@@ -1,8 +1,6 @@
 package expo
 
 import (
-	"bytes"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -11,9 +9,9 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/llmrec/llmrec/record/goldentest"
+)
 
 // realDir holds the real captures shared beside the repository.
 const realDir = "../../../shared/captures/real"
@@ -57,7 +55,7 @@ func TestRealCapturesConform(t *testing.T) {
 			fmt.Fprintf(&b, "  %s %s\n", fams[n], n)
 		}
 	}
-	golden(t, "testdata/real-captures.golden", b.String())
+	goldentest.Check(t, "testdata/real-captures.golden", []byte(b.String()))
 }
 
 // A scrape cut anywhere (a fragment, a torn read) never panics: it parses
@@ -297,39 +295,4 @@ func benchParse(b *testing.B, in *Interner) {
 			b.Fatal(err)
 		}
 	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(want, []byte(got)) {
-		t.Errorf("%s differs from the output (go test -update rewrites it):\n%s", path, diff(string(want), got))
-	}
-}
-
-func diff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	var out strings.Builder
-	for i := 0; i < max(len(al), len(bl)); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			fmt.Fprintf(&out, "line %d:\n- %s\n+ %s\n", i+1, x, y)
-		}
-	}
-	return out.String()
 }

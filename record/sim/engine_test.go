@@ -2,7 +2,6 @@ package sim
 
 import (
 	"bytes"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmrec/llmrec/record/goldentest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -599,27 +599,12 @@ func TestBehaviourAt(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
 // The bodies of the default scenario at 25 s (vLLM after its label join)
 // are pinned by golden files; run with -update after an intended change.
 func TestGoldenBodies(t *testing.T) {
-	for i, e := range DefaultEngines(t) {
+	for _, e := range DefaultEngines(t) {
 		path := filepath.Join("testdata", "default-"+e.Name()+"-25s.txt")
-		got := e.Render(25 * time.Second)
-		if *update {
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("engine %d: body differs from %s (run go test -update if intended)", i, path)
-		}
+		goldentest.Check(t, path, e.Render(25*time.Second))
 	}
 }
 
