@@ -266,13 +266,9 @@ func compact(e *encoder, dir, run string, segs []int, kept *keptGroup) error {
 
 // runFiles lists the .parquet files of run in dir, covered ones excluded.
 func runFiles(dir, run string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
+	names, err := folderNames(dir)
 	if err != nil {
-		return nil, fmt.Errorf("list run folder: %w", err)
-	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		names = append(names, e.Name())
+		return nil, err
 	}
 	cov := covered(names)
 	var out []string

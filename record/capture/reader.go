@@ -36,13 +36,9 @@ func Open(dir string) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{Dir: dir, Recovered: rec}
-	ents, err := os.ReadDir(dir)
+	names, err := folderNames(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open run: %w", err)
-	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		names = append(names, e.Name())
 	}
 	// A writer may be between renaming a compacted file and removing its
 	// sources: those are duplicates.

@@ -87,14 +87,27 @@ func NewWriter(dir, run string, rotate time.Duration) (*Writer, error) {
 
 func segmentBase(run string, seg int) string { return fmt.Sprintf("%s-%06d", run, seg) }
 
-func lastSegment(dir, run string) (int, error) {
+// folderNames lists the names in a run folder.
+func folderNames(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, fmt.Errorf("list run folder: %w", err)
+		return nil, fmt.Errorf("list run folder: %w", err)
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
+
+func lastSegment(dir, run string) (int, error) {
+	names, err := folderNames(dir)
+	if err != nil {
+		return 0, err
 	}
 	last := 0
-	for _, e := range ents {
-		s, ok := parseSegName(e.Name())
+	for _, name := range names {
+		s, ok := parseSegName(name)
 		if ok && s.run == run && s.last > last {
 			last = s.last
 		}
@@ -345,15 +358,11 @@ type Recovery struct {
 // closed segment, and removes leftovers of interrupted seals. It is
 // idempotent and runs before every write to and read of a run folder.
 func Recover(dir string) ([]Recovery, error) {
-	ents, err := os.ReadDir(dir)
+	names, err := folderNames(dir)
 	if err != nil {
-		return nil, fmt.Errorf("list run folder: %w", err)
+		return nil, err
 	}
 	var out []Recovery
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
 	for name := range covered(names) {
 		// Merged into a range file, then killed before its removal.
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
