@@ -43,10 +43,12 @@ type Options struct {
 	// stays empty and Result.WriteJSON copies them from the spool; the
 	// caller removes the folder after writing.
 	Spool string
-	// KeepCell, when set, keeps in each poll (Target.Polls, the spool) only
-	// the cells it accepts; the summaries and findings still see every
-	// cell. A report draws a fifth of them (render.PollCells).
-	KeepCell func(name string) bool
+	// Polls, when set and polls are kept, is handed each target's polls as
+	// they are replayed, in the order Target.Polls would hold them, and
+	// Target.Polls stays empty (Spool is not used). The summaries and
+	// findings see every poll all the same. A poll's cells are valid only
+	// during the call: a report keeps what it draws (render.Polls).
+	Polls func(target string, p *Poll)
 }
 
 // DefaultSpans are the counterfactual spans when none are given: a window
@@ -243,12 +245,10 @@ type targetState struct {
 	prevK []uint64
 	prevI []int32
 	cells engine.Cells
-	keep  func(string) bool // Options.KeepCell
-	// scratch holds the kept cells of a poll on its way to the spool.
-	scratch engine.Cells
-	stats   []headStat
-	fw      *findingsState // what the run findings keep of the target
-	spool   *spool         // its polls, when spooled (Options.Spool)
+	sink  func(string, *Poll) // Options.Polls
+	stats []headStat
+	fw    *findingsState // what the run findings keep of the target
+	spool *spool         // its polls, when spooled (Options.Spool)
 }
 
 // headStat gathers one headline cell over the polls.
@@ -276,7 +276,7 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		tr:    engine.NewTracker(h, a.cfg),
 		keyOf: make(map[uint64]int32),
 		stats: make([]headStat, len(engine.Headline)),
-		keep:  a.opts.KeepCell,
+		sink:  a.opts.Polls,
 	}
 	st.fw = newFindingsState(st.out.Name, st.tr, a.cfg, a.spans)
 	if m := a.metas[st.out.Name]; m != nil && m.ticks > 0 {
@@ -284,7 +284,7 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		// good part of the replay's allocation.
 		n := min(m.ticks, maxTicksHint)
 		st.fw.t.Rows, st.fw.t.Polls = make([]findings.Row, 0, n), make([]findings.Poll, 0, n)
-		if !a.opts.SkipPolls {
+		if !a.opts.SkipPolls && a.opts.Polls == nil {
 			st.out.Polls = make([]Poll, 0, n)
 		}
 		for i := range st.stats {
@@ -294,7 +294,7 @@ func (a *analyzer) target(id, hint int32) *targetState {
 	for i := range st.stats {
 		st.stats[i].nulls = map[string]int{}
 	}
-	if a.opts.Spool != "" && !a.opts.SkipPolls {
+	if a.opts.Spool != "" && !a.opts.SkipPolls && a.opts.Polls == nil {
 		var err error
 		if st.spool, err = newSpool(a.opts.Spool); err != nil && a.err == nil {
 			a.err = err
@@ -428,26 +428,16 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) error
 	if skip {
 		return nil
 	}
+	if st.sink != nil {
+		st.sink(st.out.Name, &Poll{T: T, Run: run, Seq: seq, Cells: st.cells})
+		return nil
+	}
 	if st.spool != nil {
 		// Encoded now: the cells need not be copied.
-		st.scratch = st.keptCells(st.scratch[:0])
-		return st.spool.add(&Poll{T: T, Run: run, Seq: seq, Cells: st.scratch})
+		return st.spool.add(&Poll{T: T, Run: run, Seq: seq, Cells: st.cells})
 	}
-	st.out.Polls = grow(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Cells: st.keptCells(nil)})
+	st.out.Polls = grow(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Cells: slices.Clone(st.cells)})
 	return nil
-}
-
-// keptCells appends to dst the poll's cells that Options.KeepCell keeps.
-func (st *targetState) keptCells(dst engine.Cells) engine.Cells {
-	if st.keep == nil {
-		return append(dst, st.cells...)
-	}
-	for _, c := range st.cells {
-		if st.keep(c.Name) {
-			dst = append(dst, c)
-		}
-	}
-	return dst
 }
 
 // finish completes every target, sorted by name.

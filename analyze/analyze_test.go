@@ -947,54 +947,35 @@ func TestSpooledPolls(t *testing.T) {
 	}
 }
 
-// KeepCell keeps only the cells it accepts in each poll, held or spooled;
-// the summaries, computed from every cell, do not change.
-func TestKeepCell(t *testing.T) {
+// Options.Polls is handed every poll that Target.Polls would hold, in its
+// order, and Target.Polls stays empty; the summaries do not change.
+func TestPollsHook(t *testing.T) {
 	dir := t.TempDir()
-	generate(t, sim.LongScenario(1, 2*time.Minute, 1), dir, sim.GenerateOptions{})
-	all, err := Analyze(Options{Dirs: []string{dir}})
+	generate(t, sim.LongScenario(2, 2*time.Minute, 1), dir, sim.GenerateOptions{})
+	held, err := Analyze(Options{Dirs: []string{dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep := func(name string) bool {
-		return name == engine.DecodeTokensPerSecond || name == engine.KVCacheUsageRatio
-	}
-	held, err := Analyze(Options{Dirs: []string{dir}, KeepCell: keep})
+	handed := map[string][]Poll{}
+	streamed, err := Analyze(Options{Dirs: []string{dir}, Spool: t.TempDir(), Polls: func(target string, p *Poll) {
+		c := *p
+		c.Cells = slices.Clone(p.Cells)
+		handed[target] = append(handed[target], c)
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	spooled, err := Analyze(Options{Dirs: []string{dir}, KeepCell: keep, Spool: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer spooled.Close()
-	a, h := all.Targets[0], held.Targets[0]
-	if len(h.Polls) != len(a.Polls) || len(a.Polls) < 50 {
-		t.Fatalf("%d polls kept of %d", len(h.Polls), len(a.Polls))
-	}
-	for i, p := range h.Polls {
-		var want engine.Cells
-		for _, c := range a.Polls[i].Cells {
-			if keep(c.Name) {
-				want = append(want, c)
-			}
+	for i, h := range held.Targets {
+		s := streamed.Targets[i]
+		if len(s.Polls) != 0 || s.spool != nil {
+			t.Errorf("%s: %d polls held, spool %v", s.Name, len(s.Polls), s.spool)
 		}
-		if len(want) != 2 || !reflect.DeepEqual(p.Cells, want) {
-			t.Fatalf("poll %d keeps %v, want %v", i, p.Cells, want)
+		if len(h.Polls) < 50 || !reflect.DeepEqual(handed[h.Name], h.Polls) {
+			t.Errorf("%s: %d polls handed, %d held, or they differ", h.Name, len(handed[h.Name]), len(h.Polls))
 		}
-	}
-	if !reflect.DeepEqual(h.Summary, a.Summary) {
-		t.Errorf("summary changed: %+v\nwant %+v", h.Summary, a.Summary)
-	}
-	var hb, sb bytes.Buffer
-	if err := held.WriteJSON(&hb); err != nil {
-		t.Fatal(err)
-	}
-	if err := spooled.WriteJSON(&sb); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(hb.Bytes(), sb.Bytes()) {
-		t.Errorf("spooled kept cells differ from held ones (%d vs %d bytes)", sb.Len(), hb.Len())
+		if !reflect.DeepEqual(s.Summary, h.Summary) {
+			t.Errorf("%s: summary changed", h.Name)
+		}
 	}
 }
 

@@ -25,32 +25,35 @@ func findingsReport(t *testing.T) render.Report {
 	return r
 }
 
-// An analysis that keeps only render.PollCells in its polls lays out the
-// same report, byte for byte, as one that keeps every cell.
-func TestPollCellsMakeTheSameReport(t *testing.T) {
-	report := func(keep func(string) bool) (html, md string, cells int) {
-		res, err := analyze.Analyze(analyze.Options{Dirs: []string{"../captures/findings/run"}, KeepCell: keep})
+// An analysis that hands its polls to render.Polls as it replays them, and
+// holds none, lays out the same report, byte for byte, as one that holds
+// them in Target.Polls.
+func TestStreamedPollsMakeTheSameReport(t *testing.T) {
+	report := func(ps *render.Polls) (html, md string, held int) {
+		opts := analyze.Options{Dirs: []string{"../captures/findings/run"}}
+		if ps != nil {
+			opts.Polls = ps.Add
+		}
+		res, err := analyze.Analyze(opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := render.FromAnalysis(render.Input{Result: res})
+		r, err := render.FromAnalysis(render.Input{Result: res, Polls: ps})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, tg := range res.Targets {
-			for _, p := range tg.Polls {
-				cells += len(p.Cells)
-			}
+			held += len(tg.Polls)
 		}
-		return htmlOf(t, r), markdownOf(t, r), cells
+		return htmlOf(t, r), markdownOf(t, r), held
 	}
 	html, md, all := report(nil)
-	keptHTML, keptMD, kept := report(render.PollCells)
-	if kept == 0 || kept*2 > all {
-		t.Errorf("polls keep %d cells of %d", kept, all)
+	streamedHTML, streamedMD, held := report(render.NewPolls())
+	if all == 0 || held != 0 {
+		t.Errorf("polls held: %d, streamed %d", all, held)
 	}
-	if keptHTML != html || keptMD != md {
-		t.Error("the report of an analysis keeping render.PollCells differs from the full one's")
+	if streamedHTML != html || streamedMD != md {
+		t.Error("the report of an analysis that streamed its polls differs from the one that held them")
 	}
 }
 

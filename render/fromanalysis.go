@@ -22,6 +22,10 @@ type Input struct {
 	Result *analyze.Result
 	Title  string // default "llmrec report"
 	Config string // the effective configuration, shown in the appendix
+	// Polls, when set, is what the charts are drawn from: the analysis
+	// handed its polls to it (analyze.Options.Polls) instead of keeping
+	// them in Target.Polls. Nil: they are taken from Target.Polls.
+	Polls *Polls
 }
 
 // targetChart is one chart per target: the cells it draws.
@@ -51,26 +55,6 @@ var targetCharts = []targetChart{
 		cells: []string{engine.PreemptionsPerSecond}},
 }
 
-// PollCells reports whether a report reads the cell name from the polls:
-// the charts' cells, the waiting split and the headline cells (whose
-// source it shows). An analysis made for a report keeps only these in its
-// polls (analyze.Options.KeepCell): a day of 8 engines is otherwise
-// gigabytes of cells no chart draws.
-func PollCells(name string) bool { return pollCells[name] }
-
-var pollCells = func() map[string]bool {
-	m := map[string]bool{engine.WaitingByReason: true}
-	for _, spec := range targetCharts {
-		for _, c := range spec.cells {
-			m[c] = true
-		}
-	}
-	for _, c := range engine.Headline {
-		m[c] = true
-	}
-	return m
-}()
-
 // FromAnalysis lays out an analysis as a report.
 func FromAnalysis(in Input) (Report, error) {
 	res := in.Result
@@ -80,8 +64,17 @@ func FromAnalysis(in Input) (Report, error) {
 	}
 	r := Report{Title: title, Generator: res.Generator, Header: header(res)}
 	r.Verdicts = append(findingVerdicts(res), verdicts(res)...)
+	polls := in.Polls
+	if polls == nil {
+		polls = NewPolls()
+		for _, t := range res.Targets {
+			for i := range t.Polls {
+				polls.Add(t.Name, &t.Polls[i])
+			}
+		}
+	}
 	for _, t := range res.Targets {
-		s, err := targetSection(t, incidentMarks(res, t.Name))
+		s, err := targetSection(t, polls, incidentMarks(res, t.Name))
 		if err != nil {
 			return Report{}, err
 		}
@@ -255,7 +248,8 @@ func incidentMarks(res *analyze.Result, target string) []Mark {
 	return out
 }
 
-func targetSection(t analyze.Target, marks []Mark) (Section, error) {
+func targetSection(t analyze.Target, ps *Polls, marks []Mark) (Section, error) {
+	tp := ps.target(t.Name)
 	s := Section{ID: ID("target", t.Name), Title: fmt.Sprintf("%s (%s)", t.Name, t.Engine)}
 	if n := t.Notes["engine"]; n != "" {
 		s.Notes = append(s.Notes, n)
@@ -263,7 +257,7 @@ func targetSection(t analyze.Target, marks []Mark) (Section, error) {
 	head := Table{Title: "Headline medians", Summary: true, Columns: []Column{{Title: "cell"}, {Title: "median", Num: true},
 		{Title: "window", Prov: "median window the values were measured over"}, {Title: "values", Num: true}, {Title: "withheld, by reason"}}}
 	for _, h := range t.Summary.Headlines {
-		c := rate.Cell{Value: h.Median, Window: h.Window, Source: sourceOf(t, h.Cell), Derived: h.Window.Valid}
+		c := rate.Cell{Value: h.Median, Window: h.Window, Source: tp.sources[h.Cell], Derived: h.Window.Valid}
 		if !h.Median.Valid {
 			c.Reason = topReason(h.Nulls)
 		}
@@ -274,9 +268,8 @@ func targetSection(t analyze.Target, marks []Mark) (Section, error) {
 		head.Rows = append(head.Rows, []Cell{text(h.Cell), CellOf(c, format), text(win), text(strconv.Itoa(h.Values)), text(outcomes(h.Nulls))})
 	}
 	s.Tables = append(s.Tables, head)
-	polls, late := inTimeOrder(t.Polls)
-	if late > 0 {
-		s.Notes = append(s.Notes, fmt.Sprintf("%d poll(s) answered earlier than the poll before them (a scrape that outlived the next one); the estimator refused them (reason order) and the charts do not draw them.", late))
+	if tp.late > 0 {
+		s.Notes = append(s.Notes, fmt.Sprintf("%d poll(s) answered earlier than the poll before them (a scrape that outlived the next one); the estimator refused them (reason order) and the charts do not draw them.", tp.late))
 	}
 	for _, spec := range targetCharts {
 		ts := TimeSeries{ID: ID("chart", t.Name, spec.key), Title: spec.title, Unit: spec.unit, Percent: spec.percent, Marks: marks}
@@ -286,26 +279,14 @@ func targetSection(t analyze.Target, marks []Mark) (Section, error) {
 		}
 		drawn := false
 		for _, name := range spec.cells {
-			ser := Series{Name: name, Step: spec.step}
-			any := false
-			for _, p := range polls {
-				c, ok := p.Cells.Get(name)
-				if !ok {
-					continue
-				}
-				// A series the engine does not publish at all is not drawn.
-				if c.Value.Valid || (c.Reason != rate.ReasonAbsent && c.Reason != engine.ReasonNotExported) {
-					any = true
-				}
-				ser.Points = append(ser.Points, Point{T: p.T, Cell: c.Cell})
-			}
-			if any {
-				ts.Series = append(ts.Series, ser)
+			// A series the engine does not publish at all is not drawn.
+			if points, any := ps.series(tp, name); any {
+				ts.Series = append(ts.Series, Series{Name: name, Step: spec.step, Points: points})
 				drawn = true
 			}
 		}
 		if spec.key == "requests" {
-			if byReason := waitingByReason(polls); len(byReason) > 0 {
+			if byReason := ps.waitingByReason(tp); len(byReason) > 0 {
 				ts.Series = append(ts.Series, byReason...)
 				drawn = true
 			}
@@ -320,16 +301,6 @@ func targetSection(t analyze.Target, marks []Mark) (Section, error) {
 		s.Charts = append(s.Charts, ch)
 	}
 	return s, nil
-}
-
-// sourceOf is the source of the first poll's cell called name.
-func sourceOf(t analyze.Target, name string) string {
-	for _, p := range t.Polls {
-		if c, ok := p.Cells.Get(name); ok && c.Source != "" {
-			return c.Source
-		}
-	}
-	return ""
 }
 
 func topReason(m map[string]int) string {
@@ -378,52 +349,4 @@ func recordingConfigs(res *analyze.Result) string {
 		}
 	}
 	return b.String()
-}
-
-// waitingByReason splits requests_waiting by the reason the engine gives
-// (vLLM's num_requests_waiting_by_reason): one series per reason.
-func waitingByReason(polls []analyze.Poll) []Series {
-	reasons := map[string]bool{}
-	for _, p := range polls {
-		if c, ok := p.Cells.Get(engine.WaitingByReason); ok {
-			for k := range c.By {
-				reasons[k] = true
-			}
-		}
-	}
-	var out []Series
-	for _, reason := range slices.Sorted(maps.Keys(reasons)) {
-		ser := Series{Name: "waiting: " + reason, Step: true}
-		for _, p := range polls {
-			c, ok := p.Cells.Get(engine.WaitingByReason)
-			if !ok {
-				continue
-			}
-			pc := rate.Cell{Source: c.Source + `{reason="` + reason + `"}`, Reason: c.Reason}
-			if v, ok := c.By[reason]; ok {
-				pc.Value, pc.Reason = rate.Some(v), ""
-			} else if pc.Reason == "" {
-				pc.Reason = rate.ReasonAbsent
-			}
-			ser.Points = append(ser.Points, Point{T: p.T, Cell: pc})
-		}
-		out = append(out, ser)
-	}
-	return out
-}
-
-// inTimeOrder are the polls a chart can draw: each later than the one
-// before. A poll stamped earlier than its predecessor (its first byte came
-// before the previous scrape's) is refused by the estimator with reason
-// order; late counts them.
-func inTimeOrder(polls []analyze.Poll) (out []analyze.Poll, late int) {
-	out = make([]analyze.Poll, 0, len(polls))
-	for _, p := range polls {
-		if len(out) > 0 && p.T <= out[len(out)-1].T {
-			late++
-			continue
-		}
-		out = append(out, p)
-	}
-	return out, late
 }

@@ -63,12 +63,12 @@ func demoRun(ctx context.Context, stdout, stderr io.Writer, args []string) error
 		return err
 	}
 	printReport(stdout, capture.Inspect(r))
-	res, err := analyze.Analyze(analyze.Options{Dirs: []string{*out}})
+	in, err := analyzeForReport(analyze.Options{Dirs: []string{*out}})
 	if err != nil {
 		return err
 	}
 	html, md := filepath.Join(*out, "report.html"), filepath.Join(*out, "summary.md")
-	if err := writeReport(res, html, md); err != nil {
+	if err := writeReport(in, html, md); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nReport: %s (open it in a browser; it works offline)\nSummary for a pull request: %s\n", html, md)

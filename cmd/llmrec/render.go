@@ -48,12 +48,12 @@ func renderRun(_ context.Context, stdout, stderr io.Writer, args []string) error
 	if err != nil {
 		return err
 	}
-	opts.KeepCell = render.PollCells // the cells the report draws
-	res, err := analyze.Analyze(opts)
+	in, err := analyzeForReport(opts)
 	if err != nil {
 		return err
 	}
-	if err := writeReport(res, *out, *md); err != nil {
+	res := in.Result
+	if err := writeReport(in, *out, *md); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s", *out)
@@ -67,11 +67,21 @@ func renderRun(_ context.Context, stdout, stderr io.Writer, args []string) error
 	return nil
 }
 
+// analyzeForReport analyses for a report, which keeps what it draws of
+// each poll as the analysis replays it: holding every poll's cells of a
+// long run takes gigabytes.
+func analyzeForReport(opts analyze.Options) (render.Input, error) {
+	polls := render.NewPolls()
+	opts.Polls = polls.Add
+	res, err := analyze.Analyze(opts)
+	return render.Input{Result: res, Polls: polls}, err
+}
+
 // writeReport lays out an analysis and writes the HTML page and, when md is
 // not empty, the Markdown summary; each through a temporary file, so a
 // failure leaves no half-written report.
-func writeReport(res *analyze.Result, htmlPath, md string) error {
-	rep, err := render.FromAnalysis(render.Input{Result: res})
+func writeReport(in render.Input, htmlPath, md string) error {
+	rep, err := render.FromAnalysis(in)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package capture
 import (
 	"bytes"
 	"fmt"
-	"github.com/llmrec/llmrec/record/expo"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmrec/llmrec/record/expo"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"

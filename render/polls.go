@@ -1,0 +1,198 @@
+package render
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// Polls keeps, of each target's polls, what a report draws of them: the
+// charted cells' values packed in columns, the waiting split, and the first
+// source of each headline cell. An analysis can hand it its polls as it
+// replays them (analyze.Options.Polls) instead of holding every poll's
+// cells: a day of 8 engines is gigabytes of them. It computes nothing; the
+// charts are laid out from it as they would be from Target.Polls.
+type Polls struct {
+	targets map[string]*targetPolls
+	strs    []string // Source, Reason and Severity texts, by id
+	ids     map[string]uint32
+	notes   [][]string // Notes lists, by id (0: none)
+}
+
+// NewPolls returns an empty Polls.
+func NewPolls() *Polls {
+	return &Polls{targets: map[string]*targetPolls{}, strs: []string{""}, ids: map[string]uint32{"": 0}, notes: [][]string{nil}}
+}
+
+// targetPolls is one target's polls as the charts need them.
+type targetPolls struct {
+	t       []float64           // the drawable polls' times, rising
+	late    int                 // polls stamped before the one ahead of them, not drawn
+	cols    map[string][]packed // charted cell → its value in each drawable poll
+	waiting []waitingCell       // waiting_by_reason in each drawable poll
+	sources map[string]string   // headline cell → the first non-empty source of any poll
+	scratch map[string]bool     // names seen in the poll being added
+}
+
+// packed is a cell of one poll, its texts as ids.
+type packed struct {
+	value, window                  rate.Num
+	source, reason, severity, note uint32
+	derived, present               bool
+}
+
+type waitingCell struct {
+	present        bool
+	by             map[string]float64 // shared with the poll: the engine does not change it afterwards
+	source, reason uint32
+}
+
+// charted are the cells the target charts draw.
+var charted = func() map[string]bool {
+	m := map[string]bool{}
+	for _, spec := range targetCharts {
+		for _, c := range spec.cells {
+			m[c] = true
+		}
+	}
+	return m
+}()
+
+var headline = func() map[string]bool {
+	m := map[string]bool{}
+	for _, c := range engine.Headline {
+		m[c] = true
+	}
+	return m
+}()
+
+func (ps *Polls) target(name string) *targetPolls {
+	tp := ps.targets[name]
+	if tp == nil {
+		tp = &targetPolls{cols: map[string][]packed{}, sources: map[string]string{}, scratch: map[string]bool{}}
+		for c := range charted {
+			tp.cols[c] = nil
+		}
+		ps.targets[name] = tp
+	}
+	return tp
+}
+
+// Add keeps what the report draws of target's poll p; polls come in the
+// order of Target.Polls. p's cells need not outlive the call.
+func (ps *Polls) Add(target string, p *analyze.Poll) {
+	tp := ps.target(target)
+	for _, c := range p.Cells {
+		if headline[c.Name] && c.Cell.Source != "" && tp.sources[c.Name] == "" {
+			tp.sources[c.Name] = c.Cell.Source
+		}
+	}
+	// A poll stamped before the one ahead of it is not drawn: a chart's x
+	// must grow.
+	if len(tp.t) > 0 && p.T <= tp.t[len(tp.t)-1] {
+		tp.late++
+		return
+	}
+	tp.t = append(tp.t, p.T)
+	for name, col := range tp.cols {
+		tp.cols[name] = append(col, packed{})
+	}
+	tp.waiting = append(tp.waiting, waitingCell{})
+	clear(tp.scratch)
+	for _, c := range p.Cells {
+		// A name seen twice in a poll is the first one's (Cells.Get).
+		if tp.scratch[c.Name] {
+			continue
+		}
+		tp.scratch[c.Name] = true
+		if c.Name == engine.WaitingByReason {
+			tp.waiting[len(tp.waiting)-1] = waitingCell{present: true, by: c.Cell.By, source: ps.id(c.Cell.Source), reason: ps.id(c.Cell.Reason)}
+		}
+		col, ok := tp.cols[c.Name]
+		if !ok {
+			continue
+		}
+		rc := c.Cell.Cell
+		col[len(col)-1] = packed{value: rc.Value, window: rc.Window, source: ps.id(rc.Source), reason: ps.id(rc.Reason),
+			severity: ps.id(rc.Severity), note: ps.noteID(rc.Notes), derived: rc.Derived, present: true}
+	}
+}
+
+func (ps *Polls) id(s string) uint32 {
+	if i, ok := ps.ids[s]; ok {
+		return i
+	}
+	i := uint32(len(ps.strs))
+	ps.strs = append(ps.strs, s)
+	ps.ids[s] = i
+	return i
+}
+
+// noteID is the id of a Notes list; lists are few and short, and equal
+// ones share an id.
+func (ps *Polls) noteID(notes []string) uint32 {
+	if notes == nil {
+		return 0
+	}
+	for i, n := range ps.notes[1:] {
+		if slices.Equal(n, notes) && (len(n) > 0) == (len(notes) > 0) {
+			return uint32(i + 1)
+		}
+	}
+	ps.notes = append(ps.notes, slices.Clone(notes))
+	return uint32(len(ps.notes) - 1)
+}
+
+// cell unpacks c.
+func (ps *Polls) cell(c packed) rate.Cell {
+	return rate.Cell{Value: c.value, Window: c.window, Source: ps.strs[c.source], Reason: ps.strs[c.reason],
+		Severity: ps.strs[c.severity], Notes: ps.notes[c.note], Derived: c.derived}
+}
+
+// series is the points of cell name, and whether the engine publishes it
+// at all (a series it does not publish is not drawn).
+func (ps *Polls) series(tp *targetPolls, name string) (points []Point, any bool) {
+	for i, c := range tp.cols[name] {
+		if !c.present {
+			continue
+		}
+		cell := ps.cell(c)
+		if cell.Value.Valid || (cell.Reason != rate.ReasonAbsent && cell.Reason != engine.ReasonNotExported) {
+			any = true
+		}
+		points = append(points, Point{T: tp.t[i], Cell: cell})
+	}
+	return points, any
+}
+
+// waitingByReason splits requests_waiting by the reason the engine gives
+// (vLLM's num_requests_waiting_by_reason): one series per reason.
+func (ps *Polls) waitingByReason(tp *targetPolls) []Series {
+	reasons := map[string]bool{}
+	for _, w := range tp.waiting {
+		for k := range w.by {
+			reasons[k] = true
+		}
+	}
+	var out []Series
+	for _, reason := range slices.Sorted(maps.Keys(reasons)) {
+		ser := Series{Name: "waiting: " + reason, Step: true}
+		for i, w := range tp.waiting {
+			if !w.present {
+				continue
+			}
+			pc := rate.Cell{Source: ps.strs[w.source] + `{reason="` + reason + `"}`, Reason: ps.strs[w.reason]}
+			if v, ok := w.by[reason]; ok {
+				pc.Value, pc.Reason = rate.Some(v), ""
+			} else if pc.Reason == "" {
+				pc.Reason = rate.ReasonAbsent
+			}
+			ser.Points = append(ser.Points, Point{T: tp.t[i], Cell: pc})
+		}
+		out = append(out, ser)
+	}
+	return out
+}
