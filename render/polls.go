@@ -14,7 +14,8 @@ import (
 // source of each headline cell. An analysis can hand it its polls as it
 // replays them (analyze.Options.Polls) instead of holding every poll's
 // cells: a day of 8 engines is gigabytes of them. It computes nothing; the
-// charts are laid out from it as they would be from Target.Polls.
+// charts are laid out from it as they would be from Target.Polls. It is not
+// safe for concurrent use.
 type Polls struct {
 	targets map[string]*targetPolls
 	strs    []string // Source, Reason and Severity texts, by id
