@@ -299,7 +299,22 @@ func (t *Tracker) End(dst Cells) Cells {
 	}
 	dst = t.rd.cells(q, dst, t.only)
 	q.dst = nil
+	refuseOverflow(dst)
 	return dst
+}
+
+// refuseOverflow nulls every cell whose arithmetic left float64's range:
+// an engine that serves a counter near 1e308 (a bug or an attack) would
+// otherwise publish +Inf or NaN as a number. The source stays, so the
+// refusal says what overflowed.
+func refuseOverflow(dst Cells) {
+	for i := range dst {
+		c := &dst[i].Cell
+		if !c.Value.Valid || !(math.IsNaN(c.Value.V) || math.IsInf(c.Value.V, 0)) {
+			continue
+		}
+		c.Value, c.Severity, c.Reason = rate.Num{}, "", rate.ReasonOverflow
+	}
 }
 
 // DecodeOnly makes End return the decode cell alone

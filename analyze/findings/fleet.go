@@ -91,6 +91,13 @@ func fleet(views []*view, keep bool) Fleet {
 				p.TokensTotal = addNum(p.TokensTotal, q.TokensTotal.V)
 			}
 		}
+		// A sum that left float64's range is no total (engines serving
+		// counters near 1e308): unknown, never +Inf.
+		for _, n := range []*rate.Num{&p.Decode, &p.Prompt, &p.Running, &p.Waiting, &p.TokensTotal} {
+			if n.Valid && (math.IsInf(n.V, 0) || math.IsNaN(n.V)) {
+				*n = rate.Num{}
+			}
+		}
 		s.Points++
 		if p.Live == p.Total {
 			s.AllLive++

@@ -102,6 +102,29 @@ func TestFleet(t *testing.T) {
 	}
 }
 
+// A fleet sum that leaves float64's range (engines serving counters near
+// 1e308) is unknown, never +Inf.
+func TestFleetOverflowIsUnknown(t *testing.T) {
+	a := newTarget("a", engine.VLLM)
+	a.series(1000, 0, rep(1.5e308, 3)...)
+	b := newTarget("b", engine.VLLM)
+	b.series(1000, 0, rep(1.5e308, 3)...)
+	for _, x := range []*builder{a, b} {
+		for i := range x.t.Polls {
+			x.t.Polls[i].TokensTotal = rate.Some(1.5e308)
+		}
+	}
+	fl := Analyze(&Run{Gates: rate.Config{}.WithDefaults(), KeepPolls: true, Targets: []*Target{a.t, b.t}}).Fleet
+	for _, p := range fl.Polls {
+		if p.Decode.Valid || p.TokensTotal.Valid {
+			t.Errorf("point %+v: an overflowed sum published", p)
+		}
+	}
+	if s := fl.Summary; s.DecodeMax.Valid || s.TokensTotal.Valid || math.IsInf(s.DecodeMedian.V, 0) {
+		t.Errorf("summary %+v", s)
+	}
+}
+
 // Seams need two engines and name the targets on each side.
 func TestSeams(t *testing.T) {
 	mk := func(name, eng, model string, fams ...string) *builder {
