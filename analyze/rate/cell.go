@@ -2,10 +2,12 @@ package rate
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Reasons a cell's Value is null.
@@ -169,6 +171,43 @@ func Labels(pairs ...string) string {
 	}
 	sb.WriteByte('}')
 	return sb.String()
+}
+
+// Long label values are clipped where a label set is written as text for
+// a reader: a 100 KB model_name served by a broken or hostile engine would
+// otherwise be copied into every note and incident that names its set.
+const (
+	clipSet   = 256 // a set this long or shorter is written whole
+	clipValue = 64  // longer values are cut to clipKeep bytes and described
+	clipKeep  = 40
+)
+
+// ClipLabels returns a canonical label set for display: values longer than
+// 64 bytes keep their first 40 bytes, then "…" and the value's length and
+// FNV-1a digest, so two long values that differ stay apart. A set of at
+// most 256 bytes, or one that is not well formed, is returned as it is.
+func ClipLabels(labels string) string {
+	// Short sets are the rule: nothing to clip.
+	if len(labels) <= clipSet {
+		return labels
+	}
+	var pairs []string
+	if !eachLabel(labels, func(name, value string) bool {
+		if len(value) > clipValue {
+			h := fnv.New32a()
+			h.Write([]byte(value))
+			cut := clipKeep
+			for cut > 0 && !utf8.RuneStart(value[cut]) {
+				cut--
+			}
+			value = fmt.Sprintf("%s…(%d bytes, fnv %08x)", value[:cut], len(value), h.Sum32())
+		}
+		pairs = append(pairs, name, value)
+		return true
+	}) {
+		return labels
+	}
+	return Labels(pairs...)
 }
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)

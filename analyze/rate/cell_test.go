@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // A cell's JSON always carries value, as null or a number; window, reason,
@@ -130,5 +131,31 @@ func TestKVCell(t *testing.T) {
 		if got := show(KVCell("llamacpp:kv_cache_usage_ratio", tc.ratio)); got != tc.want {
 			t.Errorf("KVCell(%v) = %s, want %s", tc.ratio, got, tc.want)
 		}
+	}
+}
+
+// ClipLabels leaves short sets alone and cuts long values to a prefix, the
+// length and a digest: two long values that share the prefix stay apart,
+// and a multi-byte rune is never split.
+func TestClipLabels(t *testing.T) {
+	short := Labels("model_name", "m", "engine", "0")
+	if got := ClipLabels(short); got != short {
+		t.Errorf("short set changed: %s", got)
+	}
+	a := Labels("model_name", strings.Repeat("é", 300)+"a", "engine", "0")
+	b := Labels("model_name", strings.Repeat("é", 300)+"b", "engine", "0")
+	ca, cb := ClipLabels(a), ClipLabels(b)
+	if ca == cb {
+		t.Errorf("two long values clip alike: %s", ca)
+	}
+	if len(ca) > 160 || !strings.Contains(ca, `engine="0"`) || !strings.Contains(ca, "(601 bytes, fnv ") || !utf8.ValidString(ca) {
+		t.Errorf("clipped %s", ca)
+	}
+	if v, ok := labelValue(ca, "model_name"); !ok || !strings.HasPrefix(v, strings.Repeat("é", 20)+"…") {
+		t.Errorf("clipped value %q %v", v, ok)
+	}
+	bad := "{" + strings.Repeat("x", 300)
+	if ClipLabels(bad) != bad {
+		t.Error("a malformed set was changed")
 	}
 }

@@ -26,7 +26,7 @@ func (a *agg) note(reason, labels string) {
 	if labels == "" {
 		labels = "{}"
 	}
-	a.notes = append(a.notes, reason+" "+labels)
+	a.notes = append(a.notes, reason+" "+ClipLabels(labels))
 }
 
 // gather sums series over the label sets match accepts (nil accepts all), on
