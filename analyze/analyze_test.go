@@ -27,6 +27,11 @@ import (
 
 // llamaBody renders a tiny llama.cpp exposition with the given generation
 // counter and one request processing.
+
+// testRun is a run id of the recorder's form: llmrec reads only files named
+// for one (see capture.IsRunID).
+const testRun = "20260101T000000Z-0123abcd"
+
 func llamaBody(predicted float64) []byte { return llamaBodyRunning(predicted, 1) }
 
 // llamaBodyRunning is llamaBody with running requests processing.
@@ -107,18 +112,18 @@ func onlyTarget(t *testing.T, res *Result, name string) *Target {
 // segment is still analysed.
 func TestCorruptSegmentIsReportedAndTheRestAnalysed(t *testing.T) {
 	dir := t.TempDir()
-	record(t, dir, "run", steady("run", "llama", 1000, 20, 0, 50, 0), 10)
-	junk := filepath.Join(dir, "run-000007.parquet")
+	record(t, dir, testRun, steady(testRun, "llama", 1000, 20, 0, 50, 0), 10)
+	junk := filepath.Join(dir, testRun+"-000007.parquet")
 	if err := os.WriteFile(junk, []byte("PAR1 this is not a parquet file at all PAR1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// A real segment cut short: its footer is gone.
-	segs, _ := filepath.Glob(filepath.Join(dir, "run-00000[12].parquet"))
+	segs, _ := filepath.Glob(filepath.Join(dir, testRun+"-00000[12].parquet"))
 	if len(segs) != 2 {
 		t.Fatalf("segments %v", segs)
 	}
 	b, _ := os.ReadFile(segs[1])
-	cut := filepath.Join(dir, "run-000008.parquet")
+	cut := filepath.Join(dir, testRun+"-000008.parquet")
 	if err := os.WriteFile(cut, b[:len(b)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -151,12 +156,12 @@ func TestCorruptSegmentIsReportedAndTheRestAnalysed(t *testing.T) {
 func TestJournalsRecoveredAndLive(t *testing.T) {
 	crashed := t.TempDir()
 	live := t.TempDir()
-	w, err := capture.NewWriter(live, "run", time.Hour)
+	w, err := capture.NewWriter(live, testRun, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	rows := steady("run", "llama", 1000, 12, 0, 50, 0)
+	rows := steady(testRun, "llama", 1000, 12, 0, 50, 0)
 	for i, r := range rows {
 		if err := w.Append(r); err != nil {
 			t.Fatal(err)
@@ -212,13 +217,13 @@ func TestJournalsRecoveredAndLive(t *testing.T) {
 // run split across folders reads as one.
 func TestFoldersAndSessionsInTimeOrder(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
-	record(t, a, "20260101T000100Z-bbbb", steady("20260101T000100Z-bbbb", "llama", 1020, 10, 0, 50, 1000), 3)
-	record(t, b, "20260101T000000Z-aaaa", steady("20260101T000000Z-aaaa", "llama", 1000, 10, 0, 50, 0), 4)
+	record(t, a, "20260101T000100Z-bbbbbbbb", steady("20260101T000100Z-bbbbbbbb", "llama", 1020, 10, 0, 50, 1000), 3)
+	record(t, b, "20260101T000000Z-aaaaaaaa", steady("20260101T000000Z-aaaaaaaa", "llama", 1000, 10, 0, 50, 0), 4)
 	// A manifest's start orders its session, whatever its run id says.
 	for _, m := range []struct {
 		dir, run string
 		start    int64
-	}{{a, "20260101T000100Z-bbbb", ns(1020)}, {b, "20260101T000000Z-aaaa", ns(1000)}} {
+	}{{a, "20260101T000100Z-bbbbbbbb", ns(1020)}, {b, "20260101T000000Z-aaaaaaaa", ns(1000)}} {
 		if err := capture.WriteManifest(m.dir, capture.Manifest{RunID: m.run, StartNs: m.start}); err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +246,7 @@ func TestFoldersAndSessionsInTimeOrder(t *testing.T) {
 			t.Errorf("poll %d: decode %v, want 50", i+1, v)
 		}
 	}
-	if got := tg.Polls[10].Run; got != "20260101T000100Z-bbbb" {
+	if got := tg.Polls[10].Run; got != "20260101T000100Z-bbbbbbbb" {
 		t.Errorf("poll 10 run %q", got)
 	}
 	if len(res.Inputs) != 2 || res.Inputs[0].Segments != 4 || res.Inputs[1].Segments != 3 {
@@ -293,7 +298,7 @@ type plainSample struct {
 func TestPlainEncodedSegment(t *testing.T) {
 	dir := t.TempDir()
 	var rows []plainScrape
-	for _, s := range steady("run", "llama", 1000, 6, 0, 50, 0) {
+	for _, s := range steady(testRun, "llama", 1000, 6, 0, 50, 0) {
 		p := plainScrape{RunID: s.RunID, Target: s.Target, Endpoint: s.Endpoint, Seq: s.Seq, Outcome: s.Outcome,
 			FirstByteNs: s.FirstByteNs}
 		for _, x := range s.Samples {
@@ -302,8 +307,8 @@ func TestPlainEncodedSegment(t *testing.T) {
 		rows = append(rows, p)
 	}
 	// A failed scrape: no samples, no first byte.
-	rows = append(rows[:3], append([]plainScrape{{RunID: "run", Target: "llama", Endpoint: "metrics", Seq: 99, Outcome: "error"}}, rows[3:]...)...)
-	f, err := os.Create(filepath.Join(dir, "run-000001.parquet"))
+	rows = append(rows[:3], append([]plainScrape{{RunID: testRun, Target: "llama", Endpoint: "metrics", Seq: 99, Outcome: "error"}}, rows[3:]...)...)
+	f, err := os.Create(filepath.Join(dir, testRun+"-000001.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,9 +345,9 @@ func TestSegmentWithoutSamples(t *testing.T) {
 		RunID  string `parquet:"run_id"`
 		Target string `parquet:"target"`
 	}
-	f, _ := os.Create(filepath.Join(dir, "run-000001.parquet"))
+	f, _ := os.Create(filepath.Join(dir, testRun+"-000001.parquet"))
 	w := parquet.NewGenericWriter[bare](f)
-	w.Write([]bare{{"run", "x"}})
+	w.Write([]bare{{testRun, "x"}})
 	w.Close()
 	f.Close()
 	res, err := Analyze(Options{Dirs: []string{dir}})
@@ -406,26 +411,26 @@ func TestMalformedSegments(t *testing.T) {
 		name, want string
 		dir        string
 	}{
-		{"null target", "column target: null in a required column", write("run-000001.parquet", func(f *os.File) error {
+		{"null target", "column target: null in a required column", write(testRun+"-000001.parquet", func(f *os.File) error {
 			w := parquet.NewGenericWriter[optionalTarget](f)
-			if _, err := w.Write([]optionalTarget{{RunID: "run"}}); err != nil {
+			if _, err := w.Write([]optionalTarget{{RunID: testRun}}); err != nil {
 				return err
 			}
 			return w.Close()
 		})},
-		{"string seq", "column seq is BYTE_ARRAY, want INT64", write("run-000001.parquet", func(f *os.File) error {
+		{"string seq", "column seq is BYTE_ARRAY, want INT64", write(testRun+"-000001.parquet", func(f *os.File) error {
 			w := parquet.NewGenericWriter[stringSeq](f)
-			w.Write([]stringSeq{{RunID: "run"}})
+			w.Write([]stringSeq{{RunID: testRun}})
 			return w.Close()
 		})},
-		{"no list", "no column samples.list.element.family", write("run-000001.parquet", func(f *os.File) error {
+		{"no list", "no column samples.list.element.family", write(testRun+"-000001.parquet", func(f *os.File) error {
 			w := parquet.NewGenericWriter[flat](f)
-			w.Write([]flat{{RunID: "run"}})
+			w.Write([]flat{{RunID: testRun}})
 			return w.Close()
 		})},
-		{"schema version", "schema version 99", write("run-000001.parquet", func(f *os.File) error {
+		{"schema version", "schema version 99", write(testRun+"-000001.parquet", func(f *os.File) error {
 			w := parquet.NewGenericWriter[plainScrape](f, parquet.KeyValueMetadata("llmrec.schema_version", "99"))
-			w.Write([]plainScrape{{RunID: "run"}})
+			w.Write([]plainScrape{{RunID: testRun}})
 			return w.Close()
 		})},
 	} {
@@ -434,7 +439,7 @@ func TestMalformedSegments(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Error, c.want) ||
-			!strings.Contains(res.Problems[0].Error, "run-000001.parquet") {
+			!strings.Contains(res.Problems[0].Error, testRun+"-000001.parquet") {
 			t.Errorf("%s: problems %+v, want one naming the file and saying %q", c.name, res.Problems, c.want)
 		}
 	}
@@ -443,7 +448,7 @@ func TestMalformedSegments(t *testing.T) {
 // An unreadable file is a problem too.
 func TestUnreadableSegment(t *testing.T) {
 	dir := t.TempDir()
-	record(t, dir, "run", steady("run", "llama", 1000, 2, 0, 50, 0), 0)
+	record(t, dir, testRun, steady(testRun, "llama", 1000, 2, 0, 50, 0), 0)
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
 	if err := os.Chmod(segs[0], 0); err != nil {
 		t.Fatal(err)
@@ -476,12 +481,12 @@ func TestAnalyzeErrors(t *testing.T) {
 // JSON document is versioned, round-trips, and has no null slice.
 func TestRowsJSONAndProgress(t *testing.T) {
 	dir := t.TempDir()
-	rows := steady("run", "llama", 1000, 4, 0, 50, 0)
-	failed := capture.Scrape{RunID: "run", Target: "llama", Endpoint: capture.EndpointMetrics, Seq: 4,
+	rows := steady(testRun, "llama", 1000, 4, 0, 50, 0)
+	failed := capture.Scrape{RunID: testRun, Target: "llama", Endpoint: capture.EndpointMetrics, Seq: 4,
 		Outcome: capture.OutcomeError, ScheduledNs: ns(1008), StartNs: ns(1008), EndNs: ns(1018)}
-	slots := capture.Scrape{RunID: "run", Target: "llama", Endpoint: "/slots", Seq: 0, Outcome: capture.OutcomeOK,
+	slots := capture.Scrape{RunID: testRun, Target: "llama", Endpoint: "/slots", Seq: 0, Outcome: capture.OutcomeOK,
 		ScheduledNs: ns(1000), StartNs: ns(1000), FirstByteNs: ns(1000.01), EndNs: ns(1000.02), Body: []byte("[]")}
-	record(t, dir, "run", append(rows, failed, slots), 0)
+	record(t, dir, testRun, append(rows, failed, slots), 0)
 	var progress []Progress
 	res, err := Analyze(Options{Dirs: []string{dir}, Progress: func(p Progress) { progress = append(progress, p) }})
 	if err != nil {
@@ -751,18 +756,18 @@ func TestSummaryGolden(t *testing.T) {
 		at := 1.7e9 + 2*float64(i)
 		g := strings.Replace(string(gufo), "llamacpp:tokens_predicted_total 877336",
 			fmt.Sprintf("llamacpp:tokens_predicted_total %d", 877336+100*i), 1)
-		rows = append(rows, scrape("run", "gufo", int64(i), at, []byte(g)))
+		rows = append(rows, scrape(testRun, "gufo", int64(i), at, []byte(g)))
 		v := strings.Replace(string(v1), `vllm:generation_tokens_total{engine="0",model_name="juggernaut"} 611163.0`,
 			fmt.Sprintf(`vllm:generation_tokens_total{engine="0",model_name="juggernaut"} %d`, 611163+300*i), 1)
 		if i == 3 {
 			v = strings.Replace(v, fmt.Sprintf("} %d\n", 611163+300*i), "} 100\n", 1) // a restart
 		}
-		rows = append(rows, scrape("run", "vllm", int64(i), at+0.5, []byte(v)))
+		rows = append(rows, scrape(testRun, "vllm", int64(i), at+0.5, []byte(v)))
 	}
-	rows = append(rows, capture.Scrape{RunID: "run", Target: "vllm", Endpoint: capture.EndpointMetrics, Seq: 8,
+	rows = append(rows, capture.Scrape{RunID: testRun, Target: "vllm", Endpoint: capture.EndpointMetrics, Seq: 8,
 		Outcome: capture.OutcomeError, ScheduledNs: ns(1.7e9 + 16)})
-	record(t, dir, "run", rows, 0)
-	os.WriteFile(filepath.Join(dir, "run-000009.parquet"), []byte("not parquet"), 0o644)
+	record(t, dir, testRun, rows, 0)
+	os.WriteFile(filepath.Join(dir, testRun+"-000009.parquet"), []byte("not parquet"), 0o644)
 	res, err := Analyze(Options{Dirs: []string{dir}, Gates: rate.Config{Span: 4}, SkipPolls: true})
 	if err != nil {
 		t.Fatal(err)
@@ -997,13 +1002,13 @@ func TestSeriesJoiningMidSegment(t *testing.T) {
 			if tg == "a" && i >= 4 {
 				body = fmt.Appendf(body, "# TYPE zz_gauge gauge\nzz_gauge 1\n")
 			}
-			rows = append(rows, scrape("run", tg, int64(i), at, body))
+			rows = append(rows, scrape(testRun, tg, int64(i), at, body))
 		}
 	}
 	// Segments of 7 rows: a's gauge joins in the second, b's counters in the
 	// third, each after rows that were all known (a segment holds its rows
 	// by target, and each poll's samples by name).
-	record(t, dir, "run", rows, 7)
+	record(t, dir, testRun, rows, 7)
 	res, err := Analyze(Options{Dirs: []string{dir}})
 	if err != nil {
 		t.Fatal(err)
