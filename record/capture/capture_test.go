@@ -583,35 +583,6 @@ func TestParseSegName(t *testing.T) {
 	}
 }
 
-// Whatever bytes a crash leaves in a journal, reading it never panics, and
-// the records before the damage come back.
-func FuzzReadJournal(f *testing.F) {
-	seed := filepath.Join(f.TempDir(), runR+"-000001.journal")
-	j, err := createJournal(seed)
-	if err != nil {
-		f.Fatal(err)
-	}
-	for i := range 2 {
-		s := row(runR, "a", i)
-		j.append(&s)
-	}
-	j.close()
-	good, _ := os.ReadFile(seed)
-	f.Add(good, 0)
-	f.Add(good, len(good)/2)
-	f.Fuzz(func(t *testing.T, data []byte, cut int) {
-		if cut > 0 && cut < len(data) {
-			data = data[:cut]
-		}
-		path := filepath.Join(t.TempDir(), runR+"-000001.journal")
-		os.WriteFile(path, data, 0o644)
-		rows, torn, err := readJournal(path)
-		if torn < 0 || (err == nil && len(rows) > len(data)/8) {
-			t.Fatalf("%d rows, torn %d from %d bytes", len(rows), torn, len(data))
-		}
-	})
-}
-
 // A reader never removes the temporary file of a live writer's seal or
 // compaction; a crashed writer's leftovers go, whatever the order of names.
 func TestRecoverSparesLiveTemporaries(t *testing.T) {

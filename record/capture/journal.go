@@ -98,11 +98,16 @@ type journalStats struct {
 // the bytes in between are counted as skipped; with no good record after
 // it, the damage is a torn tail. The rows' bodies share the file's memory.
 func scanJournal(path string) ([]Scrape, journalStats, error) {
-	var st journalStats
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, st, fmt.Errorf("read journal: %w", err)
+		return nil, journalStats{}, fmt.Errorf("read journal: %w", err)
 	}
+	return parseJournal(path, data)
+}
+
+// parseJournal reads the journal data read from path (see scanJournal).
+func parseJournal(path string, data []byte) ([]Scrape, journalStats, error) {
+	var st journalStats
 	if len(data) < len(journalMagic) && journalMagic[:len(data)] == string(data) {
 		// Killed before the magic was written: an empty journal.
 		return nil, st, nil

@@ -88,7 +88,7 @@ func (r *Run) addJournal(path string, names []string, s segName) {
 	case locked(path):
 		r.Live = append(r.Live, path)
 	case sealedIn(names, s):
-		r.Recovered = append(r.Recovered, Recovery{Journal: base, Note: "segment already sealed; stale journal ignored"})
+		r.Recovered = append(r.Recovered, Recovery{Journal: base, Stale: true, Note: "segment already sealed; stale journal ignored"})
 	default:
 		rows, st, err := scanJournal(path)
 		seg := filepath.Join(r.Dir, s.file())
@@ -101,7 +101,7 @@ func (r *Run) addJournal(path string, names []string, s segName) {
 		if err != nil {
 			return
 		}
-		rc := Recovery{Journal: base, Note: "read in memory; the folder is not changed (llmrec repair seals it)"}
+		rc := Recovery{Journal: base, Note: "read in memory; llmrec repair seals it"}
 		rc.setStats(len(rows), st)
 		r.Recovered = append(r.Recovered, rc)
 	}
@@ -168,7 +168,7 @@ func ReadLive(path string) ([]Scrape, error) {
 // file's name: "12 rows into RUN-000003.parquet, torn tail of 80 bytes
 // dropped".
 func (r Recovery) String() string {
-	if r.Journal == "" {
+	if r.Journal == "" || r.Stale {
 		return r.Note
 	}
 	var b strings.Builder

@@ -367,6 +367,8 @@ type Recovery struct {
 	Duplicates int      `json:"duplicates,omitempty"`
 	Conflicts  []string `json:"conflicts,omitempty"`
 	Note       string   `json:"note,omitempty"`
+	// Stale: the journal's segment was sealed already; its rows were not read.
+	Stale bool `json:"stale,omitempty"`
 	// Error is why the journal could not be read (bad magic): it is left
 	// as it is.
 	Error string `json:"error,omitempty"`
@@ -500,7 +502,7 @@ func recoverJournal(path string, names []string) (*Recovery, error) {
 	r := &Recovery{Journal: filepath.Base(path)}
 	if sealedIn(names, s) {
 		// Sealed, then killed before the journal was removed.
-		r.Note = "segment already sealed; stale journal removed"
+		r.Stale, r.Note = true, "segment already sealed; stale journal removed"
 	} else {
 		rows, st, err := scanJournal(path)
 		if err != nil {
