@@ -210,6 +210,44 @@ func TestJournalsRecoveredAndLive(t *testing.T) {
 	if n := onlyTarget(t, res, "llama").Summary.Polls; n != 6 {
 		t.Errorf("%d polls from the recovered journal, want 6", n)
 	}
+	if in := res.Inputs[0]; in.Crashed != 1 || in.Segments != 0 {
+		t.Errorf("input %+v, want the crashed journal read as it is", in)
+	}
+	if after, _ := filepath.Glob(filepath.Join(crashed, "*")); len(after) != 1 {
+		t.Errorf("the crashed folder after analysis: %v", after)
+	}
+}
+
+// A folder with a journal that is not one (bad magic) and files llmrec did
+// not write still analyses: the journal is a problem naming it, the foreign
+// files (one a Parquet file of llmrec's own schema) are listed and not read.
+func TestBadJournalAndForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+	record(t, dir, testRun, steady(testRun, "llama", 1000, 8, 0, 50, 0), 0)
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	phantom, _ := os.ReadFile(segs[0])
+	os.WriteFile(filepath.Join(dir, "data.parquet"), phantom, 0o644)
+	os.WriteFile(filepath.Join(dir, "mine.journal"), []byte("my notes"), 0o644)
+	bad := filepath.Join(dir, "20260101T000100Z-0123abce-000001.journal")
+	os.WriteFile(bad, []byte("LLMRECJ0 not a journal of this llmrec"), 0o644)
+	res, err := Analyze(Options{Dirs: []string{dir}, Gates: rate.Config{Span: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 1 || res.Problems[0].File != bad || !strings.Contains(res.Problems[0].Error, "bad magic") {
+		t.Errorf("problems %+v, want the bad journal", res.Problems)
+	}
+	if n := onlyTarget(t, res, "llama").Summary.Polls; n != 8 {
+		t.Errorf("%d polls, want 8 (the phantom copy not read)", n)
+	}
+	if f := res.Inputs[0].Foreign; !slices.Equal(f, []string{"data.parquet", "mine.journal"}) {
+		t.Errorf("foreign %v", f)
+	}
+	var sum bytes.Buffer
+	res.WriteSummary(&sum)
+	if !strings.Contains(sum.String(), "not llmrec's, not read: data.parquet, mine.journal") {
+		t.Errorf("summary does not list the foreign files:\n%s", sum.String())
+	}
 }
 
 // Several folders and sessions are read per target in time order: sessions
