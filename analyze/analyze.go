@@ -452,6 +452,9 @@ func (a *analyzer) finish() []Target {
 		t.spool = st.spool
 		t.Engine, t.DetectedBy = st.tr.Engine()
 		t.Notes = st.tr.Notes()
+		if n := cadenceNote(a.metas[t.Name], st.fw.t.Rows); n != "" {
+			t.Notes["interval"] = n
+		}
 		t.UnknownSeries = st.tr.Unknown()
 		t.Summary.Headlines = make([]Headline, len(engine.Headline))
 		t.Summary.Refusals = map[string]int{}

@@ -218,6 +218,37 @@ func TestJournalsRecoveredAndLive(t *testing.T) {
 	}
 }
 
+// A manifest whose interval its rows were not scheduled at (edited by
+// hand) is noted, and the findings use the rows' cadence; a manifest that
+// agrees with its rows says nothing.
+func TestEditedIntervalIsNoted(t *testing.T) {
+	for _, c := range []struct {
+		said int64
+		note string
+	}{{2e9, ""}, {7e9, "its manifest says every 7s, but its rows were scheduled every 2s (seq 0..9)"}} {
+		dir := t.TempDir()
+		record(t, dir, testRun, steady(testRun, "llama", 1000, 10, 0, 50, 0), 0)
+		m := capture.Manifest{RunID: testRun, StartNs: ns(1000),
+			Targets: []capture.ManifestTarget{{Name: "llama", IntervalNs: c.said, TimeoutNs: 1e9}}}
+		if err := capture.WriteManifest(dir, m); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Analyze(Options{Dirs: []string{dir}, Gates: rate.Config{Span: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := onlyTarget(t, res, "llama").Notes["interval"]
+		if c.note == "" && got != "" || !strings.Contains(got, c.note) {
+			t.Errorf("manifest interval %d ns: note %q, want %q", c.said, got, c.note)
+		}
+		var sum bytes.Buffer
+		res.WriteSummary(&sum)
+		if c.note != "" && !strings.Contains(sum.String(), "  interval: session "+testRun+": "+c.note) {
+			t.Errorf("summary lacks the note:\n%s", sum.String())
+		}
+	}
+}
+
 // A folder with a journal that is not one (bad magic) and files llmrec did
 // not write still analyses: the journal is a problem naming it, the foreign
 // files (one a Parquet file of llmrec's own schema) are listed and not read.

@@ -134,6 +134,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		if v := t.Notes["engine"]; v != "" {
 			fmt.Fprintf(bw, "  variant: %s\n", v)
 		}
+		if v := t.Notes["interval"]; v != "" {
+			fmt.Fprintf(bw, "  interval: %s\n", v)
+		}
 		// What the engine said about itself comes before the numbers: the
 		// queue's ceiling first.
 		for _, line := range r.Findings.TargetLines(t.Name) {
