@@ -348,16 +348,6 @@ func (d *decoder) optInt() *int64 {
 	return &v
 }
 
-// decodeScrape decodes a record and parses its body into samples.
-func decodeScrape(p []byte) (Scrape, error) {
-	s, err := decodeRecord(p)
-	if err != nil {
-		return s, err
-	}
-	Parse(&s)
-	return s, nil
-}
-
 // decodeRecord decodes a record, the samples left unparsed. It is strict
 // (a presence byte is 0 or 1, a status fits in 32 bits, nothing trails), so
 // damage that the CRC missed is not taken for a row.

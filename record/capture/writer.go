@@ -409,7 +409,7 @@ func Recover(dir string) ([]Recovery, error) {
 			continue
 		}
 		path := filepath.Join(dir, name)
-		if beingWritten(path) {
+		if locked(path) { // being written (see lockTemp)
 			continue
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -460,10 +460,6 @@ func locked(path string) bool {
 	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return false
 }
-
-// beingWritten reports whether a temporary file is held by its writer (see
-// lockTemp).
-func beingWritten(path string) bool { return locked(path) }
 
 // lockTemp takes f's flock for as long as f is open, so that Recover in
 // another process does not remove a temporary file being written. It waits:
