@@ -143,10 +143,13 @@ type file struct {
 
 // inputOf lists a run folder's files and describes it.
 func inputOf(r *capture.Run) (Input, []file) {
-	in := Input{Dir: r.Dir, Sessions: []string{}, Segments: len(r.Segments), Journals: len(r.Live), Recovered: r.Recovered,
-		Recordings: []Recording{}}
+	in := Input{Dir: r.Dir, Sessions: []string{}, Segments: len(r.Segments), Journals: len(r.Live), Crashed: len(r.Crashed),
+		Recovered: r.Recovered, Foreign: r.Foreign, Recordings: []Recording{}}
 	if in.Recovered == nil {
 		in.Recovered = []capture.Recovery{}
+	}
+	if in.Foreign == nil {
+		in.Foreign = []string{}
 	}
 	starts := map[string]int64{}
 	for _, m := range r.Manifests {
@@ -171,7 +174,7 @@ func inputOf(r *capture.Run) (Input, []file) {
 	for _, p := range r.Segments {
 		add(p, false)
 	}
-	for _, p := range r.Live {
+	for _, p := range r.Journals() {
 		add(p, true)
 	}
 	return in, out
@@ -449,6 +452,9 @@ func (a *analyzer) finish() []Target {
 		t.spool = st.spool
 		t.Engine, t.DetectedBy = st.tr.Engine()
 		t.Notes = st.tr.Notes()
+		if n := cadenceNote(a.metas[t.Name], st.fw.t.Rows); n != "" {
+			t.Notes["interval"] = n
+		}
 		t.UnknownSeries = st.tr.Unknown()
 		t.Summary.Headlines = make([]Headline, len(engine.Headline))
 		t.Summary.Refusals = map[string]int{}

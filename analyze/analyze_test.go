@@ -27,6 +27,11 @@ import (
 
 // llamaBody renders a tiny llama.cpp exposition with the given generation
 // counter and one request processing.
+
+// testRun is a run id of the recorder's form: llmrec reads only files named
+// for one (see capture.IsRunID).
+const testRun = "20260101T000000Z-0123abcd"
+
 func llamaBody(predicted float64) []byte { return llamaBodyRunning(predicted, 1) }
 
 // llamaBodyRunning is llamaBody with running requests processing.
@@ -107,18 +112,18 @@ func onlyTarget(t *testing.T, res *Result, name string) *Target {
 // segment is still analysed.
 func TestCorruptSegmentIsReportedAndTheRestAnalysed(t *testing.T) {
 	dir := t.TempDir()
-	record(t, dir, "run", steady("run", "llama", 1000, 20, 0, 50, 0), 10)
-	junk := filepath.Join(dir, "run-000007.parquet")
+	record(t, dir, testRun, steady(testRun, "llama", 1000, 20, 0, 50, 0), 10)
+	junk := filepath.Join(dir, testRun+"-000007.parquet")
 	if err := os.WriteFile(junk, []byte("PAR1 this is not a parquet file at all PAR1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// A real segment cut short: its footer is gone.
-	segs, _ := filepath.Glob(filepath.Join(dir, "run-00000[12].parquet"))
+	segs, _ := filepath.Glob(filepath.Join(dir, testRun+"-00000[12].parquet"))
 	if len(segs) != 2 {
 		t.Fatalf("segments %v", segs)
 	}
 	b, _ := os.ReadFile(segs[1])
-	cut := filepath.Join(dir, "run-000008.parquet")
+	cut := filepath.Join(dir, testRun+"-000008.parquet")
 	if err := os.WriteFile(cut, b[:len(b)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -145,18 +150,18 @@ func TestCorruptSegmentIsReportedAndTheRestAnalysed(t *testing.T) {
 	}
 }
 
-// A crashed session's journal is recovered into a segment before reading,
+// A crashed session's journal is recovered in memory (the folder is not changed),
 // and a live recording's journal is read as it stands, after the closed
 // segments of its session.
 func TestJournalsRecoveredAndLive(t *testing.T) {
 	crashed := t.TempDir()
 	live := t.TempDir()
-	w, err := capture.NewWriter(live, "run", time.Hour)
+	w, err := capture.NewWriter(live, testRun, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	rows := steady("run", "llama", 1000, 12, 0, 50, 0)
+	rows := steady(testRun, "llama", 1000, 12, 0, 50, 0)
 	for i, r := range rows {
 		if err := w.Append(r); err != nil {
 			t.Fatal(err)
@@ -205,6 +210,75 @@ func TestJournalsRecoveredAndLive(t *testing.T) {
 	if n := onlyTarget(t, res, "llama").Summary.Polls; n != 6 {
 		t.Errorf("%d polls from the recovered journal, want 6", n)
 	}
+	if in := res.Inputs[0]; in.Crashed != 1 || in.Segments != 0 {
+		t.Errorf("input %+v, want the crashed journal read as it is", in)
+	}
+	if after, _ := filepath.Glob(filepath.Join(crashed, "*")); len(after) != 1 {
+		t.Errorf("the crashed folder after analysis: %v", after)
+	}
+}
+
+// A manifest whose interval its rows were not scheduled at (edited by
+// hand) is noted, and the findings use the rows' cadence; a manifest that
+// agrees with its rows says nothing.
+func TestEditedIntervalIsNoted(t *testing.T) {
+	for _, c := range []struct {
+		said int64
+		note string
+	}{{2e9, ""}, {7e9, "its manifest says every 7s, but its rows were scheduled every 2s (seq 0..9)"}} {
+		dir := t.TempDir()
+		record(t, dir, testRun, steady(testRun, "llama", 1000, 10, 0, 50, 0), 0)
+		m := capture.Manifest{RunID: testRun, StartNs: ns(1000),
+			Targets: []capture.ManifestTarget{{Name: "llama", IntervalNs: c.said, TimeoutNs: 1e9}}}
+		if err := capture.WriteManifest(dir, m); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Analyze(Options{Dirs: []string{dir}, Gates: rate.Config{Span: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := onlyTarget(t, res, "llama").Notes["interval"]
+		if c.note == "" && got != "" || !strings.Contains(got, c.note) {
+			t.Errorf("manifest interval %d ns: note %q, want %q", c.said, got, c.note)
+		}
+		var sum bytes.Buffer
+		res.WriteSummary(&sum)
+		if c.note != "" && !strings.Contains(sum.String(), "  interval: session "+testRun+": "+c.note) {
+			t.Errorf("summary lacks the note:\n%s", sum.String())
+		}
+	}
+}
+
+// A folder with a journal that is not one (bad magic) and files llmrec did
+// not write still analyses: the journal is a problem naming it, the foreign
+// files (one a Parquet file of llmrec's own schema) are listed and not read.
+func TestBadJournalAndForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+	record(t, dir, testRun, steady(testRun, "llama", 1000, 8, 0, 50, 0), 0)
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	phantom, _ := os.ReadFile(segs[0])
+	os.WriteFile(filepath.Join(dir, "data.parquet"), phantom, 0o644)
+	os.WriteFile(filepath.Join(dir, "mine.journal"), []byte("my notes"), 0o644)
+	bad := filepath.Join(dir, "20260101T000100Z-0123abce-000001.journal")
+	os.WriteFile(bad, []byte("LLMRECJ0 not a journal of this llmrec"), 0o644)
+	res, err := Analyze(Options{Dirs: []string{dir}, Gates: rate.Config{Span: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 1 || res.Problems[0].File != bad || !strings.Contains(res.Problems[0].Error, "bad magic") {
+		t.Errorf("problems %+v, want the bad journal", res.Problems)
+	}
+	if n := onlyTarget(t, res, "llama").Summary.Polls; n != 8 {
+		t.Errorf("%d polls, want 8 (the phantom copy not read)", n)
+	}
+	if f := res.Inputs[0].Foreign; !slices.Equal(f, []string{"data.parquet", "mine.journal"}) {
+		t.Errorf("foreign %v", f)
+	}
+	var sum bytes.Buffer
+	res.WriteSummary(&sum)
+	if !strings.Contains(sum.String(), "not llmrec's, not read: data.parquet, mine.journal") {
+		t.Errorf("summary does not list the foreign files:\n%s", sum.String())
+	}
 }
 
 // Several folders and sessions are read per target in time order: sessions
@@ -212,13 +286,13 @@ func TestJournalsRecoveredAndLive(t *testing.T) {
 // run split across folders reads as one.
 func TestFoldersAndSessionsInTimeOrder(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
-	record(t, a, "20260101T000100Z-bbbb", steady("20260101T000100Z-bbbb", "llama", 1020, 10, 0, 50, 1000), 3)
-	record(t, b, "20260101T000000Z-aaaa", steady("20260101T000000Z-aaaa", "llama", 1000, 10, 0, 50, 0), 4)
+	record(t, a, "20260101T000100Z-bbbbbbbb", steady("20260101T000100Z-bbbbbbbb", "llama", 1020, 10, 0, 50, 1000), 3)
+	record(t, b, "20260101T000000Z-aaaaaaaa", steady("20260101T000000Z-aaaaaaaa", "llama", 1000, 10, 0, 50, 0), 4)
 	// A manifest's start orders its session, whatever its run id says.
 	for _, m := range []struct {
 		dir, run string
 		start    int64
-	}{{a, "20260101T000100Z-bbbb", ns(1020)}, {b, "20260101T000000Z-aaaa", ns(1000)}} {
+	}{{a, "20260101T000100Z-bbbbbbbb", ns(1020)}, {b, "20260101T000000Z-aaaaaaaa", ns(1000)}} {
 		if err := capture.WriteManifest(m.dir, capture.Manifest{RunID: m.run, StartNs: m.start}); err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +315,7 @@ func TestFoldersAndSessionsInTimeOrder(t *testing.T) {
 			t.Errorf("poll %d: decode %v, want 50", i+1, v)
 		}
 	}
-	if got := tg.Polls[10].Run; got != "20260101T000100Z-bbbb" {
+	if got := tg.Polls[10].Run; got != "20260101T000100Z-bbbbbbbb" {
 		t.Errorf("poll 10 run %q", got)
 	}
 	if len(res.Inputs) != 2 || res.Inputs[0].Segments != 4 || res.Inputs[1].Segments != 3 {
@@ -293,7 +367,7 @@ type plainSample struct {
 func TestPlainEncodedSegment(t *testing.T) {
 	dir := t.TempDir()
 	var rows []plainScrape
-	for _, s := range steady("run", "llama", 1000, 6, 0, 50, 0) {
+	for _, s := range steady(testRun, "llama", 1000, 6, 0, 50, 0) {
 		p := plainScrape{RunID: s.RunID, Target: s.Target, Endpoint: s.Endpoint, Seq: s.Seq, Outcome: s.Outcome,
 			FirstByteNs: s.FirstByteNs}
 		for _, x := range s.Samples {
@@ -302,8 +376,8 @@ func TestPlainEncodedSegment(t *testing.T) {
 		rows = append(rows, p)
 	}
 	// A failed scrape: no samples, no first byte.
-	rows = append(rows[:3], append([]plainScrape{{RunID: "run", Target: "llama", Endpoint: "metrics", Seq: 99, Outcome: "error"}}, rows[3:]...)...)
-	f, err := os.Create(filepath.Join(dir, "run-000001.parquet"))
+	rows = append(rows[:3], append([]plainScrape{{RunID: testRun, Target: "llama", Endpoint: "metrics", Seq: 99, Outcome: "error"}}, rows[3:]...)...)
+	f, err := os.Create(filepath.Join(dir, testRun+"-000001.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,9 +414,9 @@ func TestSegmentWithoutSamples(t *testing.T) {
 		RunID  string `parquet:"run_id"`
 		Target string `parquet:"target"`
 	}
-	f, _ := os.Create(filepath.Join(dir, "run-000001.parquet"))
+	f, _ := os.Create(filepath.Join(dir, testRun+"-000001.parquet"))
 	w := parquet.NewGenericWriter[bare](f)
-	w.Write([]bare{{"run", "x"}})
+	w.Write([]bare{{testRun, "x"}})
 	w.Close()
 	f.Close()
 	res, err := Analyze(Options{Dirs: []string{dir}})
@@ -406,26 +480,26 @@ func TestMalformedSegments(t *testing.T) {
 		name, want string
 		dir        string
 	}{
-		{"null target", "column target: null in a required column", write("run-000001.parquet", func(f *os.File) error {
+		{"null target", "column target: null in a required column", write(testRun+"-000001.parquet", func(f *os.File) error {
 			w := parquet.NewGenericWriter[optionalTarget](f)
-			if _, err := w.Write([]optionalTarget{{RunID: "run"}}); err != nil {
+			if _, err := w.Write([]optionalTarget{{RunID: testRun}}); err != nil {
 				return err
 			}
 			return w.Close()
 		})},
-		{"string seq", "column seq is BYTE_ARRAY, want INT64", write("run-000001.parquet", func(f *os.File) error {
+		{"string seq", "column seq is BYTE_ARRAY, want INT64", write(testRun+"-000001.parquet", func(f *os.File) error {
 			w := parquet.NewGenericWriter[stringSeq](f)
-			w.Write([]stringSeq{{RunID: "run"}})
+			w.Write([]stringSeq{{RunID: testRun}})
 			return w.Close()
 		})},
-		{"no list", "no column samples.list.element.family", write("run-000001.parquet", func(f *os.File) error {
+		{"no list", "no column samples.list.element.family", write(testRun+"-000001.parquet", func(f *os.File) error {
 			w := parquet.NewGenericWriter[flat](f)
-			w.Write([]flat{{RunID: "run"}})
+			w.Write([]flat{{RunID: testRun}})
 			return w.Close()
 		})},
-		{"schema version", "schema version 99", write("run-000001.parquet", func(f *os.File) error {
+		{"schema version", "schema version 99", write(testRun+"-000001.parquet", func(f *os.File) error {
 			w := parquet.NewGenericWriter[plainScrape](f, parquet.KeyValueMetadata("llmrec.schema_version", "99"))
-			w.Write([]plainScrape{{RunID: "run"}})
+			w.Write([]plainScrape{{RunID: testRun}})
 			return w.Close()
 		})},
 	} {
@@ -434,7 +508,7 @@ func TestMalformedSegments(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Error, c.want) ||
-			!strings.Contains(res.Problems[0].Error, "run-000001.parquet") {
+			!strings.Contains(res.Problems[0].Error, testRun+"-000001.parquet") {
 			t.Errorf("%s: problems %+v, want one naming the file and saying %q", c.name, res.Problems, c.want)
 		}
 	}
@@ -443,7 +517,7 @@ func TestMalformedSegments(t *testing.T) {
 // An unreadable file is a problem too.
 func TestUnreadableSegment(t *testing.T) {
 	dir := t.TempDir()
-	record(t, dir, "run", steady("run", "llama", 1000, 2, 0, 50, 0), 0)
+	record(t, dir, testRun, steady(testRun, "llama", 1000, 2, 0, 50, 0), 0)
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
 	if err := os.Chmod(segs[0], 0); err != nil {
 		t.Fatal(err)
@@ -476,12 +550,12 @@ func TestAnalyzeErrors(t *testing.T) {
 // JSON document is versioned, round-trips, and has no null slice.
 func TestRowsJSONAndProgress(t *testing.T) {
 	dir := t.TempDir()
-	rows := steady("run", "llama", 1000, 4, 0, 50, 0)
-	failed := capture.Scrape{RunID: "run", Target: "llama", Endpoint: capture.EndpointMetrics, Seq: 4,
+	rows := steady(testRun, "llama", 1000, 4, 0, 50, 0)
+	failed := capture.Scrape{RunID: testRun, Target: "llama", Endpoint: capture.EndpointMetrics, Seq: 4,
 		Outcome: capture.OutcomeError, ScheduledNs: ns(1008), StartNs: ns(1008), EndNs: ns(1018)}
-	slots := capture.Scrape{RunID: "run", Target: "llama", Endpoint: "/slots", Seq: 0, Outcome: capture.OutcomeOK,
+	slots := capture.Scrape{RunID: testRun, Target: "llama", Endpoint: "/slots", Seq: 0, Outcome: capture.OutcomeOK,
 		ScheduledNs: ns(1000), StartNs: ns(1000), FirstByteNs: ns(1000.01), EndNs: ns(1000.02), Body: []byte("[]")}
-	record(t, dir, "run", append(rows, failed, slots), 0)
+	record(t, dir, testRun, append(rows, failed, slots), 0)
 	var progress []Progress
 	res, err := Analyze(Options{Dirs: []string{dir}, Progress: func(p Progress) { progress = append(progress, p) }})
 	if err != nil {
@@ -751,18 +825,18 @@ func TestSummaryGolden(t *testing.T) {
 		at := 1.7e9 + 2*float64(i)
 		g := strings.Replace(string(gufo), "llamacpp:tokens_predicted_total 877336",
 			fmt.Sprintf("llamacpp:tokens_predicted_total %d", 877336+100*i), 1)
-		rows = append(rows, scrape("run", "gufo", int64(i), at, []byte(g)))
+		rows = append(rows, scrape(testRun, "gufo", int64(i), at, []byte(g)))
 		v := strings.Replace(string(v1), `vllm:generation_tokens_total{engine="0",model_name="juggernaut"} 611163.0`,
 			fmt.Sprintf(`vllm:generation_tokens_total{engine="0",model_name="juggernaut"} %d`, 611163+300*i), 1)
 		if i == 3 {
 			v = strings.Replace(v, fmt.Sprintf("} %d\n", 611163+300*i), "} 100\n", 1) // a restart
 		}
-		rows = append(rows, scrape("run", "vllm", int64(i), at+0.5, []byte(v)))
+		rows = append(rows, scrape(testRun, "vllm", int64(i), at+0.5, []byte(v)))
 	}
-	rows = append(rows, capture.Scrape{RunID: "run", Target: "vllm", Endpoint: capture.EndpointMetrics, Seq: 8,
+	rows = append(rows, capture.Scrape{RunID: testRun, Target: "vllm", Endpoint: capture.EndpointMetrics, Seq: 8,
 		Outcome: capture.OutcomeError, ScheduledNs: ns(1.7e9 + 16)})
-	record(t, dir, "run", rows, 0)
-	os.WriteFile(filepath.Join(dir, "run-000009.parquet"), []byte("not parquet"), 0o644)
+	record(t, dir, testRun, rows, 0)
+	os.WriteFile(filepath.Join(dir, testRun+"-000009.parquet"), []byte("not parquet"), 0o644)
 	res, err := Analyze(Options{Dirs: []string{dir}, Gates: rate.Config{Span: 4}, SkipPolls: true})
 	if err != nil {
 		t.Fatal(err)
@@ -811,7 +885,7 @@ func TestWriters(t *testing.T) {
 	if err := res.WriteSummary(&sum); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"recovered r-000002.journal: 3 rows into -", "floor off, ceiling off", "engine tgi (configured)",
+	for _, s := range []string{"recovered r-000002.journal: 3 rows", "floor off, ceiling off", "engine tgi (configured)",
 		"other endpoints: /slots 2", "engine generic (no engine recognised)", "unknown series (1): x", "d/x.parquet: truncated"} {
 		if !strings.Contains(sum.String(), s) {
 			t.Errorf("summary lacks %q:\n%s", s, sum.String())
@@ -997,13 +1071,13 @@ func TestSeriesJoiningMidSegment(t *testing.T) {
 			if tg == "a" && i >= 4 {
 				body = fmt.Appendf(body, "# TYPE zz_gauge gauge\nzz_gauge 1\n")
 			}
-			rows = append(rows, scrape("run", tg, int64(i), at, body))
+			rows = append(rows, scrape(testRun, tg, int64(i), at, body))
 		}
 	}
 	// Segments of 7 rows: a's gauge joins in the second, b's counters in the
 	// third, each after rows that were all known (a segment holds its rows
 	// by target, and each poll's samples by name).
-	record(t, dir, "run", rows, 7)
+	record(t, dir, testRun, rows, 7)
 	res, err := Analyze(Options{Dirs: []string{dir}})
 	if err != nil {
 		t.Fatal(err)

@@ -428,10 +428,10 @@ func TestEnergyFromDCGM(t *testing.T) {
 		if busy {
 			running = 1
 		}
-		rows = append(rows, scrape("run", "llama", int64(i), at, llamaBodyRunning(gen, running)),
-			scrape("run", "dcgm", int64(i), at, dcgmBody(watts, mJ)))
+		rows = append(rows, scrape(testRun, "llama", int64(i), at, llamaBodyRunning(gen, running)),
+			scrape(testRun, "dcgm", int64(i), at, dcgmBody(watts, mJ)))
 	}
-	record(t, dir, "run", rows, 0)
+	record(t, dir, testRun, rows, 0)
 	res, err := Analyze(Options{Dirs: []string{dir}, SkipPolls: true})
 	if err != nil {
 		t.Fatal(err)
@@ -462,7 +462,7 @@ func TestEnergyFromDCGM(t *testing.T) {
 			only = append(only, r)
 		}
 	}
-	record(t, alone, "run", only, 0)
+	record(t, alone, testRun, only, 0)
 	res, err = Analyze(Options{Dirs: []string{alone}, SkipPolls: true})
 	if err != nil || res.Energy != nil {
 		t.Fatalf("energy without a source: %+v %v", res.Energy, err)
@@ -497,7 +497,7 @@ func TestRealCaptureFacts(t *testing.T) {
 			t.Fatal(err)
 		}
 		dir := t.TempDir()
-		record(t, dir, "run", []capture.Scrape{scrape("run", "x", 0, 1000, body), scrape("run", "x", 1, 1010, body)}, 0)
+		record(t, dir, testRun, []capture.Scrape{scrape(testRun, "x", 0, 1000, body), scrape(testRun, "x", 1, 1010, body)}, 0)
 		res, err := Analyze(Options{Dirs: []string{dir}, SkipPolls: true})
 		if err != nil {
 			t.Fatal(err)
@@ -592,12 +592,12 @@ func TestOptionalColumnOfTheWrongType(t *testing.T) {
 		Error       int64         `parquet:"error,optional"`
 	}
 	dir := t.TempDir()
-	f, err := os.Create(filepath.Join(dir, "run-000001.parquet"))
+	f, err := os.Create(filepath.Join(dir, testRun+"-000001.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := parquet.NewGenericWriter[wrongError](f)
-	w.Write([]wrongError{{RunID: "run", Target: "x", Endpoint: "metrics", Outcome: "ok"}})
+	w.Write([]wrongError{{RunID: testRun, Target: "x", Endpoint: "metrics", Outcome: "ok"}})
 	w.Close()
 	f.Close()
 	res, err := Analyze(Options{Dirs: []string{dir}})

@@ -3,10 +3,12 @@ package analyze
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
@@ -23,6 +25,8 @@ type targetMeta struct {
 	// ticks is how many ticks the manifests' sessions had: a capacity
 	// hint for the per-poll records, 0 unknown.
 	ticks int
+	// byRun is the interval each session's manifest states, in seconds.
+	byRun map[string]float64
 }
 
 // metaOf gathers the targets' cadence, engine version and model from a run
@@ -42,6 +46,12 @@ func metaOf(run *capture.Run, metas map[string]*targetMeta) {
 			if m.interval == 0 && t.IntervalNs > 0 {
 				m.interval = float64(t.IntervalNs) / 1e9
 			}
+			if t.IntervalNs > 0 {
+				if m.byRun == nil {
+					m.byRun = map[string]float64{}
+				}
+				m.byRun[man.RunID] = float64(t.IntervalNs) / 1e9
+			}
 			if man.EndNs != nil && t.IntervalNs > 0 && *man.EndNs > man.StartNs {
 				m.ticks += int(min((*man.EndNs-man.StartNs)/t.IntervalNs+1, maxTicksHint))
 			}
@@ -53,6 +63,53 @@ func metaOf(run *capture.Run, metas map[string]*targetMeta) {
 			}
 		}
 	}
+}
+
+// cadenceNote compares the interval the manifests state for a target with
+// the cadence its rows were scheduled at: tick k of a session is scheduled
+// at its start + k·interval, so two rows of a session give its interval.
+// A manifest that disagrees was edited or damaged: the rows' cadence is
+// used for the findings, and the note returned says so ("" when they agree
+// or nothing tells).
+func cadenceNote(m *targetMeta, rows []findings.Row) string {
+	if m == nil || len(m.byRun) == 0 {
+		return ""
+	}
+	first, last := map[string]findings.Row{}, map[string]findings.Row{}
+	var runs []string
+	for _, r := range rows {
+		if r.Scheduled == 0 {
+			continue
+		}
+		if _, ok := first[r.Run]; !ok {
+			first[r.Run] = r
+			runs = append(runs, r.Run)
+		}
+		last[r.Run] = r
+	}
+	var notes []string
+	for _, run := range runs {
+		a, b := first[run], last[run]
+		said, ok := m.byRun[run]
+		if !ok || b.Seq == a.Seq {
+			continue
+		}
+		step := (b.Scheduled - a.Scheduled) / float64(b.Seq-a.Seq)
+		// Times in float seconds keep about 0.2 µs: an edit is far larger.
+		if math.Abs(step-said) <= 1e-3*said {
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("session %s: its manifest says every %s, but its rows were scheduled every %s (seq %d..%d); the rows' cadence is used",
+			run, secondsText(said), secondsText(step), a.Seq, b.Seq))
+		if m.interval == said {
+			m.interval = step
+		}
+	}
+	return strings.Join(notes, "; ")
+}
+
+func secondsText(s float64) string {
+	return time.Duration(math.Round(s * 1e9)).String()
 }
 
 // maxTicksHint bounds the capacity a manifest can ask for (12 days at

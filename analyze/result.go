@@ -60,10 +60,12 @@ func gatesOf(c rate.Config) Gates {
 // Input is one run folder.
 type Input struct {
 	Dir       string             `json:"dir"`
-	Sessions  []string           `json:"sessions"` // run ids, in start order
-	Segments  int                `json:"segments"` // closed Parquet segments read
-	Journals  int                `json:"journals"` // live journals read (a recording still running)
+	Sessions  []string           `json:"sessions"`         // run ids, in start order
+	Segments  int                `json:"segments"`         // closed Parquet segments read
+	Journals  int                `json:"journals"`         // live journals read (a recording still running)
+	Crashed   int                `json:"crashed_journals"` // journals of crashed sessions, recovered in memory
 	Recovered []capture.Recovery `json:"recovered"`
+	Foreign   []string           `json:"foreign"` // files llmrec did not write: not read
 	// Recordings say how each session recorded, from its manifest.
 	Recordings []Recording `json:"recordings"`
 }

@@ -321,7 +321,7 @@ func (r *runner) finish() {
 		return
 	}
 	dir := r.t.TempDir()
-	w, err := capture.NewWriter(dir, "run", time.Hour)
+	w, err := capture.NewWriter(dir, testRun, time.Hour)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func (r *runner) finish() {
 			start = 0
 		}
 		ct := "text/plain; version=0.0.4"
-		row := capture.Scrape{RunID: "run", Target: s.target, Engine: s.hint, Endpoint: capture.EndpointMetrics,
+		row := capture.Scrape{RunID: testRun, Target: s.target, Engine: s.hint, Endpoint: capture.EndpointMetrics,
 			Seq: int64(i), Outcome: capture.OutcomeOK, ScheduledNs: ns(p.t) - 10_000_000, StartNs: ns(start),
 			FirstByteNs: ns(p.t), EndNs: ns(p.t) + 1_000_000, ContentType: &ct, Body: []byte(text)}
 		capture.Parse(&row)

@@ -100,10 +100,17 @@ type (
 func (r *Result) WriteSummary(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	for _, in := range r.Inputs {
-		fmt.Fprintf(bw, "run folder %s: %d session(s), %d segment(s), %d live journal(s)\n",
+		fmt.Fprintf(bw, "run folder %s: %d session(s), %d segment(s), %d live journal(s)",
 			in.Dir, len(in.Sessions), in.Segments, in.Journals)
+		if in.Crashed > 0 {
+			fmt.Fprintf(bw, ", %d crashed session journal(s) read in memory", in.Crashed)
+		}
+		fmt.Fprintln(bw)
 		for _, rc := range in.Recovered {
-			fmt.Fprintf(bw, "  recovered %s: %d rows into %s\n", rc.Journal, rc.Rows, cmp.Or(rc.Segment, "-"))
+			fmt.Fprintf(bw, "  recovered %s: %s\n", rc.Name(), rc)
+		}
+		if len(in.Foreign) > 0 {
+			fmt.Fprintf(bw, "  not llmrec's, not read: %s\n", strings.Join(in.Foreign, ", "))
 		}
 	}
 	g := &r.Gates
@@ -126,6 +133,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		}
 		if v := t.Notes["engine"]; v != "" {
 			fmt.Fprintf(bw, "  variant: %s\n", v)
+		}
+		if v := t.Notes["interval"]; v != "" {
+			fmt.Fprintf(bw, "  interval: %s\n", v)
 		}
 		// What the engine said about itself comes before the numbers: the
 		// queue's ceiling first.

@@ -180,6 +180,9 @@ func (c *Config) Validate() error {
 		if t.Timeout == 0 {
 			t.Timeout = t.Interval
 		}
+		if time.Duration(t.Timeout) > capture.MaxTimeout {
+			return fmt.Errorf("%s: timeout %s is over %s", where, t.Timeout.D(), capture.MaxTimeout)
+		}
 		if t.BearerTokenEnv != "" {
 			if _, ok := os.LookupEnv(t.BearerTokenEnv); !ok {
 				return fmt.Errorf("%s: bearer_token_env names %s, which is not set", where, t.BearerTokenEnv)

@@ -91,6 +91,8 @@ func TestConfigErrorsNameFileLineKey(t *testing.T) {
 		{"max_body_bytes = -1\n", "negative"},
 		{"compact_every = -1\n", "compact_every -1 is negative"},
 		{"[[target]]\nname = \"a\"\nurl = \"http://h/m\"\ninterval = \"-1s\"\n", "negative"},
+		// A manifest with a longer timeout is refused as edited (capture.MaxTimeout).
+		{"[[target]]\nname = \"a\"\nurl = \"http://h/m\"\ntimeout = \"25h\"\n", `target "a": timeout 25h0m0s is over 24h0m0s`},
 	}
 	for _, c := range cases {
 		_, err := ParseConfig([]byte(c.text), "bench.toml")

@@ -17,7 +17,9 @@ const inspectUsage = `Usage: llmrec inspect DIR [--json]
 Summarises a recording: its sessions, closed segments (rows, bytes), live
 journals, time range, and per target and endpoint the rows by outcome (ok,
 parse_error, http_error, error, missed) with the distinct error messages.
-A crashed session's journal is recovered into a closed segment first.
+It never changes the folder: a crashed session's journal is read in memory
+(llmrec repair seals it), and files llmrec did not write are listed, not
+read.
 
 Examples:
   llmrec inspect runs/bench1
@@ -45,7 +47,7 @@ func inspectRun(_ context.Context, stdout, stderr io.Writer, args []string) erro
 	}
 	printReport(stdout, rep)
 	if len(rep.Problems) > 0 {
-		return fmt.Errorf("%d segment(s) could not be read (listed above)", len(rep.Problems))
+		return fmt.Errorf("%d file(s) could not be read (listed above)", len(rep.Problems))
 	}
 	return nil
 }
@@ -57,20 +59,16 @@ func printReport(w io.Writer, rep capture.Report) {
 	for _, s := range rep.Segments {
 		bytes += s.Bytes
 	}
-	fmt.Fprintf(w, "segments   %d closed (%s), %d live journal(s)\n", len(rep.Segments), byteCount(bytes), len(rep.Live))
+	fmt.Fprintf(w, "segments   %d closed (%s), %d live journal(s)", len(rep.Segments), byteCount(bytes), len(rep.Live))
+	if len(rep.Crashed) > 0 {
+		fmt.Fprintf(w, ", %d crashed session journal(s) read in memory", len(rep.Crashed))
+	}
+	fmt.Fprintln(w)
 	for _, rc := range rep.Recovered {
-		if rc.Journal == "" {
-			fmt.Fprintf(w, "recovered  %s: %s\n", rc.Segment, rc.Note)
-			continue
-		}
-		fmt.Fprintf(w, "recovered  %s: %d rows into %s", rc.Journal, rc.Rows, orDash(rc.Segment))
-		if rc.TornBytes > 0 {
-			fmt.Fprintf(w, " (torn tail of %d bytes dropped)", rc.TornBytes)
-		}
-		if rc.Note != "" {
-			fmt.Fprintf(w, " (%s)", rc.Note)
-		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "recovered  %s: %s\n", rc.Name(), rc)
+	}
+	for _, f := range rep.Foreign {
+		fmt.Fprintf(w, "foreign    %s (not llmrec's: not read, left alone)\n", f)
 	}
 	if rep.Rows > 0 {
 		first, last := time.Unix(0, rep.FirstNs).UTC(), time.Unix(0, rep.LastNs).UTC()
@@ -112,13 +110,6 @@ func printReport(w io.Writer, rep capture.Report) {
 	for _, p := range rep.Problems {
 		fmt.Fprintf(w, "\nPROBLEM: %s\n", p)
 	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // interleave moves flags after positional arguments to the front, so

@@ -5,6 +5,7 @@
 //	llmrec record   scrape engines on a fixed cadence into Parquet
 //	llmrec inspect  summarise a recording: segments, counts, errors
 //	llmrec export   print one captured body byte-exact
+//	llmrec repair   seal a crashed recording's journals (only record and repair write a folder)
 //	llmrec analyze  replay captures through the engine readers and the gated estimator
 //	llmrec render   one offline HTML report and a Markdown summary
 //	llmrec sim      serve simulated engines on loopback
@@ -40,6 +41,7 @@ func commands() map[string]command {
 		"inspect": {inspectRun, "summarise a recording: segments, time range, counts, errors"},
 		"analyze": {analyzeRun, "replay recordings offline into cells with provenance (rates, ratios, latencies)"},
 		"export":  {exportRun, "print one captured body byte-exact (make a test fixture)"},
+		"repair":  {repairRun, "seal a crashed recording's journals into segments (reads never change a folder)"},
 		"sim": {func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			return simRun(stdout, stderr, args)
 		}, "serve simulated vLLM and llama.cpp engines on loopback"},

@@ -61,7 +61,7 @@ func parseExpfmt(b *testing.B, page []byte) {
 func benchScrape(b *testing.B, compactEvery int) {
 	body := vllmPage(b)
 	page := append(bytes.Clone(body), '\n')
-	w, err := NewWriter(b.TempDir(), "B", time.Hour)
+	w, err := NewWriter(b.TempDir(), runB, time.Hour)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func benchScrape(b *testing.B, compactEvery int) {
 	var in expo.Interner // the recorder keeps one per target endpoint
 	i := int64(0)
 	for b.Loop() {
-		s := Scrape{RunID: "B", Target: "vllm", Endpoint: EndpointMetrics, Seq: i, Outcome: OutcomeOK,
+		s := Scrape{RunID: runB, Target: "vllm", Endpoint: EndpointMetrics, Seq: i, Outcome: OutcomeOK,
 			ScheduledNs: i * 2e9, StartNs: i*2e9 + 1, FirstByteNs: i*2e9 + 2, EndNs: i*2e9 + 3, ContentType: &ct, Body: body}
 		ParseWith(&s, &in)
 		if err := w.Append(s); err != nil {

@@ -17,6 +17,17 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
+// Run ids of the recorder's form (see names.go): only files named for one
+// are llmrec's.
+const (
+	runR    = "20260101T000000Z-0000000a"
+	runA    = "20260101T000000Z-000000a1"
+	runB    = "20260101T000001Z-000000b2"
+	runS    = "20260101T000002Z-000000c3"
+	runLive = "20260101T000003Z-000000d4"
+	runDead = "20260101T000004Z-000000e5"
+)
+
 func body(i int) []byte {
 	return fmt.Appendf(nil, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{engine=\"0\"} %d\n# TYPE up gauge\nup 1\n", i*100)
 }
@@ -56,13 +67,13 @@ func readAll(t *testing.T, dir string) []Scrape {
 // Rows survive a write and a read whole: times, nulls, body bytes, samples.
 func TestWriteReadRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir, "R", time.Hour)
+	w, err := NewWriter(dir, runR, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	why := "previous scrape (seq 1) still running"
-	missed := Scrape{RunID: "R", Target: "a", Endpoint: EndpointMetrics, Seq: 2, Outcome: OutcomeMissed, ScheduledNs: 5, Error: &why}
-	rows := []Scrape{row("R", "b", 0), row("R", "a", 1), missed, row("R", "a", 0)}
+	missed := Scrape{RunID: runR, Target: "a", Endpoint: EndpointMetrics, Seq: 2, Outcome: OutcomeMissed, ScheduledNs: 5, Error: &why}
+	rows := []Scrape{row(runR, "b", 0), row(runR, "a", 1), missed, row(runR, "a", 0)}
 	for _, r := range rows {
 		if err := w.Append(r); err != nil {
 			t.Fatal(err)
@@ -99,13 +110,13 @@ func TestWriteReadRoundTrip(t *testing.T) {
 // complete Parquet file; the journal of a sealed segment is removed.
 func TestRotation(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir, "R", 30*time.Millisecond)
+	w, err := NewWriter(dir, runR, 30*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.SetCompactEvery(0)
 	for i := range 6 {
-		if err := w.Append(row("R", "a", i)); err != nil {
+		if err := w.Append(row(runR, "a", i)); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(12 * time.Millisecond)
@@ -128,21 +139,21 @@ func TestRotation(t *testing.T) {
 // every complete record, drops a torn tail, and is idempotent.
 func TestRecoverTornJournal(t *testing.T) {
 	dir := t.TempDir()
-	j, err := createJournal(filepath.Join(dir, "R-000001.journal"))
+	j, err := createJournal(filepath.Join(dir, runR+"-000001.journal"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		s := row("R", "a", i)
+		s := row(runR, "a", i)
 		if err := j.append(&s); err != nil {
 			t.Fatal(err)
 		}
 	}
 	j.close()
 	// A torn sixth record: a header and half a payload.
-	path := filepath.Join(dir, "R-000001.journal")
+	path := filepath.Join(dir, runR+"-000001.journal")
 	full, _ := os.ReadFile(path)
-	s := row("R", "a", 5)
+	s := row(runR, "a", 5)
 	rec := encodeScrape(nil, &s)
 	torn := append(full, append([]byte{byte(len(rec)), 0, 0, 0, 1, 2, 3, 4}, rec[:len(rec)/2]...)...)
 	if err := os.WriteFile(path, torn, 0o644); err != nil {
@@ -152,7 +163,7 @@ func TestRecoverTornJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 1 || rs[0].Rows != 5 || rs[0].TornBytes == 0 || rs[0].Segment != "R-000001.parquet" {
+	if len(rs) != 1 || rs[0].Rows != 5 || rs[0].TornBytes == 0 || rs[0].Segment != runR+"-000001.parquet" {
 		t.Fatalf("recovery = %+v", rs)
 	}
 	if rs2, _ := Recover(dir); len(rs2) != 0 {
@@ -167,10 +178,10 @@ func TestRecoverTornJournal(t *testing.T) {
 // A corrupt record (bad checksum) ends the journal there.
 func TestRecoverCorruptRecord(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "R-000001.journal")
+	path := filepath.Join(dir, runR+"-000001.journal")
 	j, _ := createJournal(path)
 	for i := range 3 {
-		s := row("R", "a", i)
+		s := row(runR, "a", i)
 		j.append(&s)
 	}
 	j.close()
@@ -184,18 +195,31 @@ func TestRecoverCorruptRecord(t *testing.T) {
 }
 
 // A journal killed before its magic was written is empty, not an error;
-// a file that is not a journal is an error naming it.
+// a file that is not a journal is reported by name and left as it is, and
+// the rest of the folder is recovered all the same.
 func TestJournalHeader(t *testing.T) {
 	dir := t.TempDir()
-	empty := filepath.Join(dir, "R-000001.journal")
+	empty := filepath.Join(dir, runR+"-000001.journal")
 	os.WriteFile(empty, []byte("LLM"), 0o644)
 	if rs, err := Recover(dir); err != nil || len(rs) != 1 || rs[0].Rows != 0 {
 		t.Fatalf("empty journal: %+v %v", rs, err)
 	}
-	bad := filepath.Join(dir, "R-000002.journal")
+	bad := filepath.Join(dir, runR+"-000002.journal")
 	os.WriteFile(bad, []byte("NOTAJOURNAL"), 0o644)
-	if _, err := Recover(dir); err == nil || !strings.Contains(err.Error(), "R-000002.journal") {
-		t.Fatalf("bad journal error %v", err)
+	good := filepath.Join(dir, runR+"-000003.journal")
+	j, _ := createJournal(good)
+	s := row(runR, "a", 0)
+	j.append(&s)
+	j.close()
+	rs, err := Recover(dir)
+	if err != nil || len(rs) != 2 || !strings.Contains(rs[0].Error, runR+"-000002.journal") || rs[1].Rows != 1 {
+		t.Fatalf("bad journal: %+v %v", rs, err)
+	}
+	if b, _ := os.ReadFile(bad); string(b) != "NOTAJOURNAL" {
+		t.Fatalf("bad journal changed: %q", b)
+	}
+	if got := readAll(t, dir); len(got) != 1 {
+		t.Fatalf("%d rows, want 1", len(got))
 	}
 }
 
@@ -203,12 +227,12 @@ func TestJournalHeader(t *testing.T) {
 // rows are readable as live rows.
 func TestLiveJournalIsNotRecovered(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir, "R", time.Hour)
+	w, err := NewWriter(dir, runR, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	w.Append(row("R", "a", 0))
+	w.Append(row(runR, "a", 0))
 	r, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -230,14 +254,14 @@ func TestLiveJournalIsNotRecovered(t *testing.T) {
 // stale journal goes; a leftover .tmp of an interrupted seal goes too.
 func TestRecoverAfterSeal(t *testing.T) {
 	dir := t.TempDir()
-	w, _ := NewWriter(dir, "R", time.Hour)
-	w.Append(row("R", "a", 0))
+	w, _ := NewWriter(dir, runR, time.Hour)
+	w.Append(row(runR, "a", 0))
 	w.Close()
-	j, _ := createJournal(filepath.Join(dir, "R-000001.journal"))
-	s := row("R", "a", 0)
+	j, _ := createJournal(filepath.Join(dir, runR+"-000001.journal"))
+	s := row(runR, "a", 0)
 	j.append(&s)
 	j.close()
-	os.WriteFile(filepath.Join(dir, "R-000002.parquet.tmp"), []byte("half"), 0o644)
+	os.WriteFile(filepath.Join(dir, runR+"-000002.parquet.tmp"), []byte("half"), 0o644)
 	rs, err := Recover(dir)
 	if err != nil || len(rs) != 1 || rs[0].Note == "" {
 		t.Fatalf("%+v %v", rs, err)
@@ -245,7 +269,7 @@ func TestRecoverAfterSeal(t *testing.T) {
 	if got := readAll(t, dir); len(got) != 1 {
 		t.Fatalf("%d rows after recovering a sealed segment's journal, want 1", len(got))
 	}
-	if _, err := os.Stat(filepath.Join(dir, "R-000002.parquet.tmp")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, runR+"-000002.parquet.tmp")); err == nil {
 		t.Fatal("leftover .tmp kept")
 	}
 }
@@ -254,26 +278,26 @@ func TestRecoverAfterSeal(t *testing.T) {
 // recovers the first one's crash.
 func TestSecondSessionRecoversFirst(t *testing.T) {
 	dir := t.TempDir()
-	w1, _ := NewWriter(dir, "A", time.Hour)
-	w1.Append(row("A", "x", 0))
+	w1, _ := NewWriter(dir, runA, time.Hour)
+	w1.Append(row(runA, "x", 0))
 	// Simulate a crash: release the lock without sealing.
 	syscall.Flock(int(w1.j.f.Fd()), syscall.LOCK_UN)
 	w1.j.f.Close()
-	w2, err := NewWriter(dir, "B", time.Hour)
+	w2, err := NewWriter(dir, runB, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w2.Append(row("B", "x", 0))
+	w2.Append(row(runB, "x", 0))
 	w2.Close()
 	got := readAll(t, dir)
-	if len(got) != 2 || got[0].RunID != "A" || got[1].RunID != "B" {
+	if len(got) != 2 || got[0].RunID != runA || got[1].RunID != runB {
 		t.Fatalf("rows %+v", got)
 	}
 	r, _ := Open(dir)
 	if _, err := Find(r, "", "x", EndpointMetrics, 0); err == nil || !strings.Contains(err.Error(), "--run") {
 		t.Fatalf("ambiguous find: %v", err)
 	}
-	s, err := Find(r, "B", "x", EndpointMetrics, 0)
+	s, err := Find(r, runB, "x", EndpointMetrics, 0)
 	if err != nil || !bytes.Equal(s.Body, body(0)) {
 		t.Fatalf("find: %v", err)
 	}
@@ -285,16 +309,16 @@ func TestSecondSessionRecoversFirst(t *testing.T) {
 // A segment that cannot be read is reported by name while the rest counts.
 func TestInspectReportsCorruptSegment(t *testing.T) {
 	dir := t.TempDir()
-	w, _ := NewWriter(dir, "R", time.Hour)
-	w.Append(row("R", "a", 0))
+	w, _ := NewWriter(dir, runR, time.Hour)
+	w.Append(row(runR, "a", 0))
 	w.Close()
-	os.WriteFile(filepath.Join(dir, "R-000009.parquet"), []byte("PAR1 garbage"), 0o644)
+	os.WriteFile(filepath.Join(dir, runR+"-000009.parquet"), []byte("PAR1 garbage"), 0o644)
 	r, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep := Inspect(r)
-	if rep.Rows != 1 || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "R-000009.parquet") {
+	if rep.Rows != 1 || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], runR+"-000009.parquet") {
 		t.Fatalf("report %+v", rep)
 	}
 }
@@ -310,7 +334,7 @@ func TestOpenErrors(t *testing.T) {
 
 func TestManifestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	m := Manifest{RunID: "R", Start: "2026-01-01T00:00:00Z", Targets: []ManifestTarget{{Name: "a", IntervalNs: 2e9}}}
+	m := Manifest{RunID: runR, Start: "2026-01-01T00:00:00Z", Targets: []ManifestTarget{{Name: "a", IntervalNs: 2e9, TimeoutNs: 1e9}}}
 	if err := WriteManifest(dir, m); err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +398,7 @@ func TestKeptRoundTrip(t *testing.T) {
 	var rows []Scrape
 	for i := range 3 {
 		for j, p := range pages {
-			r := row("R", "t", i*len(pages)+j)
+			r := row(runR, "t", i*len(pages)+j)
 			r.Body = []byte(p)
 			if i == 1 {
 				Parse(&r) // strings not shared
@@ -418,7 +442,7 @@ func sameSample(a, b Sample) bool {
 // Rotate.
 func compactionRun(t *testing.T, keepBudget int64) ([][]byte, int) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir, "R", time.Hour)
+	w, err := NewWriter(dir, runR, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +451,7 @@ func compactionRun(t *testing.T, keepBudget int64) ([][]byte, int) {
 	kept := 0
 	for i := range 16 {
 		for _, tg := range []string{"b", "a"} {
-			r := row("R", tg, i)
+			r := row(runR, tg, i)
 			switch {
 			case tg == "b" && i%4 == 1: // no samples
 				st := int32(503)
@@ -456,7 +480,7 @@ func compactionRun(t *testing.T, keepBudget int64) ([][]byte, int) {
 	for _, f := range w.Segments() {
 		names = append(names, filepath.Base(f))
 	}
-	want := []string{"R-000001_000003.parquet", "R-000004_000006.parquet", "R-000007_000008.parquet"}
+	want := []string{runR + "-000001_000003.parquet", runR + "-000004_000006.parquet", runR + "-000007_000008.parquet"}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Fatalf("files %v, want %v", names, want)
 	}
@@ -502,19 +526,19 @@ func compactionRun(t *testing.T, keepBudget int64) ([][]byte, int) {
 // removed: readers skip the covered sources and recovery removes them.
 func TestCompactionCrashLeavesNoDuplicates(t *testing.T) {
 	dir := t.TempDir()
-	w, _ := NewWriter(dir, "R", time.Hour)
+	w, _ := NewWriter(dir, runR, time.Hour)
 	w.SetCompactEvery(0)
 	for i := range 4 {
-		w.Append(row("R", "a", i))
+		w.Append(row(runR, "a", i))
 		w.Rotate()
 	}
 	w.Close()
-	paths, _ := filepath.Glob(filepath.Join(dir, "R-00000[1-3].parquet"))
+	paths, _ := filepath.Glob(filepath.Join(dir, runR+"-00000[1-3].parquet"))
 	var srcs []source
 	for _, p := range paths {
 		srcs = append(srcs, source{path: p})
 	}
-	if _, err := merge(&encoder{}, filepath.Join(dir, "R-000001_000003.parquet"), srcs); err != nil {
+	if _, err := merge(&encoder{}, filepath.Join(dir, runR+"-000001_000003.parquet"), srcs); err != nil {
 		t.Fatal(err)
 	}
 	names := []string{}
@@ -522,7 +546,7 @@ func TestCompactionCrashLeavesNoDuplicates(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if c := covered(names); len(c) != 3 || !c["R-000002.parquet"] || c["R-000004.parquet"] {
+	if c := covered(names); len(c) != 3 || !c[runR+"-000002.parquet"] || c[runR+"-000004.parquet"] {
 		t.Fatalf("covered %v", c)
 	}
 	r, err := Open(dir)
@@ -536,7 +560,7 @@ func TestCompactionCrashLeavesNoDuplicates(t *testing.T) {
 		t.Fatalf("%d rows, want 4 (no duplicates)", len(got))
 	}
 	// A new session numbers its segments after the run's last, merged or not.
-	if n, _ := lastSegment(dir, "R"); n != 4 {
+	if n, _ := lastSegment(dir, runR); n != 4 {
 		t.Fatalf("last segment %d", n)
 	}
 }
@@ -545,67 +569,38 @@ func TestParseSegName(t *testing.T) {
 	for name, want := range map[string]segName{
 		"20261202T114830Z-bd2d8c0d-000012.parquet":        {"20261202T114830Z-bd2d8c0d", 12, 12},
 		"20261202T114830Z-bd2d8c0d-000001_000010.parquet": {"20261202T114830Z-bd2d8c0d", 1, 10},
-		"R-000003.journal": {"R", 3, 3},
+		runR + "-000003.journal":                          {runR, 3, 3},
 	} {
 		got, ok := parseSegName(name)
 		if !ok || got != want || got.file() != strings.Replace(name, ".journal", ".parquet", 1) {
 			t.Errorf("%s: %+v %v", name, got, ok)
 		}
 	}
-	for _, bad := range []string{"x.parquet", "R-abc.parquet", "R-000005_000003.parquet", "R-000001_000002.journal", "R-1.txt", "-000001.parquet"} {
+	for _, bad := range []string{"x.parquet", runR + "-abc.parquet", runR + "-000005_000003.parquet", runR + "-000001_000002.journal", runR + "-1.txt", "-000001.parquet"} {
 		if _, ok := parseSegName(bad); ok {
 			t.Errorf("%s parsed", bad)
 		}
 	}
 }
 
-// Whatever bytes a crash leaves in a journal, reading it never panics, and
-// the records before the damage come back.
-func FuzzReadJournal(f *testing.F) {
-	seed := filepath.Join(f.TempDir(), "R-000001.journal")
-	j, err := createJournal(seed)
-	if err != nil {
-		f.Fatal(err)
-	}
-	for i := range 2 {
-		s := row("R", "a", i)
-		j.append(&s)
-	}
-	j.close()
-	good, _ := os.ReadFile(seed)
-	f.Add(good, 0)
-	f.Add(good, len(good)/2)
-	f.Fuzz(func(t *testing.T, data []byte, cut int) {
-		if cut > 0 && cut < len(data) {
-			data = data[:cut]
-		}
-		path := filepath.Join(t.TempDir(), "R-000001.journal")
-		os.WriteFile(path, data, 0o644)
-		rows, torn, err := readJournal(path)
-		if torn < 0 || (err == nil && len(rows) > len(data)/8) {
-			t.Fatalf("%d rows, torn %d from %d bytes", len(rows), torn, len(data))
-		}
-	})
-}
-
 // A reader never removes the temporary file of a live writer's seal or
 // compaction; a crashed writer's leftovers go, whatever the order of names.
 func TestRecoverSparesLiveTemporaries(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir, "LIVE", time.Hour)
+	w, err := NewWriter(dir, runLive, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	w.Append(row("LIVE", "a", 0))
-	liveTmp := filepath.Join(dir, "LIVE-000001_000002.parquet.tmp")
-	deadTmp := filepath.Join(dir, "DEAD-000001.parquet.tmp")
+	w.Append(row(runLive, "a", 0))
+	liveTmp := filepath.Join(dir, runLive+"-000001_000002.parquet.tmp")
+	deadTmp := filepath.Join(dir, runDead+"-000001.parquet.tmp")
 	os.WriteFile(liveTmp, []byte("being written"), 0o644)
 	os.WriteFile(deadTmp, []byte("half"), 0o644)
 	// The dead run's journal sorts before its .tmp: recovering it writes and
 	// renames that same .tmp name.
-	j, _ := createJournal(filepath.Join(dir, "DEAD-000001.journal"))
-	s := row("DEAD", "a", 0)
+	j, _ := createJournal(filepath.Join(dir, runDead+"-000001.journal"))
+	s := row(runDead, "a", 0)
 	j.append(&s)
 	j.close()
 	if _, err := Recover(dir); err != nil {
@@ -617,7 +612,7 @@ func TestRecoverSparesLiveTemporaries(t *testing.T) {
 	if _, err := os.Stat(deadTmp); err == nil {
 		t.Error("the crashed writer's temporary file was kept")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "DEAD-000001.parquet")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, runDead+"-000001.parquet")); err != nil {
 		t.Errorf("the crashed journal was not recovered: %v", err)
 	}
 }
@@ -627,13 +622,13 @@ func TestRecoverSparesLiveTemporaries(t *testing.T) {
 // zstd.
 func TestEveryColumnIsZstd(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir, "R", time.Hour)
+	w, err := NewWriter(dir, runR, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.SetCompactEvery(2)
 	for i := range 3 {
-		if err := w.Append(row("R", "a", i)); err != nil {
+		if err := w.Append(row(runR, "a", i)); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.Rotate(); err != nil {
@@ -644,7 +639,7 @@ func TestEveryColumnIsZstd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var e encoder
-	if _, err := e.writeSegment(filepath.Join(dir, "S-000001.parquet"), []Scrape{row("S", "a", 0)}); err != nil {
+	if _, err := e.writeSegment(filepath.Join(dir, runS+"-000001.parquet"), []Scrape{row(runS, "a", 0)}); err != nil {
 		t.Fatal(err)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))

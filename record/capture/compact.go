@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -36,34 +35,6 @@ const DefaultCompactEvery = 10
 type segName struct {
 	run         string
 	first, last int
-}
-
-// parseSegName parses a .parquet or .journal name.
-func parseSegName(name string) (segName, bool) {
-	ext := filepath.Ext(name)
-	if ext != ".parquet" && ext != ".journal" {
-		return segName{}, false
-	}
-	stem := strings.TrimSuffix(name, ext)
-	i := strings.LastIndexByte(stem, '-')
-	if i <= 0 {
-		return segName{}, false
-	}
-	a, b, merged := strings.Cut(stem[i+1:], "_")
-	first, err := strconv.Atoi(a)
-	if err != nil {
-		return segName{}, false
-	}
-	last := first
-	if merged {
-		if ext != ".parquet" {
-			return segName{}, false
-		}
-		if last, err = strconv.Atoi(b); err != nil || last < first {
-			return segName{}, false
-		}
-	}
-	return segName{stem[:i], first, last}, true
 }
 
 func (s segName) file() string {

@@ -22,7 +22,7 @@ func TestDuckDBReadsMergedFile(t *testing.T) {
 	}
 	page = append(page, '\n') // it ends without one
 	dir := t.TempDir()
-	w, err := NewWriter(dir, "R", time.Hour)
+	w, err := NewWriter(dir, runR, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestDuckDBReadsMergedFile(t *testing.T) {
 	ct := "text/plain; version=0.0.4"
 	var want Scrape
 	for i := range 60 {
-		s := Scrape{RunID: "R", Target: "vllm", Endpoint: EndpointMetrics, Seq: int64(i), Outcome: OutcomeOK,
+		s := Scrape{RunID: runR, Target: "vllm", Endpoint: EndpointMetrics, Seq: int64(i), Outcome: OutcomeOK,
 			ScheduledNs: int64(i) * 2e9, ContentType: &ct, Body: fmt.Appendf(bytes.Clone(page), "llmrec_test_seq %d\n", i)}
 		Parse(&s)
 		if s.Outcome != OutcomeOK {
@@ -51,7 +51,7 @@ func TestDuckDBReadsMergedFile(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if segs := w.Segments(); len(segs) != 1 || filepath.Base(segs[0]) != "R-000001_000003.parquet" {
+	if segs := w.Segments(); len(segs) != 1 || filepath.Base(segs[0]) != runR+"-000001_000003.parquet" {
 		t.Fatalf("segments %v, want one merged file", segs)
 	}
 	glob := filepath.Join(dir, "*.parquet")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // Report summarises a run folder: what `llmrec inspect` prints.
@@ -14,12 +15,14 @@ type Report struct {
 	Runs      []string       `json:"runs"`
 	Segments  []SegmentInfo  `json:"segments"`
 	Live      []string       `json:"live_journals"`
+	Crashed   []string       `json:"crashed_journals"` // read in memory (see Run.Crashed)
 	Recovered []Recovery     `json:"recovered"`
+	Foreign   []string       `json:"foreign"` // files llmrec did not write: not read, left alone
 	FirstNs   int64          `json:"first_scheduled_ns"`
 	LastNs    int64          `json:"last_scheduled_ns"`
 	Targets   []TargetReport `json:"targets"`
 	Rows      int64          `json:"rows"`
-	Problems  []string       `json:"problems"` // segments that could not be read, and why
+	Problems  []string       `json:"problems"` // segments and journals that could not be read, and why
 }
 
 // SegmentInfo is one closed segment.
@@ -66,12 +69,12 @@ type meta struct {
 	Body        []byte  `parquet:"body,optional"`
 }
 
-// Inspect reads every row of a run (segments and live journals) without
-// the samples and summarises it. A segment that cannot be read is listed
-// in Problems and the rest is still counted.
+// Inspect reads every row of a run (segments, live and crashed journals)
+// without the samples and summarises it. A file that cannot be read is
+// listed in Problems and the rest is still counted.
 func Inspect(r *Run) Report {
-	rep := Report{Dir: r.Dir, Live: r.Live, Recovered: r.Recovered, Runs: []string{}, Segments: []SegmentInfo{},
-		Targets: []TargetReport{}, Problems: []string{}}
+	rep := Report{Dir: r.Dir, Live: nonNil(r.Live), Crashed: nonNil(r.Crashed), Recovered: nonNil(r.Recovered),
+		Foreign: nonNil(r.Foreign), Runs: []string{}, Segments: []SegmentInfo{}, Targets: []TargetReport{}, Problems: []string{}}
 	for _, m := range r.Manifests {
 		rep.Runs = append(rep.Runs, m.RunID)
 	}
@@ -118,7 +121,7 @@ func Inspect(r *Run) Report {
 		}
 		rep.Segments = append(rep.Segments, SegmentInfo{File: filepath.Base(seg), Rows: n, Bytes: size})
 	}
-	for _, j := range r.Live {
+	for _, j := range r.Journals() {
 		rows, err := ReadLive(j)
 		if err != nil {
 			rep.Problems = append(rep.Problems, err.Error())
@@ -147,6 +150,13 @@ func Inspect(r *Run) Report {
 	return rep
 }
 
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 func counts(m map[string]int) []ErrorCount {
 	out := make([]ErrorCount, 0, len(m))
 	for msg, n := range m {
@@ -159,10 +169,12 @@ func counts(m map[string]int) []ErrorCount {
 }
 
 // Find returns the row of target, endpoint and seq, searching segments and
-// live journals. Several sessions in one folder can share a seq; run
-// narrows the search to one run id when not empty.
+// journals. Several sessions in one folder can share a seq; run narrows the
+// search to one run id when not empty. A file that cannot be read is
+// skipped, and named when the row is not found.
 func Find(r *Run, run, target, endpoint string, seq int64) (*Scrape, error) {
 	var found []Scrape
+	var unread []string
 	match := func(s *Scrape) bool {
 		return s.Target == target && s.Endpoint == endpoint && s.Seq == seq && (run == "" || s.RunID == run)
 	}
@@ -176,13 +188,13 @@ func Find(r *Run, run, target, endpoint string, seq int64) (*Scrape, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			unread = append(unread, err.Error())
 		}
 	}
-	for _, j := range r.Live {
+	for _, j := range r.Journals() {
 		rows, err := ReadLive(j)
 		if err != nil {
-			return nil, err
+			unread = append(unread, err.Error())
 		}
 		for i := range rows {
 			if match(&rows[i]) {
@@ -192,6 +204,10 @@ func Find(r *Run, run, target, endpoint string, seq int64) (*Scrape, error) {
 	}
 	switch len(found) {
 	case 0:
+		if len(unread) > 0 {
+			return nil, fmt.Errorf("no row for target %q endpoint %q seq %d in %s; %d file(s) could not be read: %s",
+				target, endpoint, seq, r.Dir, len(unread), strings.Join(unread, "; "))
+		}
 		return nil, fmt.Errorf("no row for target %q endpoint %q seq %d in %s", target, endpoint, seq, r.Dir)
 	case 1:
 		return &found[0], nil

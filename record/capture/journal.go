@@ -1,13 +1,14 @@
 package capture
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
+	"math"
 	"os"
+	"path/filepath"
 )
 
 // The journal is the open segment's write-ahead log: one framed record per
@@ -17,8 +18,9 @@ import (
 //	uint32 payload length | uint32 CRC-32C of payload | payload
 //
 // and the payload holds the row's fields without samples: samples are a
-// pure function of the body and are parsed again on recovery. A torn or
-// corrupt tail ends the journal; everything before it is kept.
+// pure function of the body and are parsed again on recovery. A damaged
+// record is skipped to the next one that checks out; a damaged last record
+// is a torn tail (see scanJournal).
 
 const journalMagic = "LLMRECJ1"
 
@@ -60,56 +62,151 @@ func (j *journal) append(s *Scrape) error {
 
 func (j *journal) close() error { return j.f.Close() }
 
-// readJournal returns the complete records of a journal. A torn tail (the
-// record being written at a crash) is not an error; tail reports whether one
-// was dropped and how many bytes it had.
+// readJournal returns the records of a journal with their samples parsed.
+// tail is the size of a torn or damaged last record, dropped (see
+// scanJournal).
 func readJournal(path string) (rows []Scrape, tail int64, err error) {
-	f, err := os.Open(path)
+	rows, st, err := scanJournal(path)
+	for i := range rows {
+		Parse(&rows[i])
+	}
+	return rows, st.Torn, err
+}
+
+// journalStats is what reading a journal found besides its rows.
+type journalStats struct {
+	// Torn is the size of a damaged or incomplete last record (the record
+	// being written at a crash): no good record follows it.
+	Torn int64
+	// Skipped is the bytes of damaged records between good ones, in
+	// Damaged places: reading resumed at the next good record.
+	Skipped int64
+	Damaged int
+	// Duplicates counts records identical to one before them (same run,
+	// target, endpoint and seq, same content): dropped.
+	Duplicates int
+	// Conflicts names the (target, endpoint, seq) seen twice with different
+	// content: both rows are kept.
+	Conflicts []string
+}
+
+// scanJournal reads a journal's records without parsing their samples. A
+// journal that does not start with the magic is an error; nothing in its
+// records is. A record that does not check out (a length past the end or
+// over maxRecord, a CRC mismatch, a payload that does not decode) is damage:
+// reading resumes at the next offset where a whole record checks out, and
+// the bytes in between are counted as skipped; with no good record after
+// it, the damage is a torn tail. The rows' bodies share the file's memory.
+func scanJournal(path string) ([]Scrape, journalStats, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, 0, fmt.Errorf("open journal: %w", err)
+		return nil, journalStats{}, fmt.Errorf("read journal: %w", err)
 	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	magic := make([]byte, len(journalMagic))
-	if _, err := io.ReadFull(r, magic); err != nil {
+	return parseJournal(path, data)
+}
+
+// parseJournal reads the journal data read from path (see scanJournal).
+func parseJournal(path string, data []byte) ([]Scrape, journalStats, error) {
+	var st journalStats
+	if len(data) < len(journalMagic) && journalMagic[:len(data)] == string(data) {
 		// Killed before the magic was written: an empty journal.
-		return nil, 0, nil
+		return nil, st, nil
 	}
-	if string(magic) != journalMagic {
-		return nil, 0, fmt.Errorf("journal %s: bad magic %q", path, magic)
+	if len(data) < len(journalMagic) || string(data[:len(journalMagic)]) != journalMagic {
+		return nil, st, fmt.Errorf("journal %s: bad magic %q, want %q", path, data[:min(len(data), len(journalMagic))], journalMagic)
 	}
-	var hdr [8]byte
-	for {
-		n, err := io.ReadFull(r, hdr[:])
-		if err == io.EOF {
-			return rows, 0, nil
+	// Every record's payload starts with its run id: where to look for the
+	// next good record after damage.
+	var prefix []byte
+	if s, ok := parseSegName(filepath.Base(path)); ok {
+		prefix = runPrefix(s.run)
+	}
+	type key struct {
+		run, target, endpoint string
+		seq                   int64
+	}
+	seen := map[key][]byte{}
+	var rows []Scrape
+	for pos := len(journalMagic); pos < len(data); {
+		s, n, ok := frameAt(data, pos)
+		if !ok {
+			next := resync(data, pos+1, prefix)
+			if next < 0 {
+				st.Torn = int64(len(data) - pos)
+				break
+			}
+			st.Skipped += int64(next - pos)
+			st.Damaged++
+			pos = next
+			continue
 		}
-		if err != nil {
-			return rows, int64(n), nil
-		}
-		size := binary.LittleEndian.Uint32(hdr[0:4])
-		sum := binary.LittleEndian.Uint32(hdr[4:8])
-		if size > maxRecord {
-			return rows, rest(r) + 8, nil
-		}
-		payload := make([]byte, size)
-		if m, err := io.ReadFull(r, payload); err != nil {
-			return rows, int64(m) + 8, nil
-		}
-		if crc32Sum(payload) != sum {
-			return rows, rest(r) + 8 + int64(size), nil
-		}
-		s, err := decodeScrape(payload)
-		if err != nil {
-			return rows, 0, fmt.Errorf("journal %s record %d: %w", path, len(rows)+1, err)
+		payload := data[pos+8 : pos+n]
+		pos += n
+		prefix = runPrefix(s.RunID)
+		k := key{s.RunID, s.Target, s.Endpoint, s.Seq}
+		if prev, ok := seen[k]; ok {
+			if bytes.Equal(prev, payload) {
+				st.Duplicates++
+				continue
+			}
+			st.Conflicts = append(st.Conflicts, fmt.Sprintf("target %q endpoint %q seq %d", s.Target, s.Endpoint, s.Seq))
+		} else {
+			seen[k] = payload
 		}
 		rows = append(rows, s)
 	}
+	return rows, st, nil
 }
 
-func rest(r io.Reader) int64 {
-	n, _ := io.Copy(io.Discard, r)
-	return n
+// runPrefix is how a record's payload starts: its run id as a string.
+func runPrefix(run string) []byte { return putString(nil, run) }
+
+// frameAt decodes the record at data[pos:]: its row and its size with the
+// header; ok is false when there is no whole, checked, decodable record.
+func frameAt(data []byte, pos int) (s Scrape, n int, ok bool) {
+	if len(data)-pos < 8 {
+		return Scrape{}, 0, false
+	}
+	size := binary.LittleEndian.Uint32(data[pos : pos+4])
+	sum := binary.LittleEndian.Uint32(data[pos+4 : pos+8])
+	if size > maxRecord || uint64(size) > uint64(len(data)-pos-8) {
+		return Scrape{}, 0, false
+	}
+	payload := data[pos+8 : pos+8+int(size)]
+	if crc32Sum(payload) != sum {
+		return Scrape{}, 0, false
+	}
+	s, err := decodeRecord(payload)
+	if err != nil {
+		return Scrape{}, 0, false
+	}
+	return s, 8 + int(size), true
+}
+
+// resync finds the first offset at or after from where a whole record
+// checks out, or -1. With the run id a payload starts with, it looks only
+// where that run id is; without, at every offset.
+func resync(data []byte, from int, prefix []byte) int {
+	if len(prefix) == 0 {
+		for h := from; h+8 <= len(data); h++ {
+			if _, _, ok := frameAt(data, h); ok {
+				return h
+			}
+		}
+		return -1
+	}
+	for at := from + 8; at < len(data); {
+		i := bytes.Index(data[at:], prefix)
+		if i < 0 {
+			return -1
+		}
+		h := at + i - 8
+		if _, _, ok := frameAt(data, h); ok {
+			return h
+		}
+		at += i + 1
+	}
+	return -1
 }
 
 // Field encoding: strings and bytes as uvarint length + bytes, integers as
@@ -168,7 +265,11 @@ func encodeScrape(b []byte, s *Scrape) []byte {
 	return b
 }
 
-var errShort = errors.New("record too short")
+var (
+	errShort    = errors.New("record too short")
+	errPresence = errors.New("presence byte neither 0 nor 1")
+	errStatus   = errors.New("status out of range")
+)
 
 type decoder struct {
 	b   []byte
@@ -225,6 +326,9 @@ func (d *decoder) present() bool {
 	}
 	p := d.b[0]
 	d.b = d.b[1:]
+	if p > 1 {
+		d.err = errPresence
+	}
 	return p == 1
 }
 
@@ -244,7 +348,10 @@ func (d *decoder) optInt() *int64 {
 	return &v
 }
 
-func decodeScrape(p []byte) (Scrape, error) {
+// decodeRecord decodes a record, the samples left unparsed. It is strict
+// (a presence byte is 0 or 1, a status fits in 32 bits, nothing trails), so
+// damage that the CRC missed is not taken for a row.
+func decodeRecord(p []byte) (Scrape, error) {
 	d := &decoder{b: p}
 	var s Scrape
 	s.RunID = string(d.bytes())
@@ -259,8 +366,12 @@ func decodeScrape(p []byte) (Scrape, error) {
 	s.FirstByteNs = d.varint()
 	s.EndNs = d.varint()
 	if d.present() {
-		v := int32(d.varint())
-		s.Status = &v
+		v := d.varint()
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			return Scrape{}, errStatus
+		}
+		st := int32(v)
+		s.Status = &st
 	}
 	s.Error = d.optString()
 	s.ContentType = d.optString()
@@ -278,7 +389,6 @@ func decodeScrape(p []byte) (Scrape, error) {
 	if len(d.b) != 0 {
 		return Scrape{}, fmt.Errorf("%d trailing bytes", len(d.b))
 	}
-	Parse(&s)
 	return s, nil
 }
 

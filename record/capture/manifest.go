@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 const manifestSuffix = ".manifest.json"
@@ -48,32 +49,55 @@ type EngineInfo struct {
 // ManifestPath is where run's manifest lives in dir.
 func ManifestPath(dir, run string) string { return filepath.Join(dir, run+manifestSuffix) }
 
-// WriteManifest writes m atomically (temporary file, fsync, rename).
-func WriteManifest(dir string, m Manifest) error {
+// WriteManifest writes m atomically: to a temporary file, fsynced, then
+// renamed; on failure (a full disk) the temporary file is removed. An
+// empty SchemaVersion is this llmrec's.
+func WriteManifest(dir string, m Manifest) (err error) {
+	if m.SchemaVersion == "" {
+		m.SchemaVersion = SchemaVersion
+	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode manifest: %w", err)
 	}
 	path := ManifestPath(dir, m.RunID)
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
 		return fmt.Errorf("write manifest: %w", err)
 	}
-	f, err := os.Open(tmp)
-	if err == nil {
-		err = f.Sync()
-		f.Close()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := lockTemp(f); err != nil {
+		return fmt.Errorf("write manifest: %w", err)
 	}
-	if err != nil {
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	if err := f.Sync(); err != nil {
 		return fmt.Errorf("sync manifest: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write manifest: %w", err)
 	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
 	return nil
 }
 
-// ReadManifest reads one manifest file.
+// MaxTimeout bounds a target's timeout: the recorder's config takes no
+// larger one, so a manifest that holds one was edited or damaged.
+const MaxTimeout = 24 * time.Hour
+
+// ReadManifest reads one manifest file. A schema version this llmrec does
+// not read and values no recording has (an interval or a timeout of zero or
+// less, a timeout over a day, an end before the start) are errors naming
+// the file.
 func ReadManifest(path string) (Manifest, error) {
 	var m Manifest
 	b, err := os.ReadFile(path)
@@ -83,5 +107,34 @@ func ReadManifest(path string) (Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, fmt.Errorf("manifest %s: %w", path, err)
 	}
+	if err := m.check(); err != nil {
+		return m, fmt.Errorf("manifest %s: %w", path, err)
+	}
 	return m, nil
+}
+
+// check rejects what no recorder writes.
+func (m *Manifest) check() error {
+	if m.SchemaVersion != SchemaVersion {
+		return fmt.Errorf("schema version %q, this llmrec reads %q", m.SchemaVersion, SchemaVersion)
+	}
+	if m.EndNs != nil && *m.EndNs < m.StartNs {
+		return fmt.Errorf("end_ns %d is before start_ns %d", *m.EndNs, m.StartNs)
+	}
+	if m.End != nil && m.Start != "" {
+		start, err1 := time.Parse(time.RFC3339Nano, m.Start)
+		end, err2 := time.Parse(time.RFC3339Nano, *m.End)
+		if err1 == nil && err2 == nil && end.Before(start) {
+			return fmt.Errorf("end %s is before start %s", *m.End, m.Start)
+		}
+	}
+	for _, t := range m.Targets {
+		if t.IntervalNs <= 0 {
+			return fmt.Errorf("target %q: interval_ns %d, want more than 0", t.Name, t.IntervalNs)
+		}
+		if t.TimeoutNs <= 0 || t.TimeoutNs > int64(MaxTimeout) {
+			return fmt.Errorf("target %q: timeout_ns %d, want more than 0 and at most %s", t.Name, t.TimeoutNs, MaxTimeout)
+		}
+	}
+	return nil
 }

@@ -124,7 +124,9 @@ func (w *Writer) open() error {
 	}
 	// The lock tells readers of the folder that this journal is live and
 	// must not be recovered under the writer's feet.
-	if err := syscall.Flock(int(j.f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	// It waits: a new journal is contended only by a reader's check of
+	// whether it is live (locked), which lets go at once.
+	if err := syscall.Flock(int(j.f.Fd()), syscall.LOCK_EX); err != nil {
 		j.close()
 		return fmt.Errorf("lock journal %s: %w", path, err)
 	}
@@ -291,6 +293,10 @@ func (e *encoder) write(path string, fill func(*parquet.GenericWriter[Scrape]) e
 	if err != nil {
 		return 0, fmt.Errorf("create segment: %w", err)
 	}
+	if err := lockTemp(f); err != nil {
+		f.Close()
+		return 0, err
+	}
 	fail := func(err error) (int64, error) {
 		e.pw = nil // a failed write leaves the writer's state unknown
 		f.Close()
@@ -345,18 +351,41 @@ func syncDir(dir string) error {
 // build sets it with -ldflags "-X .../record/capture.Version=...".
 var Version = "dev"
 
-// Recovery says what Recover did with one journal.
+// Recovery says what Recover did with one journal, or what a reader
+// (Open) recovered of it in memory.
 type Recovery struct {
 	Journal   string `json:"journal"`
-	Segment   string `json:"segment,omitempty"` // the Parquet file written, "" when the journal held no row
+	Segment   string `json:"segment,omitempty"` // the Parquet file written, "" when none was (no row, or read in memory)
 	Rows      int    `json:"rows"`
-	TornBytes int64  `json:"torn_bytes,omitempty"` // an incomplete last record, dropped
-	Note      string `json:"note,omitempty"`
+	TornBytes int64  `json:"torn_bytes,omitempty"` // a damaged or incomplete last record, dropped
+	// SkippedBytes are damaged records between good ones, in Damaged
+	// places: reading resumed at the next record that checked out.
+	SkippedBytes int64 `json:"skipped_bytes,omitempty"`
+	Damaged      int   `json:"damaged,omitempty"`
+	// Duplicates are records identical to one before them, dropped;
+	// Conflicts are seqs recorded twice with different content, both kept.
+	Duplicates int      `json:"duplicates,omitempty"`
+	Conflicts  []string `json:"conflicts,omitempty"`
+	Note       string   `json:"note,omitempty"`
+	// Stale: the journal's segment was sealed already; its rows were not read.
+	Stale bool `json:"stale,omitempty"`
+	// Error is why the journal could not be read (bad magic): it is left
+	// as it is.
+	Error string `json:"error,omitempty"`
+}
+
+func (r *Recovery) setStats(rows int, st journalStats) {
+	r.Rows, r.TornBytes, r.SkippedBytes, r.Damaged = rows, st.Torn, st.Skipped, st.Damaged
+	r.Duplicates, r.Conflicts = st.Duplicates, st.Conflicts
 }
 
 // Recover turns every journal in dir that no live writer holds into a
-// closed segment, and removes leftovers of interrupted seals. It is
-// idempotent and runs before every write to and read of a run folder.
+// closed segment, and removes leftovers of interrupted seals, compactions
+// and manifest writes. It touches only files whose names carry a run id of
+// the recorder's form (see names.go), and never those a live writer holds
+// or is writing. A journal it cannot read is reported and left. It is
+// idempotent; record runs it before writing into a folder, and so does
+// "llmrec repair". Readers do not: they recover in memory (see Open).
 func Recover(dir string) ([]Recovery, error) {
 	names, err := folderNames(dir)
 	if err != nil {
@@ -370,26 +399,28 @@ func Recover(dir string) ([]Recovery, error) {
 		}
 		out = append(out, Recovery{Segment: name, Note: "already merged into a compacted file; removed"})
 	}
-	// Leftovers of interrupted seals and compactions go first (the journal
-	// or the sources are still there and are the truth), but never those of
-	// a live writer: it is writing them now.
+	// Leftovers of interrupted seals, compactions and manifest writes go
+	// first (the journal or the sources are still there and are the truth),
+	// but never those of a live writer: it is writing them now.
 	live := liveRuns(dir, names)
 	for _, name := range names {
-		if !strings.HasSuffix(name, ".parquet.tmp") {
+		n, ok := parseOwnName(name)
+		if !ok || n.kind != kindSegmentTmp && n.kind != kindManifestTmp || live[n.seg.run] {
 			continue
 		}
-		if s, ok := parseSegName(strings.TrimSuffix(name, ".tmp")); ok && live[s.run] {
+		path := filepath.Join(dir, name)
+		if locked(path) { // being written (see lockTemp)
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return out, fmt.Errorf("remove %s: %w", name, err)
 		}
 	}
 	for _, name := range names {
-		if filepath.Ext(name) != ".journal" {
+		if n, ok := parseOwnName(name); !ok || n.kind != kindJournal {
 			continue
 		}
-		r, err := recoverJournal(filepath.Join(dir, name))
+		r, err := recoverJournal(filepath.Join(dir, name), names)
 		if err != nil {
 			return out, err
 		}
@@ -404,25 +435,55 @@ func Recover(dir string) ([]Recovery, error) {
 func liveRuns(dir string, names []string) map[string]bool {
 	live := map[string]bool{}
 	for _, name := range names {
-		s, ok := parseSegName(name)
-		if !ok || filepath.Ext(name) != ".journal" || live[s.run] {
+		n, ok := parseOwnName(name)
+		if !ok || n.kind != kindJournal || live[n.seg.run] {
 			continue
 		}
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			continue
+		if locked(filepath.Join(dir, name)) {
+			live[n.seg.run] = true
 		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			live[s.run] = true
-		} else {
-			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		}
-		f.Close()
 	}
 	return live
 }
 
-func recoverJournal(path string) (*Recovery, error) {
+// locked reports whether another process (or file) holds path's flock: a
+// live writer's journal, or a temporary file being written.
+func locked(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// lockTemp takes f's flock for as long as f is open, so that Recover in
+// another process does not remove a temporary file being written. It waits:
+// the only other holder is a check (locked) that lets go at once.
+func lockTemp(f *os.File) error {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// sealedIn reports whether the rows of journal segment s are in a closed
+// file of names: its own .parquet, or a merged file whose range covers it.
+func sealedIn(names []string, s segName) bool {
+	for _, name := range names {
+		p, ok := parseSegName(name)
+		if ok && strings.HasSuffix(name, ".parquet") && p.run == s.run && p.first <= s.first && s.last <= p.last {
+			return true
+		}
+	}
+	return false
+}
+
+func recoverJournal(path string, names []string) (*Recovery, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -432,18 +493,24 @@ func recoverJournal(path string) (*Recovery, error) {
 		// A live writer holds it.
 		return nil, nil
 	}
+	s, _ := parseSegName(filepath.Base(path))
 	seg := strings.TrimSuffix(path, ".journal") + ".parquet"
 	r := &Recovery{Journal: filepath.Base(path)}
-	if _, err := os.Stat(seg); err == nil {
+	if sealedIn(names, s) {
 		// Sealed, then killed before the journal was removed.
-		r.Note = "segment already sealed; stale journal removed"
+		r.Stale, r.Note = true, "segment already sealed; stale journal removed"
 	} else {
-		rows, torn, err := readJournal(path)
+		rows, st, err := scanJournal(path)
 		if err != nil {
-			return nil, err
+			r.Error = err.Error()
+			r.Note = "left as it is"
+			return r, nil
 		}
-		r.Rows, r.TornBytes = len(rows), torn
+		r.setStats(len(rows), st)
 		if len(rows) > 0 {
+			for i := range rows {
+				Parse(&rows[i])
+			}
 			var enc encoder
 			if _, err := enc.writeSegment(seg, rows); err != nil {
 				return nil, err

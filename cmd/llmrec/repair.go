@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+const repairUsage = `Usage: llmrec repair DIR
+
+Rewrites a run folder after a crash, as the next "llmrec record" into it
+would: each crashed session's journal becomes a closed segment (damaged
+records skipped, a torn tail dropped, duplicates dropped), segments a merged
+file already holds are removed, and so are leftover temporary files.
+
+It touches only files named for an llmrec run id (RUN-NNNNNN.journal,
+RUN-NNNNNN.parquet, RUN-NNNNNN.parquet.tmp, RUN.manifest.json.tmp), never
+those of a recording still running; every other file is listed and left
+alone. A journal it cannot read is reported and left as it is (exit 1).
+
+The reading commands (inspect, export, analyze, render) never change a
+folder: they recover a crashed journal in memory, so a folder on read-only
+media reads as well. Repair is for making the folder itself whole, for
+instance before copying it or reading it with DuckDB.
+
+Examples:
+  llmrec repair runs/bench1
+  llmrec repair runs/bench1 && duckdb -c "select count(*) from 'runs/bench1/*.parquet'"
+`
+
+func repairRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("repair", repairUsage, stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: repair: want exactly one run folder, got %d arguments", errUsage, fs.NArg())
+	}
+	dir := fs.Arg(0)
+	// Open first: it says whether this is a recording at all, and what is
+	// not llmrec's, before anything changes.
+	r, err := capture.Open(dir)
+	if err != nil {
+		return err
+	}
+	recs, err := capture.Recover(dir)
+	for _, rc := range recs {
+		fmt.Fprintf(stdout, "repaired   %s: %s\n", rc.Name(), rc)
+	}
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		fmt.Fprintf(stdout, "nothing to repair in %s\n", dir)
+	}
+	for _, f := range r.Foreign {
+		fmt.Fprintf(stdout, "foreign    %s (not llmrec's: left alone)\n", f)
+	}
+	var unread int
+	for _, rc := range recs {
+		if rc.Error != "" {
+			unread++
+		}
+	}
+	if unread > 0 {
+		return fmt.Errorf("%d journal(s) could not be read (listed above); left as they were", unread)
+	}
+	return nil
+}
