@@ -100,16 +100,26 @@ func TestSIGKILLLosesNoCompletedScrape(t *testing.T) {
 		seq int64
 	}
 	rows := map[key]int{}
+	count := func(s *capture.Scrape) error {
+		rows[key{s.RunID, s.Seq}]++
+		if s.Outcome == capture.OutcomeOK {
+			seen[sha256.Sum256(s.Body)]++
+		}
+		return nil
+	}
 	for _, seg := range r.Segments {
-		err := capture.ReadSegment(seg, func(s *capture.Scrape) error {
-			rows[key{s.RunID, s.Seq}]++
-			if s.Outcome == capture.OutcomeOK {
-				seen[sha256.Sum256(s.Body)]++
-			}
-			return nil
-		})
-		if err != nil {
+		if err := capture.ReadSegment(seg, count); err != nil {
 			t.Fatalf("segment does not open: %v", err)
+		}
+	}
+	// The last session's journal is read as it is: reads never recover.
+	for _, j := range r.Crashed {
+		js, err := capture.ReadLive(j)
+		if err != nil {
+			t.Fatalf("crashed journal does not read: %v", err)
+		}
+		for i := range js {
+			count(&js[i])
 		}
 	}
 	for k, n := range rows {
