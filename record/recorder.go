@@ -61,6 +61,11 @@ type Options struct {
 	// Abort, when closed, stops the run at once (see the package comment);
 	// nil for never. It is meant for a second Ctrl-C.
 	Abort <-chan struct{}
+
+	// For tests: the rows channel's capacity (0: 256) and a hook the
+	// writer goroutine calls before each append (a slow disk).
+	rowsBuffer   int
+	beforeAppend func()
 }
 
 // StopGrace is how long scrapes in flight when the run stops may go on
@@ -151,7 +156,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	scrapeCtx, stopScrapes := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopScrapes(nil)
 	rec := &recorder{client: client, runID: runID, maxBody: cfg.MaxBody, scrapeCtx: scrapeCtx,
-		abort: opt.Abort, rows: make(chan capture.Scrape, 256), stats: make([]TargetStats, len(cfg.Targets))}
+		abort: opt.Abort, rows: make(chan capture.Scrape, cmp.Or(opt.rowsBuffer, 256)), stats: make([]TargetStats, len(cfg.Targets))}
 	stop := func(cause error) {
 		rec.stoppedNs.CompareAndSwap(0, rec.clock.Ns(time.Now()))
 		stopScrapes(cause)
@@ -188,6 +193,9 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 			}
 			if err != nil {
 				continue // drain; the run is stopping
+			}
+			if opt.beforeAppend != nil {
+				opt.beforeAppend()
 			}
 			if err = w.Append(row); err != nil {
 				rec.written.Store(w.BytesWritten())
