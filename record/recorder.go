@@ -156,7 +156,8 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	scrapeCtx, stopScrapes := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopScrapes(nil)
 	rec := &recorder{client: client, runID: runID, maxBody: cfg.MaxBody, scrapeCtx: scrapeCtx,
-		abort: opt.Abort, rows: make(chan capture.Scrape, cmp.Or(opt.rowsBuffer, 256)), stats: make([]TargetStats, len(cfg.Targets))}
+		abort: opt.Abort, rows: make(chan capture.Scrape, cmp.Or(opt.rowsBuffer, 256)),
+		bodies: newBodyReader(), parses: newParseGate(), stats: make([]TargetStats, len(cfg.Targets))}
 	stop := func(cause error) {
 		rec.stoppedNs.CompareAndSwap(0, rec.clock.Ns(time.Now()))
 		stopScrapes(cause)
@@ -295,6 +296,8 @@ type recorder struct {
 	stoppedNs atomic.Int64
 	abort     <-chan struct{}
 	rows      chan capture.Scrape
+	bodies    *bodyReader
+	parses    parseGate
 	inflight  sync.WaitGroup
 	written   atomic.Int64
 
@@ -374,7 +377,8 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 	go func() {
 		defer r.inflight.Done()
 		row := scrape(r.scrapeCtx, r.client, r.clock, request{target: t, endpoint: ep.name, url: ep.url,
-			seq: k, scheduled: at, maxBody: r.maxBody, runID: r.runID, interner: &ep.interner})
+			seq: k, scheduled: at, maxBody: r.maxBody, runID: r.runID, interner: &ep.interner,
+			bodies: r.bodies, parses: r.parses})
 		ep.busy.Store(false)
 		r.markShutdown(&row, t.Timeout.D())
 		r.account(ti, &row)
@@ -383,11 +387,15 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 }
 
 // markShutdown says so in the error of a scrape that the end of the run
-// cut short: an error row that ended after the scrapes were cancelled.
+// cut short: an error row that ended after the scrapes were cancelled,
+// which happened before the scrape's own timeout.
 func (r *recorder) markShutdown(row *capture.Scrape, timeout time.Duration) {
 	stopped := r.stoppedNs.Load()
 	if stopped == 0 || row.Outcome != capture.OutcomeError || row.EndNs < stopped {
 		return
+	}
+	if row.StartNs != 0 && stopped >= row.StartNs+int64(timeout) {
+		return // its own timeout came first
 	}
 	msg := fmt.Sprintf("%v after %s in flight (timeout %s)", errShutdown,
 		time.Duration(row.EndNs-row.StartNs).Round(time.Millisecond), timeout)
@@ -525,8 +533,13 @@ func joinPath(target, path string) string {
 // /version or /info; OpenAI-compatible servers /v1/models; llama.cpp /props.
 var engineInfoPaths = []string{"/version", "/v1/models", "/props", "/info"}
 
+// infoFetches bounds the engine-information requests in flight: with
+// thousands of targets, fetching all at once would bury the first ticks.
+const infoFetches = 16
+
 func engineInfo(ctx context.Context, client *http.Client, targets []Target) map[string][]capture.EngineInfo {
 	out := make(map[string][]capture.EngineInfo, len(targets))
+	slots := make(chan struct{}, infoFetches)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range targets {
@@ -537,7 +550,11 @@ func engineInfo(ctx context.Context, client *http.Client, targets []Target) map[
 			infos := make([]capture.EngineInfo, len(engineInfoPaths))
 			var pw sync.WaitGroup
 			for j, p := range engineInfoPaths {
-				pw.Go(func() { infos[j] = fetchInfo(ctx, client, t, p) })
+				pw.Go(func() {
+					slots <- struct{}{}
+					defer func() { <-slots }()
+					infos[j] = fetchInfo(ctx, client, t, p)
+				})
 			}
 			pw.Wait()
 			mu.Lock()
