@@ -253,9 +253,19 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 
 	wg.Wait()
 	grace := time.AfterFunc(StopGrace, func() { stop(errShutdown) })
-	rec.inflight.Wait()
-	grace.Stop()
-	close(rec.rows)
+	inflightDone := make(chan struct{})
+	go func() {
+		rec.inflight.Wait()
+		close(inflightDone)
+	}()
+	select {
+	case <-inflightDone:
+		grace.Stop()
+		close(rec.rows)
+	case <-opt.Abort:
+		// A scrape may still be parsing a large page: not waited for. The
+		// rows channel stays open for the rows finishing meanwhile.
+	}
 	err = cmp.Or(waitWriter(writeErr, opt.Abort), startErr)
 	if errors.Is(err, ErrAborted) {
 		// Sealing was skipped; the manifest keeps no end, as after a crash.

@@ -25,7 +25,9 @@ open segment's journal synced for the next record or read to recover.
 
 A slow or hung target never delays another; a tick that finds the previous
 scrape of that target still running is written as a missed tick, never fired
-late. A SIGKILL loses no completed scrape: the open segment's journal is
+late. The targets' ticks are spread over the interval. One recorder takes at
+most 1000 scrapes per second over all targets; a config asking for more is
+refused. A SIGKILL loses no completed scrape: the open segment's journal is
 recovered by the next record into DIR and by every read of it.
 
 Examples:
