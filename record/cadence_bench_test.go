@@ -145,6 +145,7 @@ func cadence(b *testing.B, cfg *Config) {
 	slices.Sort(lags)
 	b.ReportMetric(float64(missed)/float64(b.N), "missed/op")
 	b.ReportMetric(float64(ticks)/float64(b.N), "healthy-ticks/op")
+	b.ReportMetric(float64(lags[len(lags)/2])/1e6, "p50-lag-ms")
 	b.ReportMetric(float64(lags[len(lags)*99/100])/1e6, "p99-lag-ms")
 	b.ReportMetric(float64(lags[len(lags)-1])/1e6, "max-lag-ms")
 	for w, n := range why {
