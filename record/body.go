@@ -36,8 +36,8 @@ func newBodyReader() *bodyReader {
 	return r
 }
 
-// read reads body up to max+1 bytes and returns what it read and how
-// much: when n > max the body is over the cap and b is nil. On an error b
+// read reads body up to max bytes and one more, and returns what it read
+// and how much: when n > max the body is over the cap and b is nil. On an error b
 // holds nothing and n what was read before it.
 func (r *bodyReader) read(ctx context.Context, body io.Reader, max int64) (b []byte, n int64, err error) {
 	limit := max + 1
@@ -60,28 +60,34 @@ func (r *bodyReader) read(ctx context.Context, body io.Reader, max int64) (b []b
 	}
 	defer func() { r.turn <- buf[:0] }()
 	buf = append(buf[:0], b...)
-	for int64(len(buf)) < limit {
+	for int64(len(buf)) < max {
 		if len(buf) == cap(buf) {
-			// Doubling: the buffer reaches the cap in a few steps, once.
-			buf = slices.Grow(buf, int(min(int64(2*cap(buf)), limit))-len(buf))
+			// Doubling up to the cap: the buffer reaches its size in a few
+			// steps, once per recording.
+			buf = slices.Grow(buf, int(min(int64(2*cap(buf)), max))-len(buf))
 		}
-		m, rerr := body.Read(buf[len(buf):min(int64(cap(buf)), limit, int64(len(buf)+largeChunk))])
+		m, rerr := body.Read(buf[len(buf):min(int64(cap(buf)), max, int64(len(buf)+largeChunk))])
 		buf = buf[:len(buf)+m]
 		// Between chunks the tick loops get a processor: a giant body is
 		// copied or inflated in slices of at most largeChunk.
 		runtime.Gosched()
 		if rerr == io.EOF {
-			break
+			return bytes.Clone(buf), int64(len(buf)), nil
 		}
 		if rerr != nil {
 			return nil, int64(len(buf)), rerr
 		}
 	}
-	n = int64(len(buf))
-	if n > max {
-		return nil, n, nil
+	// Exactly max bytes so far: one more byte puts the body over the cap.
+	var one [1]byte
+	m, rerr := io.ReadFull(body, one[:])
+	switch {
+	case m > 0:
+		return nil, max + 1, nil
+	case rerr != io.EOF:
+		return nil, max, rerr
 	}
-	return bytes.Clone(buf), n, nil
+	return bytes.Clone(buf), max, nil
 }
 
 // largeParse is the body size from which parses take turns: one at a

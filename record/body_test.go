@@ -131,3 +131,19 @@ func TestLargeParseShed(t *testing.T) {
 		t.Fatal("the parse gate was not given back")
 	}
 }
+
+// A body of exactly the cap is kept; one byte more is over it, whether
+// the cap falls in the freely read first MiB or past it.
+func TestBodyAtTheCap(t *testing.T) {
+	br := newBodyReader()
+	for _, max := range []int64{1000, smallBody, smallBody + 1000} {
+		for _, size := range []int64{max - 1, max, max + 1} {
+			p := page(int(size))[:size]
+			s := doShared(t, chunked(p), 5*time.Second, max, br, nil)
+			over := size > max
+			if over != (s.Outcome == capture.OutcomeError) || over != (s.Body == nil) || !over && !bytes.Equal(s.Body, p) {
+				t.Errorf("cap %d, body %d: outcome %s %v, body %d bytes", max, size, s.Outcome, s.Error, len(s.Body))
+			}
+		}
+	}
+}
