@@ -85,14 +85,22 @@ func shutdownRows(t *testing.T, dir string) []capture.Scrape {
 	return rows
 }
 
-// The first SIGINT cancels the scrape of a hung target (timeout 20 s,
-// interval 200 ms), writes it as a row saying so with its times, seals and
-// exits 0 within the 2 s bound; the healthy target's scrapes are all kept.
-func TestFirstSignalCancelsHungScrape(t *testing.T) {
+// Shutdown of a recorder process (built once) beside a hung target whose
+// timeout (20 s) is far longer than the interval (200 ms).
+func TestShutdown(t *testing.T) {
 	if testing.Short() {
-		t.Skip("signals a recorder process")
+		t.Skip("signals recorder processes")
 	}
 	bin := buildBinary(t)
+	t.Run("first signal", func(t *testing.T) { firstSignalCancelsHungScrape(t, bin) })
+	t.Run("second signal", func(t *testing.T) { secondSignalExitsAtOnce(t, bin) })
+	t.Run("duration", func(t *testing.T) { durationBoundsHungScrape(t, bin) })
+}
+
+// The first SIGINT or SIGTERM cancels the scrape of the hung target,
+// writes it as a row saying so with its times, seals and exits 0 within
+// the 2 s bound; the healthy target's scrapes are all kept.
+func firstSignalCancelsHungScrape(t *testing.T, bin string) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
@@ -135,11 +143,7 @@ func TestFirstSignalCancelsHungScrape(t *testing.T) {
 // A second signal while the first one's shutdown is under way exits at
 // once, non-zero, leaving the journal synced for recovery: every row
 // written before it is read back.
-func TestSecondSignalExitsAtOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("signals a recorder process")
-	}
-	bin := buildBinary(t)
+func secondSignalExitsAtOnce(t *testing.T, bin string) {
 	dir := filepath.Join(t.TempDir(), "run")
 	cmd, stderr := startRecord(t, bin, dir)
 	time.Sleep(800 * time.Millisecond)
@@ -166,11 +170,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 
 // --duration stops the run within one interval plus the 2 s bound even
 // when a scrape in flight would run on for its 20 s timeout.
-func TestDurationBoundsHungScrape(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a recorder process")
-	}
-	bin := buildBinary(t)
+func durationBoundsHungScrape(t *testing.T, bin string) {
 	dir := filepath.Join(t.TempDir(), "run")
 	cmd, stderr := startRecord(t, bin, dir, "--duration", "1s")
 	took, err := waitExit(t, cmd, 8*time.Second)
