@@ -9,10 +9,11 @@ import (
 // targets and endpoints on a cadence together (a target at 1 s with one
 // extra endpoint is 2 per second). Past it the recorder would fall behind
 // its own schedule and write ticks as "recorder stalled" that no engine
-// caused; a configuration asking for more is refused. Measured on a 2-core
-// host shared with other work: 1,000 targets at 1 s kept their cadence,
-// 2,000 did not. Record more targets with a longer interval or with
-// several recorders.
+// caused; a configuration asking for more is refused. Chosen on the
+// project's 2-core machine while it was shared with other work: 1,000
+// targets at 1 s kept their cadence in a quiet minute, 2,000 never did
+// (BenchmarkCadenceManyTargets). Record more targets with a longer
+// interval or with several recorders.
 const MaxScrapeRate = 1000
 
 // checkRate refuses a configuration whose cadence exceeds MaxScrapeRate.
