@@ -96,8 +96,9 @@ func (r *bodyReader) read(ctx context.Context, body io.Reader, max int64) (b []b
 const largeParse = 4 << 20
 
 // parseGate sheds the parse of a large page when another one is being
-// parsed: its body is stored unparsed with the reason (analysis parses it
-// again from the body), and no other target waits for it.
+// parsed: its body is stored byte-exact but unparsed, as a parse_error row
+// with the reason (analysis sees no samples for that poll; the body can be
+// exported and parsed later), and no other target waits for it.
 type parseGate chan struct{}
 
 func newParseGate() parseGate { return make(parseGate, 1) }
