@@ -197,7 +197,7 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	return nil
+	return c.checkRate()
 }
 
 // ParseTargetFlag reads a --target NAME=URL flag.

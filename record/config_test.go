@@ -2,6 +2,7 @@ package record
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -135,4 +136,32 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("accepted config without a body cap")
 		}
 	})
+}
+
+// 10,000 targets at 1 s are refused with the limit, not recorded as a
+// wall of "recorder stalled"; at 10 s they are taken on.
+func TestScrapeRateLimit(t *testing.T) {
+	cfg := func(interval time.Duration) *Config {
+		c := &Config{Interval: Duration(interval)}
+		for i := range 10000 {
+			c.Targets = append(c.Targets, Target{Name: fmt.Sprintf("t%d", i), URL: "http://127.0.0.1:9/metrics"})
+		}
+		return c
+	}
+	err := cfg(time.Second).Validate()
+	if err == nil || !strings.Contains(err.Error(), "10000 targets ask for 10000 scrapes per second; one recorder takes at most 1000") {
+		t.Fatalf("10,000 targets at 1 s: %v", err)
+	}
+	if err := cfg(10 * time.Second).Validate(); err != nil {
+		t.Fatalf("10,000 targets at 10 s: %v", err)
+	}
+	// Extra endpoints on the cadence count; once-only ones do not.
+	c := &Config{Interval: Duration(10 * time.Millisecond)}
+	for i := range 6 {
+		c.Targets = append(c.Targets, Target{Name: fmt.Sprintf("t%d", i), URL: "http://127.0.0.1:9/metrics",
+			Endpoints: []Endpoint{{Path: "/slots"}, {Path: "/props", Once: true}}})
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "6 targets ask for 1200 scrapes per second") {
+		t.Fatalf("6 targets of 2 endpoints at 10 ms: %v", err)
+	}
 }

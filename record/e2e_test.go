@@ -104,7 +104,11 @@ func TestEndToEndAgainstSimulator(t *testing.T) {
 	var lags []time.Duration
 	for i, r := range h {
 		if r.Seq != int64(i) || r.Outcome != capture.OutcomeOK {
-			t.Fatalf("healthy row %d: seq %d outcome %s %v", i, r.Seq, r.Outcome, r.Error)
+			why := ""
+			if r.Error != nil {
+				why = *r.Error
+			}
+			t.Fatalf("healthy row %d: seq %d outcome %s %s", i, r.Seq, r.Outcome, why)
 		}
 		lags = append(lags, time.Duration(r.StartNs-r.ScheduledNs))
 	}

@@ -10,7 +10,20 @@
 //   - a tick that finds the same endpoint's previous scrape still running is
 //     a missed tick, written as a row, never fired late;
 //   - ticks the recorder itself slept through (a stalled host) are missed
-//     ticks too: after a stall only the current tick fires, no catch-up burst.
+//     ticks too: after a stall only the current tick fires, no catch-up burst;
+//   - the targets' ticks are spread over the interval: target i of n ticks
+//     at start + i*interval/n + k*interval (its phase, in the manifest), so
+//     many targets do not all fire at one instant;
+//   - a tick loop never waits for the writer: its missed-tick rows are
+//     handed over without blocking.
+//
+// Shutdown rules: when the run stops (ctx done or Options.Duration passed)
+// no tick fires any more; scrapes in flight get StopGrace to finish, then
+// are cancelled, each written as a row saying it was cancelled by shutdown,
+// and the open segment is sealed. Closing Options.Abort stops at once: the
+// scrapes are cancelled, the rows already finished are journaled and the
+// journal synced, nothing is sealed (the next reader recovers it), and Run
+// returns ErrAborted.
 package record
 
 import (
@@ -45,7 +58,34 @@ type Options struct {
 	// ProgressEvery is the period of progress output (default 1 s live,
 	// 10 s otherwise).
 	ProgressEvery time.Duration
+	// Abort, when closed, stops the run at once (see the package comment);
+	// nil for never. It is meant for a second Ctrl-C.
+	Abort <-chan struct{}
+
+	// For tests: the rows channel's capacity (0: 256) and a hook the
+	// writer goroutine calls before each append (a slow disk).
+	rowsBuffer   int
+	beforeAppend func()
 }
+
+// StopGrace is how long scrapes in flight when the run stops may go on
+// before they are cancelled. With the seal it makes the shutdown bound.
+const StopGrace = 500 * time.Millisecond
+
+// ErrAborted is returned by Run when Options.Abort was closed.
+var ErrAborted = errors.New("stopped at once: the open segment was not sealed; its journal is synced and is recovered by the next record or read of the folder")
+
+// errShutdown is the cause of scrapes cancelled because the run stopped.
+var errShutdown = errors.New("cancelled by shutdown")
+
+// abortWait bounds how long an aborted Run waits for the writer to journal
+// the finished rows and sync: a writer inside a long seal is not waited
+// for (rows already journaled survive the process exiting).
+const abortWait = time.Second
+
+// abortDrain is how long an aborted Run waits for the rows of the scrapes
+// it cancelled.
+const abortDrain = 200 * time.Millisecond
 
 // Summary is what a finished recording reports.
 type Summary struct {
@@ -95,9 +135,10 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		SchemaVersion: capture.SchemaVersion, RunID: runID,
 		Host: host, Version: capture.Version, Config: cfg.Redacted(),
 	}
-	for _, t := range cfg.Targets {
+	phases := Phases(cfg.Targets)
+	for i, t := range cfg.Targets {
 		mt := capture.ManifestTarget{Name: t.Name, URL: RedactURL(t.URL), Engine: t.Engine,
-			IntervalNs: int64(t.Interval), TimeoutNs: int64(t.Timeout)}
+			IntervalNs: int64(t.Interval), TimeoutNs: int64(t.Timeout), PhaseNs: int64(phases[i])}
 		for _, e := range t.Endpoints {
 			mt.Endpoints = append(mt.Endpoints, e.Path)
 		}
@@ -110,8 +151,27 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		ctx, c2 = context.WithTimeout(ctx, opt.Duration)
 		defer c2()
 	}
-	rec := &recorder{client: client, runID: runID, maxBody: cfg.MaxBody,
-		rows: make(chan capture.Scrape, 256), stats: make([]TargetStats, len(cfg.Targets))}
+	// Scrapes run on their own context: the end of the run cancels them
+	// only after StopGrace (or at once on Abort), with a cause.
+	scrapeCtx, stopScrapes := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopScrapes(nil)
+	rec := &recorder{client: client, runID: runID, maxBody: cfg.MaxBody, scrapeCtx: scrapeCtx,
+		abort: opt.Abort, rows: make(chan capture.Scrape, cmp.Or(opt.rowsBuffer, 256)),
+		bodies: newBodyReader(), parses: newParseGate(), stats: make([]TargetStats, len(cfg.Targets))}
+	stop := func(cause error) {
+		rec.stoppedNs.CompareAndSwap(0, rec.clock.Ns(time.Now()))
+		stopScrapes(cause)
+	}
+	runDone := make(chan struct{})
+	defer close(runDone)
+	go func() {
+		select {
+		case <-opt.Abort:
+			cancel()
+			stop(ErrAborted)
+		case <-runDone:
+		}
+	}()
 	for i, t := range cfg.Targets {
 		rec.stats[i].Name = t.Name
 	}
@@ -120,9 +180,23 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	writeErr := make(chan error, 1)
 	go func() {
 		var err error
-		for row := range rec.rows {
+		for {
+			var row capture.Scrape
+			var ok bool
+			select {
+			case row, ok = <-rec.rows:
+			case <-opt.Abort:
+				writeErr <- abandon(w, rec.rows, err)
+				return
+			}
+			if !ok {
+				break
+			}
 			if err != nil {
 				continue // drain; the run is stopping
+			}
+			if opt.beforeAppend != nil {
+				opt.beforeAppend()
 			}
 			if err = w.Append(row); err != nil {
 				rec.written.Store(w.BytesWritten())
@@ -150,7 +224,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rec.loop(ctx, i, &cfg.Targets[i])
+			rec.loop(ctx, i, &cfg.Targets[i], phases[i])
 		}()
 	}
 	var progressDone chan struct{}
@@ -178,9 +252,25 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	}()
 
 	wg.Wait()
-	rec.inflight.Wait()
-	close(rec.rows)
-	err = cmp.Or(<-writeErr, startErr)
+	grace := time.AfterFunc(StopGrace, func() { stop(errShutdown) })
+	inflightDone := make(chan struct{})
+	go func() {
+		rec.inflight.Wait()
+		close(inflightDone)
+	}()
+	select {
+	case <-inflightDone:
+		grace.Stop()
+		close(rec.rows)
+	case <-opt.Abort:
+		// A scrape may still be parsing a large page: not waited for. The
+		// rows channel stays open for the rows finishing meanwhile.
+	}
+	err = cmp.Or(waitWriter(writeErr, opt.Abort), startErr)
+	if errors.Is(err, ErrAborted) {
+		// Sealing was skipped; the manifest keeps no end, as after a crash.
+		return &Summary{RunID: runID, Dir: opt.Dir, Elapsed: time.Since(clock.Start())}, err
+	}
 	if progressDone != nil {
 		<-progressDone
 	}
@@ -206,13 +296,20 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 }
 
 type recorder struct {
-	clock    Clock
-	client   *http.Client
-	runID    string
-	maxBody  int64
-	rows     chan capture.Scrape
-	inflight sync.WaitGroup
-	written  atomic.Int64
+	clock   Clock
+	client  *http.Client
+	runID   string
+	maxBody int64
+	// scrapeCtx is cancelled when the run has stopped and StopGrace has
+	// passed, or on Abort; stoppedNs is when (0 until then).
+	scrapeCtx context.Context
+	stoppedNs atomic.Int64
+	abort     <-chan struct{}
+	rows      chan capture.Scrape
+	bodies    *bodyReader
+	parses    parseGate
+	inflight  sync.WaitGroup
+	written   atomic.Int64
 
 	mu    sync.Mutex
 	stats []TargetStats
@@ -229,18 +326,18 @@ type endpointState struct {
 	interner expo.Interner
 }
 
-func (r *recorder) loop(ctx context.Context, ti int, t *Target) {
+func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Duration) {
 	eps := []*endpointState{{name: capture.EndpointMetrics, url: t.URL}}
 	for _, e := range t.Endpoints {
 		u := joinPath(t.URL, e.Path)
 		if e.Once {
-			r.fire(ctx, ti, t, &endpointState{name: e.Path, url: u}, 0, time.Now())
+			r.fire(ti, t, &endpointState{name: e.Path, url: u}, 0, time.Now())
 			continue
 		}
 		eps = append(eps, &endpointState{name: e.Path, url: u})
 	}
 	interval := t.Interval.D()
-	start := r.clock.Start()
+	start := r.clock.Start().Add(phase)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for k := int64(0); ; {
@@ -269,7 +366,7 @@ func (r *recorder) loop(ctx context.Context, ti int, t *Target) {
 				r.missed(ti, t, ep, k, at, fmt.Sprintf("previous scrape (seq %d) still running", ep.running.Load()))
 				continue
 			}
-			r.fire(ctx, ti, t, ep, k, at)
+			r.fire(ti, t, ep, k, at)
 		}
 		k++
 	}
@@ -283,27 +380,125 @@ func lateTolerance(interval time.Duration) time.Duration {
 	return min(interval/2, 100*time.Millisecond)
 }
 
-func (r *recorder) fire(ctx context.Context, ti int, t *Target, ep *endpointState, k int64, at time.Time) {
+func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.Time) {
 	ep.busy.Store(true)
 	ep.running.Store(k)
 	r.inflight.Add(1)
 	go func() {
 		defer r.inflight.Done()
-		// A scrape in flight when the run stops is finished, not abandoned:
-		// it runs on a context that only its own timeout ends.
-		row := scrape(context.WithoutCancel(ctx), r.client, r.clock, request{target: t, endpoint: ep.name, url: ep.url,
-			seq: k, scheduled: at, maxBody: r.maxBody, runID: r.runID, interner: &ep.interner})
+		row := scrape(r.scrapeCtx, r.client, r.clock, request{target: t, endpoint: ep.name, url: ep.url,
+			seq: k, scheduled: at, maxBody: r.maxBody, runID: r.runID, interner: &ep.interner,
+			bodies: r.bodies, parses: r.parses})
 		ep.busy.Store(false)
+		r.markShutdown(&row, t.Timeout.D())
 		r.account(ti, &row)
-		r.rows <- row
+		r.put(row)
 	}()
 }
 
+// markShutdown says so in the error of a scrape that the end of the run
+// cut short: an error row that ended after the scrapes were cancelled,
+// which happened before the scrape's own timeout.
+func (r *recorder) markShutdown(row *capture.Scrape, timeout time.Duration) {
+	stopped := r.stoppedNs.Load()
+	if stopped == 0 || row.Outcome != capture.OutcomeError || row.EndNs < stopped {
+		return
+	}
+	if row.StartNs != 0 && stopped >= row.StartNs+int64(timeout) {
+		return // its own timeout came first
+	}
+	msg := fmt.Sprintf("%v after %s in flight (timeout %s)", errShutdown,
+		time.Duration(row.EndNs-row.StartNs).Round(time.Millisecond), timeout)
+	if row.StartNs == 0 {
+		msg = fmt.Sprintf("%v before the request was sent", errShutdown)
+	}
+	row.Error = &msg
+}
+
+// put hands a finished row to the writer; after Abort, a row that finds
+// the channel full is dropped.
+func (r *recorder) put(row capture.Scrape) {
+	select {
+	case r.rows <- row:
+		return
+	default:
+	}
+	select {
+	case r.rows <- row:
+	case <-r.abort:
+	}
+}
+
+// missed writes a missed tick. It is called by a tick loop, which must not
+// wait for the writer: when the rows channel is full the row is handed to
+// a goroutine.
 func (r *recorder) missed(ti int, t *Target, ep *endpointState, k int64, at time.Time, why string) {
 	row := capture.Scrape{RunID: r.runID, Target: t.Name, Engine: t.Engine, Endpoint: ep.name,
 		URL: RedactURL(ep.url), Seq: k, ScheduledNs: r.clock.Ns(at), Outcome: capture.OutcomeMissed, Error: &why}
 	r.account(ti, &row)
-	r.rows <- row
+	select {
+	case r.rows <- row:
+	default:
+		r.inflight.Add(1)
+		go func() {
+			defer r.inflight.Done()
+			r.put(row)
+		}()
+	}
+}
+
+// Phases spreads the first ticks of n targets over their intervals: target
+// i of n starts i*interval/n after the session start.
+func Phases(targets []Target) []time.Duration {
+	out := make([]time.Duration, len(targets))
+	for i, t := range targets {
+		out[i] = time.Duration(int64(t.Interval) * int64(i) / int64(len(targets)))
+	}
+	return out
+}
+
+// abandon journals the rows finished by now or within abortDrain (the
+// scrapes cancelled by Abort, with their times), syncs the journal and
+// leaves it unsealed, for a Run aborted; err is the writer's earlier error.
+func abandon(w *capture.Writer, rows <-chan capture.Scrape, err error) error {
+	deadline := time.After(abortDrain)
+drain:
+	for {
+		select {
+		case row, ok := <-rows:
+			if !ok {
+				break drain
+			}
+			if err == nil {
+				err = w.Append(row)
+			}
+		case <-deadline:
+			break drain
+		}
+	}
+	if aerr := w.Abandon(); err == nil {
+		err = aerr
+	}
+	if err != nil {
+		return fmt.Errorf("%w; writing had failed: %w", ErrAborted, err)
+	}
+	return ErrAborted
+}
+
+// waitWriter waits for the writer goroutine's result; after Abort, for at
+// most abortWait.
+func waitWriter(writeErr <-chan error, abort <-chan struct{}) error {
+	select {
+	case err := <-writeErr:
+		return err
+	case <-abort:
+	}
+	select {
+	case err := <-writeErr:
+		return err
+	case <-time.After(abortWait):
+		return ErrAborted
+	}
 }
 
 func (r *recorder) account(ti int, row *capture.Scrape) {
@@ -348,8 +543,13 @@ func joinPath(target, path string) string {
 // /version or /info; OpenAI-compatible servers /v1/models; llama.cpp /props.
 var engineInfoPaths = []string{"/version", "/v1/models", "/props", "/info"}
 
+// infoFetches bounds the engine-information requests in flight: with
+// thousands of targets, fetching all at once would bury the first ticks.
+const infoFetches = 16
+
 func engineInfo(ctx context.Context, client *http.Client, targets []Target) map[string][]capture.EngineInfo {
 	out := make(map[string][]capture.EngineInfo, len(targets))
+	slots := make(chan struct{}, infoFetches)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range targets {
@@ -360,7 +560,11 @@ func engineInfo(ctx context.Context, client *http.Client, targets []Target) map[
 			infos := make([]capture.EngineInfo, len(engineInfoPaths))
 			var pw sync.WaitGroup
 			for j, p := range engineInfoPaths {
-				pw.Go(func() { infos[j] = fetchInfo(ctx, client, t, p) })
+				pw.Go(func() {
+					slots <- struct{}{}
+					defer func() { <-slots }()
+					infos[j] = fetchInfo(ctx, client, t, p)
+				})
 			}
 			pw.Wait()
 			mu.Lock()

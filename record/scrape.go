@@ -74,6 +74,8 @@ type request struct {
 	maxBody   int64
 	runID     string
 	interner  *expo.Interner // of the endpoint; nil: none
+	bodies    *bodyReader    // shared by the recording; nil: read freely
+	parses    parseGate      // shared by the recording; nil: never shed
 }
 
 // countingReader counts bytes read from the wire.
@@ -156,13 +158,22 @@ func scrape(ctx context.Context, client *http.Client, clock Clock, q request) ca
 			return fail(capture.OutcomeError, fmt.Errorf("unsupported content-encoding %q", ce))
 		}
 	}
-	b, err := io.ReadAll(io.LimitReader(body, q.maxBody+1))
+	// A body announced over the cap is refused unread.
+	if resp.ContentLength > q.maxBody && row.ContentEncoding == nil {
+		row.WireBytes = &wire.n
+		return fail(capture.OutcomeError, fmt.Errorf("body exceeds the %d-byte cap (max_body_bytes; Content-Length %d); not read, not stored", q.maxBody, resp.ContentLength))
+	}
+	bodies := q.bodies
+	if bodies == nil {
+		bodies = newBodyReader()
+	}
+	b, n, err := bodies.read(ctx, body, q.maxBody)
 	row.EndNs = clock.Ns(time.Now())
 	row.WireBytes = &wire.n
 	if err != nil {
-		return fail(capture.OutcomeError, fmt.Errorf("read body after %d bytes: %w", len(b), describe(err, timeout)))
+		return fail(capture.OutcomeError, fmt.Errorf("read body after %d bytes: %w", n, describe(err, timeout)))
 	}
-	if int64(len(b)) > q.maxBody {
+	if n > q.maxBody {
 		what := "body"
 		if row.ContentEncoding != nil {
 			what = "decompressed body"
@@ -174,7 +185,7 @@ func scrape(ctx context.Context, client *http.Client, clock Clock, q request) ca
 		return fail(capture.OutcomeHTTPError, fmt.Errorf("HTTP %s", resp.Status))
 	}
 	row.Outcome = capture.OutcomeOK
-	capture.ParseWith(&row, q.interner)
+	q.parses.parse(&row, q.interner)
 	return row
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/llmrec/llmrec/record"
@@ -16,11 +18,16 @@ const recordUsage = `Usage: llmrec record --out DIR [--config FILE] [--target NA
 Scrapes every target's Prometheus /metrics on a fixed cadence and writes each
 attempt to Parquet segments in DIR: the body byte-exact, its send, first-byte
 and end times, and its parsed samples. Runs until Ctrl-C (SIGINT), SIGTERM or
---duration, then closes the open segment and exits 0.
+--duration, then closes the open segment and exits 0: scrapes still running
+then get half a second, are cancelled (each written as a row saying so) and
+the segment is sealed. A second Ctrl-C exits at once, non-zero, leaving the
+open segment's journal synced for the next record or read to recover.
 
 A slow or hung target never delays another; a tick that finds the previous
 scrape of that target still running is written as a missed tick, never fired
-late. A SIGKILL loses no completed scrape: the open segment's journal is
+late. The targets' ticks are spread over the interval. One recorder takes at
+most 1000 scrapes per second over all targets; a config asking for more is
+refused. A SIGKILL loses no completed scrape: the open segment's journal is
 recovered by the next record into DIR and by every read of it.
 
 Examples:
@@ -113,7 +120,10 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		opt.Live = isTerminal(stderr)
 	}
 	fmt.Fprintf(stderr, "recording %d target(s) into %s; Ctrl-C to stop\n", len(cfg.Targets), *out)
+	ctx, abort, release := stopOnSignals(ctx, stderr)
+	opt.Abort = abort
 	s, err := record.Run(ctx, cfg, opt)
+	release()
 	if s != nil {
 		fmt.Fprintf(stdout, "run %s: %d segment(s), %s in %s, %s\n", s.RunID, len(s.Segments), byteCount(s.Bytes), s.Dir, s.Elapsed.Round(time.Millisecond))
 		for _, t := range s.Targets {
@@ -121,6 +131,35 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		}
 	}
 	return err
+}
+
+// stopOnSignals returns a context cancelled by the first SIGINT or SIGTERM
+// and a channel closed by the second: stop cleanly, then stop at once.
+// release stops listening.
+func stopOnSignals(ctx context.Context, stderr io.Writer) (_ context.Context, abort <-chan struct{}, release func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	ab := make(chan struct{})
+	done := make(chan struct{})
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		defer signal.Stop(sig)
+		for n := 1; ; n++ {
+			select {
+			case s := <-sig:
+				if n > 1 {
+					fmt.Fprintf(stderr, "%v again: exiting at once\n", s)
+					close(ab)
+					return
+				}
+				fmt.Fprintf(stderr, "%v: stopping and sealing the open segment (again to exit at once)\n", s)
+				cancel()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, ab, func() { close(done); cancel() }
 }
 
 func isTerminal(w io.Writer) bool {

@@ -29,12 +29,16 @@ type Manifest struct {
 
 // ManifestTarget is one recorded target.
 type ManifestTarget struct {
-	Name       string   `json:"name"`
-	URL        string   `json:"url"` // credentials removed
-	Engine     string   `json:"engine,omitempty"`
-	IntervalNs int64    `json:"interval_ns"`
-	TimeoutNs  int64    `json:"timeout_ns"`
-	Endpoints  []string `json:"endpoints,omitempty"`
+	Name       string `json:"name"`
+	URL        string `json:"url"` // credentials removed
+	Engine     string `json:"engine,omitempty"`
+	IntervalNs int64  `json:"interval_ns"`
+	TimeoutNs  int64  `json:"timeout_ns"`
+	// PhaseNs offsets the target's ticks from the session start: tick k is
+	// due at start_ns + phase_ns + k*interval_ns. Absent in
+	// recordings made before ticks were spread, which had none.
+	PhaseNs   int64    `json:"phase_ns,omitempty"`
+	Endpoints []string `json:"endpoints,omitempty"`
 }
 
 // EngineInfo is one engine-information endpoint fetched at start.

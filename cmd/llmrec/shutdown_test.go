@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+// hungAndHealthy serves two targets on loopback: one answers at once, the
+// other accepts the request and never answers until the client goes away.
+func hungAndHealthy(t *testing.T) (hung, ok string) {
+	t.Helper()
+	h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	}))
+	t.Cleanup(h.Close)
+	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("# TYPE up gauge\nup 1\n"))
+	}))
+	t.Cleanup(o.Close)
+	return h.URL + "/metrics", o.URL + "/metrics"
+}
+
+// startRecord starts a recorder child process on the two targets with a
+// per-scrape timeout far longer than its interval.
+func startRecord(t *testing.T, bin, dir string, extra ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	hung, ok := hungAndHealthy(t)
+	args := append([]string{"record", "--out", dir, "--interval", "200ms", "--timeout", "20s", "--quiet",
+		"--target", "hung=" + hung, "--target", "ok=" + ok}, extra...)
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, &stderr
+}
+
+// waitExit waits at most limit for cmd to exit and returns how long it took.
+func waitExit(t *testing.T, cmd *exec.Cmd, limit time.Duration) (time.Duration, error) {
+	t.Helper()
+	t0 := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return time.Since(t0), err
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("recorder still running %s after the signal", limit)
+		return 0, nil
+	}
+}
+
+func shutdownRows(t *testing.T, dir string) []capture.Scrape {
+	t.Helper()
+	r, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []capture.Scrape
+	for _, seg := range r.Segments {
+		if err := capture.ReadSegment(seg, func(s *capture.Scrape) error {
+			rows = append(rows, *s)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rows
+}
+
+// Shutdown of a recorder process (built once) beside a hung target whose
+// timeout (20 s) is far longer than the interval (200 ms).
+func TestShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("signals recorder processes")
+	}
+	bin := buildBinary(t)
+	t.Run("first signal", func(t *testing.T) { firstSignalCancelsHungScrape(t, bin) })
+	t.Run("second signal", func(t *testing.T) { secondSignalExitsAtOnce(t, bin) })
+	t.Run("duration", func(t *testing.T) { durationBoundsHungScrape(t, bin) })
+}
+
+// The first SIGINT or SIGTERM cancels the scrape of the hung target,
+// writes it as a row saying so with its times, seals and exits 0 within
+// the 2 s bound; the healthy target's scrapes are all kept.
+func firstSignalCancelsHungScrape(t *testing.T, bin string) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			cmd, stderr := startRecord(t, bin, dir)
+			time.Sleep(800 * time.Millisecond)
+			cmd.Process.Signal(sig)
+			took, err := waitExit(t, cmd, 6*time.Second)
+			if err != nil {
+				t.Fatalf("exit after %s: %v\n%s", sig, err, stderr)
+			}
+			// The promise is 2 s; the margin is for a loaded test host.
+			if took > 3*time.Second {
+				t.Errorf("exited %s after %s, want within about 2 s", took.Round(time.Millisecond), sig)
+			}
+			var cancelled, ok int
+			for _, r := range shutdownRows(t, dir) {
+				switch {
+				case r.Target == "hung" && r.Outcome == capture.OutcomeError:
+					if r.Error == nil || !strings.Contains(*r.Error, "cancelled by shutdown") {
+						t.Errorf("hung seq %d: error %v, want cancelled by shutdown", r.Seq, r.Error)
+					}
+					if r.StartNs == 0 || r.EndNs < r.StartNs {
+						t.Errorf("hung seq %d: times start %d end %d", r.Seq, r.StartNs, r.EndNs)
+					}
+					cancelled++
+				case r.Target == "ok" && r.Outcome == capture.OutcomeOK:
+					ok++
+				}
+			}
+			if cancelled != 1 {
+				t.Errorf("%d cancelled scrapes of the hung target, want 1", cancelled)
+			}
+			if ok < 3 {
+				t.Errorf("%d ok scrapes of the healthy target, want at least 3", ok)
+			}
+		})
+	}
+}
+
+// A second signal while the first one's shutdown is under way exits at
+// once, non-zero, leaving the journal synced for recovery: every row
+// written before it is read back.
+func secondSignalExitsAtOnce(t *testing.T, bin string) {
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd, stderr := startRecord(t, bin, dir)
+	time.Sleep(800 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(20 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	took, err := waitExit(t, cmd, 6*time.Second)
+	if err == nil {
+		t.Errorf("exit 0 after two signals, want an error saying the segment was left to recovery\n%s", stderr)
+	}
+	if took > time.Second {
+		t.Errorf("exited %s after the second signal, want at once", took.Round(time.Millisecond))
+	}
+	var ok int
+	for _, r := range shutdownRows(t, dir) {
+		if r.Target == "ok" && r.Outcome == capture.OutcomeOK {
+			ok++
+		}
+	}
+	if ok < 3 {
+		t.Errorf("%d ok scrapes recovered, want at least 3\n%s", ok, stderr)
+	}
+}
+
+// --duration stops the run within one interval plus the 2 s bound even
+// when a scrape in flight would run on for its 20 s timeout.
+func durationBoundsHungScrape(t *testing.T, bin string) {
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd, stderr := startRecord(t, bin, dir, "--duration", "1s")
+	took, err := waitExit(t, cmd, 8*time.Second)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if took > 1*time.Second+200*time.Millisecond+2*time.Second+time.Second {
+		t.Errorf("--duration 1s ran %s", took.Round(time.Millisecond))
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,121 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+
+	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/expo"
+)
+
+// smallBody is how much of a body is read without taking a turn: every
+// engine's page fits (a vLLM page is about 47 KB).
+const smallBody = 1 << 20
+
+// largeChunk is the most a large body's read copies or inflates at once.
+const largeChunk = 256 << 10
+
+// bodyReader reads scrape bodies so a giant, endless or inflating body costs
+// its own target, not its neighbours. The first smallBody bytes of every
+// body are read freely; past them, bodies take turns: one large body at a
+// time is read, into one buffer kept from turn to turn, so giant bodies
+// use at most one core's worth of copying or inflating, and allocate only
+// what is kept (a body over the cap allocates nothing). Waiting for a turn
+// counts against the waiting scrape's own timeout.
+type bodyReader struct {
+	turn chan []byte // holds the shared buffer while no large body is read
+}
+
+func newBodyReader() *bodyReader {
+	r := &bodyReader{turn: make(chan []byte, 1)}
+	r.turn <- nil
+	return r
+}
+
+// read reads body up to max bytes and one more, and returns what it read
+// and how much: when n > max the body is over the cap and b is nil. On an error b
+// holds nothing and n what was read before it.
+func (r *bodyReader) read(ctx context.Context, body io.Reader, max int64) (b []byte, n int64, err error) {
+	limit := max + 1
+	small := min(limit, smallBody)
+	b, err = io.ReadAll(io.LimitReader(body, small))
+	n = int64(len(b))
+	switch {
+	case err != nil:
+		return nil, n, err
+	case n < small: // the whole body
+		return b, n, nil
+	case n == limit:
+		return nil, n, nil
+	}
+	var buf []byte
+	select {
+	case buf = <-r.turn:
+	case <-ctx.Done():
+		return nil, n, fmt.Errorf("waiting for a turn to read a body over %d bytes: %w", smallBody, ctx.Err())
+	}
+	defer func() { r.turn <- buf[:0] }()
+	buf = append(buf[:0], b...)
+	for int64(len(buf)) < max {
+		if len(buf) == cap(buf) {
+			// Doubling up to the cap: the buffer reaches its size in a few
+			// steps, once per recording.
+			buf = slices.Grow(buf, int(min(int64(2*cap(buf)), max))-len(buf))
+		}
+		m, rerr := body.Read(buf[len(buf):min(int64(cap(buf)), max, int64(len(buf)+largeChunk))])
+		buf = buf[:len(buf)+m]
+		// Between chunks the tick loops get a processor: a giant body is
+		// copied or inflated in slices of at most largeChunk.
+		runtime.Gosched()
+		if rerr == io.EOF {
+			return bytes.Clone(buf), int64(len(buf)), nil
+		}
+		if rerr != nil {
+			return nil, int64(len(buf)), rerr
+		}
+	}
+	// Exactly max bytes so far: one more byte puts the body over the cap.
+	var one [1]byte
+	m, rerr := io.ReadFull(body, one[:])
+	switch {
+	case m > 0:
+		return nil, max + 1, nil
+	case rerr != io.EOF:
+		return nil, max, rerr
+	}
+	return bytes.Clone(buf), max, nil
+}
+
+// largeParse is the body size from which parses take turns: one at a
+// time. A page this large is not an engine's usual page (a vLLM page is
+// about 47 KB); parsing it costs seconds of CPU and memory in proportion.
+const largeParse = 4 << 20
+
+// parseGate sheds the parse of a large page when another one is being
+// parsed: its body is stored byte-exact but unparsed, as a parse_error row
+// with the reason (analysis sees no samples for that poll; the body can be
+// exported and parsed later), and no other target waits for it.
+type parseGate chan struct{}
+
+func newParseGate() parseGate { return make(parseGate, 1) }
+
+// parse parses row's body, or sheds it (see parseGate). A nil gate never
+// sheds.
+func (g parseGate) parse(row *capture.Scrape, in *expo.Interner) {
+	if g == nil || len(row.Body) < largeParse || row.Endpoint != capture.EndpointMetrics || row.Outcome != capture.OutcomeOK {
+		capture.ParseWith(row, in)
+		return
+	}
+	select {
+	case g <- struct{}{}:
+		defer func() { <-g }()
+		capture.ParseWith(row, in)
+	default:
+		msg := fmt.Sprintf("parse shed: another page over %d bytes was being parsed; the %d-byte body is stored unparsed", largeParse, len(row.Body))
+		row.Outcome, row.ParseError = capture.OutcomeParseError, &msg
+	}
+}
