@@ -67,7 +67,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, limit time.Duration) (time.Duration, 
 	}
 }
 
-func shutdownRows(t *testing.T, dir string) []capture.Scrape {
+func folderRows(t *testing.T, dir string) []capture.Scrape {
 	t.Helper()
 	r, err := capture.Open(dir)
 	if err != nil {
@@ -79,8 +79,16 @@ func shutdownRows(t *testing.T, dir string) []capture.Scrape {
 			rows = append(rows, *s)
 			return nil
 		}); err != nil {
-			t.Fatal(err)
+			t.Fatalf("segment does not open: %v", err)
 		}
+	}
+	// A journal left by a kill is read as it is: reads never recover.
+	for _, j := range r.Journals() {
+		js, err := capture.ReadLive(j)
+		if err != nil {
+			t.Fatalf("journal does not read: %v", err)
+		}
+		rows = append(rows, js...)
 	}
 	return rows
 }
@@ -116,7 +124,7 @@ func firstSignalCancelsHungScrape(t *testing.T, bin string) {
 				t.Errorf("exited %s after %s, want within about 2 s", took.Round(time.Millisecond), sig)
 			}
 			var cancelled, ok int
-			for _, r := range shutdownRows(t, dir) {
+			for _, r := range folderRows(t, dir) {
 				switch {
 				case r.Target == "hung" && r.Outcome == capture.OutcomeError:
 					if r.Error == nil || !strings.Contains(*r.Error, "cancelled by shutdown") {
@@ -158,7 +166,7 @@ func secondSignalExitsAtOnce(t *testing.T, bin string) {
 		t.Errorf("exited %s after the second signal, want at once", took.Round(time.Millisecond))
 	}
 	var ok int
-	for _, r := range shutdownRows(t, dir) {
+	for _, r := range folderRows(t, dir) {
 		if r.Target == "ok" && r.Outcome == capture.OutcomeOK {
 			ok++
 		}
