@@ -1,0 +1,210 @@
+// Package redact removes secrets from what llmrec writes down or prints:
+// URLs, free text that may hold URLs (error messages), and request
+// headers. It is the one redaction path of the recorder and of every
+// reader; it imports only the standard library, so any package may use it.
+//
+// Rules:
+//   - a URL keeps its scheme, host, port and path; its user information
+//     (a token alone or user:password) is dropped, every query value is
+//     replaced (the keys stay: ?token=<redacted>) and a fragment is
+//     replaced;
+//   - in text, every scheme://... URL (bare or Go-quoted, as *url.Error
+//     prints it) is redacted so, and user information before a host
+//     (user:pass@host:port) is dropped;
+//   - a header keeps its value only when its name is on a short list of
+//     headers known to carry no credential; any other value is replaced by
+//     a digest, so that two configurations can be compared without either
+//     value being written.
+//
+// Every function is idempotent: redacting redacted output changes nothing.
+package redact
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Mark replaces a removed value.
+const Mark = "<redacted>"
+
+// URL returns raw without user information, query values or fragment.
+func URL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Opaque != "" {
+		return scrub(raw)
+	}
+	var b strings.Builder
+	if u.Scheme != "" {
+		b.WriteString(u.Scheme)
+		b.WriteString(":")
+	}
+	if u.Scheme != "" || u.Host != "" {
+		b.WriteString("//")
+	}
+	b.WriteString(u.Host)
+	b.WriteString(u.EscapedPath())
+	if u.ForceQuery || u.RawQuery != "" {
+		b.WriteString("?")
+		b.WriteString(query(u.RawQuery))
+	}
+	if u.Fragment != "" || u.RawFragment != "" {
+		b.WriteString("#" + Mark)
+	}
+	return b.String()
+}
+
+// query replaces every value of a raw query, keeping keys and order.
+func query(raw string) string {
+	parts := strings.Split(raw, "&")
+	for i, p := range parts {
+		k, _, ok := strings.Cut(p, "=")
+		if ok {
+			parts[i] = k + "=" + Mark
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+// scrub is URL for what url.Parse refuses: user information and
+// everything after '?' or '#' go.
+func scrub(raw string) string {
+	rest := raw
+	prefix := ""
+	if i := strings.Index(rest, "://"); i >= 0 {
+		prefix, rest = rest[:i+3], rest[i+3:]
+	}
+	tail := ""
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest, tail = rest[:i], rest[i:]
+	}
+	authEnd := len(rest)
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		authEnd = i
+	}
+	if i := strings.LastIndexByte(rest[:authEnd], '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	if tail == "" {
+		return prefix + rest
+	}
+	if tail[0] == '?' {
+		q, frag, hasFrag := strings.Cut(tail[1:], "#")
+		out := prefix + rest + "?" + query(q)
+		if hasFrag && frag != "" {
+			out += "#" + Mark
+		}
+		return out
+	}
+	return prefix + rest + "#" + Mark
+}
+
+var (
+	// quotedURL is the start of a Go-quoted URL: `"http://`.
+	quotedURL = regexp.MustCompile(`"[A-Za-z][A-Za-z0-9+.-]*://`)
+	// bareURL is a URL up to the first space, quote or angle bracket
+	// other than those of Mark.
+	bareURL = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://(?:" + Mark + "|[^\\s\"'`<>\\\\])*")
+	// userHost is user information before a host and optional port,
+	// outside a URL: `user:pass@host:8080`, `TOKEN@127.0.0.1`.
+	userHost = regexp.MustCompile(`[^\s"'` + "`" + `<>/@()\[\]{},;=]+@(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*)(:[0-9]+)?`)
+)
+
+// Text redacts every URL and every user@host in s: the messages Go's
+// HTTP client makes (`Get "http://u:p@h/metrics?token=x": dial tcp ...`),
+// quoted or bare.
+func Text(s string) string {
+	if !strings.Contains(s, "@") && !strings.Contains(s, "://") {
+		return s
+	}
+	s = quoted(s)
+	s = bareURL.ReplaceAllStringFunc(s, URL)
+	return userHost.ReplaceAllStringFunc(s, func(m string) string {
+		return m[strings.LastIndexByte(m, '@')+1:]
+	})
+}
+
+// quoted redacts Go-quoted URLs as wholes: a quote or a backslash escape
+// inside one would stop a bare match half-way through its query.
+func quoted(s string) string {
+	var b strings.Builder
+	for {
+		loc := quotedURL.FindStringIndex(s)
+		if loc == nil {
+			b.WriteString(s)
+			return b.String()
+		}
+		q, err := strconv.QuotedPrefix(s[loc[0]:])
+		if err != nil {
+			// Not a whole quoted string: the bare pass will see it.
+			b.WriteString(s[:loc[1]])
+			s = s[loc[1]:]
+			continue
+		}
+		u, _ := strconv.Unquote(q)
+		b.WriteString(s[:loc[0]])
+		b.WriteString(strconv.Quote(URL(u)))
+		s = s[loc[0]+len(q):]
+	}
+}
+
+// harmless are headers that carry no credential: content negotiation,
+// caching and the client's name. Anything else, a custom X- header
+// included, may carry one and is redacted. X-Request-Id is not here: a
+// gateway may accept a replayed id as a session.
+var harmless = []string{
+	"Accept", "Accept-Charset", "Accept-Encoding", "Accept-Language",
+	"Cache-Control", "Connection", "Content-Type", "Host", "Pragma", "User-Agent",
+}
+
+// Harmless reports whether a header of this name may be written down as
+// it is (case-insensitive).
+func Harmless(name string) bool {
+	for _, h := range harmless {
+		if strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Header returns the value of header name as it may be written down: the
+// value itself for a harmless header, a digest otherwise.
+func Header(name, value string) string {
+	if Harmless(name) || isDigest(value) {
+		return value
+	}
+	return Digest(value)
+}
+
+// Headers returns h with every value not known to be harmless replaced by
+// its digest. h is not changed; nil gives nil.
+func Headers(h map[string]string) map[string]string {
+	if h == nil {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		out[k] = Header(k, v)
+	}
+	return out
+}
+
+const digestPrefix = "<redacted sha256:"
+
+// Digest is `<redacted sha256:XXXXXXXX>`: the first 32 bits of a
+// domain-separated SHA-256 of v. Equal values give equal digests, so two
+// configurations can be compared; a high-entropy token cannot be
+// recovered from it, but a guessable value (a short password) could be
+// confirmed by trying candidates.
+func Digest(v string) string {
+	sum := sha256.Sum256([]byte("llmrec redact v1\x00" + v))
+	return digestPrefix + hex.EncodeToString(sum[:4]) + ">"
+}
+
+func isDigest(v string) bool {
+	return len(v) == len(digestPrefix)+9 && strings.HasPrefix(v, digestPrefix) && strings.HasSuffix(v, ">")
+}

@@ -1,0 +1,107 @@
+package redact
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// A URL keeps scheme, host, port and path; user information goes, every
+// query value and a fragment are replaced.
+func TestURL(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"http://127.0.0.1:8000/metrics", "http://127.0.0.1:8000/metrics"},
+		{"http://TOKEN@host/metrics", "http://host/metrics"},
+		{"http://user:pass@host:9/metrics", "http://host:9/metrics"},
+		{"https://h/m?token=abc", "https://h/m?token=<redacted>"},
+		{"https://h/m?x=plain&sig=abc&pass=p&debug", "https://h/m?x=<redacted>&sig=<redacted>&pass=<redacted>&debug"},
+		{"https://h/m?token=", "https://h/m?token=<redacted>"},
+		{"https://h/m#access_token=abc", "https://h/m#<redacted>"},
+		{"http://[::1]:8/m?k=v", "http://[::1]:8/m?k=<redacted>"},
+		{"/relative?token=abc", "/relative?token=<redacted>"},
+		{"http://us%zzer@h/m?token=abc", "http://h/m?token=<redacted>"}, // url.Parse refuses it
+		{"http://h/a b?token=abc", "http://h/a%20b?token=<redacted>"},
+	}
+	for _, c := range cases {
+		if got := URL(c.in); got != c.want {
+			t.Errorf("URL(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if again := URL(URL(c.in)); again != URL(c.in) {
+			t.Errorf("URL not idempotent on %q: %q then %q", c.in, URL(c.in), again)
+		}
+	}
+}
+
+// Text finds URLs anywhere: the quoted form of *url.Error, bare URLs,
+// and user information before a host outside a URL.
+func TestText(t *testing.T) {
+	ue := &url.Error{Op: "Get", URL: "http://TOKEN@127.0.0.1:9/metrics?token=QT&x=\"q\\\" s", Err: errors.New("dial tcp 127.0.0.1:9: connect: connection refused")}
+	cases := []struct{ in, want string }{
+		{ue.Error(), `Get "http://127.0.0.1:9/metrics?token=<redacted>&x=<redacted>": dial tcp 127.0.0.1:9: connect: connection refused`},
+		{`timeout after 1s: Get "http://u:p@h/m?sig=S": context deadline exceeded`, `timeout after 1s: Get "http://h/m?sig=<redacted>": context deadline exceeded`},
+		{"redirect to http://h2:8/x?token=T (another origin)", "redirect to http://h2:8/x?token=<redacted> (another origin)"},
+		{"proxy user:secret@10.0.0.1:3128 refused", "proxy 10.0.0.1:3128 refused"},
+		{"bad url 'ftp://a:b@h/x?pass=P'", "bad url 'ftp://h/x?pass=<redacted>'"},
+		{"no url here: HTTP 404 Not Found", "no url here: HTTP 404 Not Found"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		got := Text(c.in)
+		if got != c.want {
+			t.Errorf("Text(%q)\n = %q\nwant %q", c.in, got, c.want)
+		}
+		if again := Text(got); again != got {
+			t.Errorf("Text not idempotent: %q then %q", got, again)
+		}
+		for _, secret := range []string{"TOKEN", "QT", "secret", ":p@", "=S", "=T", "a:b", "=P"} {
+			if strings.Contains(got, secret) {
+				t.Errorf("Text(%q) = %q keeps %q", c.in, got, secret)
+			}
+		}
+	}
+}
+
+// Only headers known to be harmless keep their values; every other one,
+// an unknown one included, becomes a digest that equal values share.
+func TestHeaders(t *testing.T) {
+	in := map[string]string{
+		"Accept": "text/plain", "user-agent": "bench/1", "Content-Type": "text/plain",
+		"Authorization": "Bearer AUTHV", "X-Api-Key": "APIKEYV", "X-Credential": "CREDV",
+		"X-Signature": "SIGV", "X-Session-Id": "SESSV", "X-Pass": "PASSV", "X-Bench": "run-7", "X-Same": "APIKEYV",
+	}
+	out := Headers(in)
+	for k, v := range in {
+		got := out[k]
+		switch k {
+		case "Accept", "user-agent", "Content-Type":
+			if got != v {
+				t.Errorf("%s: %q, want it kept", k, got)
+			}
+		default:
+			if got == v || strings.Contains(got, v) || !strings.HasPrefix(got, "<redacted sha256:") {
+				t.Errorf("%s: %q, want a digest", k, got)
+			}
+		}
+	}
+	if out["X-Api-Key"] != out["X-Same"] || out["X-Api-Key"] == out["X-Credential"] {
+		t.Errorf("digests do not compare values: %v", out)
+	}
+	if again := Headers(out); again["X-Api-Key"] != out["X-Api-Key"] {
+		t.Errorf("Headers not idempotent: %q then %q", out["X-Api-Key"], again["X-Api-Key"])
+	}
+	if in["X-Api-Key"] != "APIKEYV" {
+		t.Error("Headers changed its argument")
+	}
+	if Headers(nil) != nil {
+		t.Error("Headers(nil) is not nil")
+	}
+}
+
+func BenchmarkText(b *testing.B) {
+	msg := `timeout after 2s: Get "http://TOKEN@127.0.0.1:8000/metrics?token=abc": context deadline exceeded`
+	b.ReportAllocs()
+	for b.Loop() {
+		Text(msg)
+	}
+}
