@@ -47,7 +47,8 @@ func TestParseConfigDefaultsAndOverrides(t *testing.T) {
 }
 
 // The effective config written to the manifest holds no secret: no URL
-// credentials, no credential-like header or query value, no token.
+// credentials, no query value, no header value outside the allow-list, no
+// token. Keys and the token's variable name stay.
 func TestRedactedHoldsNoSecret(t *testing.T) {
 	t.Setenv("LLMREC_TEST_TOKEN", "tok-value-123")
 	c, err := ParseConfig([]byte(goodConfig), "bench.toml")
@@ -56,12 +57,12 @@ func TestRedactedHoldsNoSecret(t *testing.T) {
 	}
 	b, _ := json.Marshal(c.Redacted())
 	s := string(b)
-	for _, secret := range []string{"pw", "s3cret", "hunter2", "tok-value-123"} {
+	for _, secret := range []string{"pw", "s3cret", "hunter2", "tok-value-123", "run-7", "x=1"} {
 		if strings.Contains(s, secret) {
 			t.Errorf("redacted config holds %q: %s", secret, s)
 		}
 	}
-	for _, kept := range []string{"LLMREC_TEST_TOKEN", "run-7", "x=1"} {
+	for _, kept := range []string{"LLMREC_TEST_TOKEN", "X-Bench", `x=\u003credacted\u003e`, "api_key="} {
 		if !strings.Contains(s, kept) {
 			t.Errorf("redacted config lost %q: %s", kept, s)
 		}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/expo"
+	"github.com/llmrec/llmrec/record/redact"
 )
 
 // Options of one recording session.
@@ -96,7 +97,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		Host: host, Version: capture.Version, Config: cfg.Redacted(),
 	}
 	for _, t := range cfg.Targets {
-		mt := capture.ManifestTarget{Name: t.Name, URL: RedactURL(t.URL), Engine: t.Engine,
+		mt := capture.ManifestTarget{Name: t.Name, URL: redact.URL(t.URL), Engine: t.Engine,
 			IntervalNs: int64(t.Interval), TimeoutNs: int64(t.Timeout)}
 		for _, e := range t.Endpoints {
 			mt.Endpoints = append(mt.Endpoints, e.Path)
@@ -301,7 +302,7 @@ func (r *recorder) fire(ctx context.Context, ti int, t *Target, ep *endpointStat
 
 func (r *recorder) missed(ti int, t *Target, ep *endpointState, k int64, at time.Time, why string) {
 	row := capture.Scrape{RunID: r.runID, Target: t.Name, Engine: t.Engine, Endpoint: ep.name,
-		URL: RedactURL(ep.url), Seq: k, ScheduledNs: r.clock.Ns(at), Outcome: capture.OutcomeMissed, Error: &why}
+		URL: redact.URL(ep.url), Seq: k, ScheduledNs: r.clock.Ns(at), Outcome: capture.OutcomeMissed, Error: &why}
 	r.account(ti, &row)
 	r.rows <- row
 }
@@ -374,11 +375,11 @@ func engineInfo(ctx context.Context, client *http.Client, targets []Target) map[
 
 func fetchInfo(ctx context.Context, client *http.Client, t *Target, path string) capture.EngineInfo {
 	info := capture.EngineInfo{Path: path}
-	ctx, cancel := context.WithTimeout(ctx, t.Timeout.D())
+	ctx, cancel := context.WithTimeout(withRedirects(ctx, t.follows()), t.Timeout.D())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinPath(t.URL, path), nil)
 	if err != nil {
-		info.Error = err.Error()
+		info.Error = redact.Text(err.Error())
 		return info
 	}
 	for k, v := range t.Headers {
@@ -389,14 +390,18 @@ func fetchInfo(ctx context.Context, client *http.Client, t *Target, path string)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		info.Error = describe(err, t.Timeout.D()).Error()
+		info.Error = redact.Text(describe(err, t.Timeout.D()).Error())
 		return info
 	}
 	defer resp.Body.Close()
 	info.Status = resp.StatusCode
+	if isRedirect(resp) {
+		info.Error = redact.Text(redirectError(resp, t.follows()).Error())
+		return info
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		info.Error = err.Error()
+		info.Error = redact.Text(err.Error())
 		return info
 	}
 	if resp.StatusCode != http.StatusOK {

@@ -208,3 +208,40 @@ func Digest(v string) string {
 func isDigest(v string) bool {
 	return len(v) == len(digestPrefix)+9 && strings.HasPrefix(v, digestPrefix) && strings.HasSuffix(v, ">")
 }
+
+// Tree redacts a decoded JSON document (maps, slices, strings, as
+// encoding/json decodes into an any) as a configuration is written: the
+// values of a "headers" object through Header, every other string through
+// Text. It returns a new tree; v is not changed. A reader applies it to a
+// manifest written by a version that redacted less.
+func Tree(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if h, ok := e.(map[string]any); ok && strings.EqualFold(k, "headers") {
+				hs := make(map[string]any, len(h))
+				for name, hv := range h {
+					if s, ok := hv.(string); ok {
+						hs[name] = Header(name, s)
+					} else {
+						hs[name] = Tree(hv)
+					}
+				}
+				out[k] = hs
+				continue
+			}
+			out[k] = Tree(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Tree(e)
+		}
+		return out
+	case string:
+		return Text(x)
+	}
+	return v
+}

@@ -105,3 +105,26 @@ func BenchmarkText(b *testing.B) {
 		Text(msg)
 	}
 }
+
+// Tree redacts a decoded manifest config: URLs in any string, header
+// values by the allow-list, other values left alone.
+func TestTree(t *testing.T) {
+	in := map[string]any{
+		"interval": "1s",
+		"targets": []any{map[string]any{
+			"url":     "http://TOKEN@h/m?sig=SIGV",
+			"headers": map[string]any{"X-Pass": "PASSV", "Accept": "text/plain"},
+			"n":       float64(3),
+		}},
+	}
+	out := Tree(in).(map[string]any)
+	tg := out["targets"].([]any)[0].(map[string]any)
+	h := tg["headers"].(map[string]any)
+	if out["interval"] != "1s" || tg["url"] != "http://h/m?sig=<redacted>" || tg["n"] != float64(3) ||
+		h["Accept"] != "text/plain" || h["X-Pass"] != Digest("PASSV") {
+		t.Errorf("Tree: %v", out)
+	}
+	if in["targets"].([]any)[0].(map[string]any)["url"] != "http://TOKEN@h/m?sig=SIGV" {
+		t.Error("Tree changed its argument")
+	}
+}
