@@ -135,3 +135,27 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// follow_redirects is off by default, set globally and overridden per
+// target.
+func TestFollowRedirectsConfig(t *testing.T) {
+	c, err := ParseConfig([]byte(`follow_redirects = true
+[[target]]
+name = "a"
+url = "http://127.0.0.1:1/metrics"
+[[target]]
+name = "b"
+url = "http://127.0.0.1:2/metrics"
+follow_redirects = false
+`), "r.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Targets[0].follows() || c.Targets[1].follows() {
+		t.Errorf("follows: a %v, b %v; want true, false", c.Targets[0].follows(), c.Targets[1].follows())
+	}
+	d, err := ParseConfig([]byte("[[target]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/metrics\"\n"), "d.toml")
+	if err != nil || d.Targets[0].follows() {
+		t.Errorf("default: %v, follows %v", err, err == nil && d.Targets[0].follows())
+	}
+}
