@@ -277,7 +277,6 @@ func TestUsageErrorRedacted(t *testing.T) {
 	outputs{"error": err.Error()}.assertNoSecret(t)
 }
 
-
 // record -h documents --follow-redirects and what is redacted.
 func TestRecordHelpRedirectsAndRedaction(t *testing.T) {
 	_, stderr, _ := runCLI("record", "-h")
