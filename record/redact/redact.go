@@ -102,53 +102,85 @@ func scrub(raw string) string {
 	return prefix + rest + "#" + Mark
 }
 
-var (
-	// quotedURL is the start of a Go-quoted URL: `"http://`.
-	quotedURL = regexp.MustCompile(`"[A-Za-z][A-Za-z0-9+.-]*://`)
-	// bareURL is a URL up to the first space, quote or angle bracket
-	// other than those of Mark.
-	bareURL = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://(?:" + Mark + "|[^\\s\"'`<>\\\\])*")
-	// userHost is user information before a host and optional port,
-	// outside a URL: `user:pass@host:8080`, `TOKEN@127.0.0.1`.
-	userHost = regexp.MustCompile(`[^\s"'` + "`" + `<>/@()\[\]{},;=]+@(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*)(:[0-9]+)?`)
-)
+// userHost is user information before a host and optional port, outside
+// a URL: `user:pass@host:8080`, `TOKEN@127.0.0.1`.
+var userHost = regexp.MustCompile(`[^\s"'` + "`" + `<>/@()\[\]{},;=]+@(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*)(:[0-9]+)?`)
 
 // Text redacts every URL and every user@host in s: the messages Go's
 // HTTP client makes (`Get "http://u:p@h/metrics?token=x": dial tcp ...`),
 // quoted or bare.
 func Text(s string) string {
-	if !strings.Contains(s, "@") && !strings.Contains(s, "://") {
+	if strings.Contains(s, "://") {
+		s = urls(s)
+	}
+	if !strings.Contains(s, "@") {
 		return s
 	}
-	s = quoted(s)
-	s = bareURL.ReplaceAllStringFunc(s, URL)
 	return userHost.ReplaceAllStringFunc(s, func(m string) string {
 		return m[strings.LastIndexByte(m, '@')+1:]
 	})
 }
 
-// quoted redacts Go-quoted URLs as wholes: a quote or a backslash escape
-// inside one would stop a bare match half-way through its query.
-func quoted(s string) string {
+// urls redacts each scheme://... in s. A Go-quoted one ("http://...",
+// as *url.Error prints it) is redacted whole, escapes included; a bare
+// one runs to the first space, quote, backslash or angle bracket other
+// than those of Mark.
+func urls(s string) string {
 	var b strings.Builder
-	for {
-		loc := quotedURL.FindStringIndex(s)
-		if loc == nil {
-			b.WriteString(s)
-			return b.String()
+	done := 0 // s[:done] is in b
+	for from := 0; ; {
+		i := strings.Index(s[from:], "://")
+		if i < 0 {
+			break
 		}
-		q, err := strconv.QuotedPrefix(s[loc[0]:])
-		if err != nil {
-			// Not a whole quoted string: the bare pass will see it.
-			b.WriteString(s[:loc[1]])
-			s = s[loc[1]:]
-			continue
+		i += from
+		from = i + 3
+		start := i
+		for start > done && isSchemeByte(s[start-1]) {
+			start--
 		}
-		u, _ := strconv.Unquote(q)
-		b.WriteString(s[:loc[0]])
-		b.WriteString(strconv.Quote(URL(u)))
-		s = s[loc[0]+len(q):]
+		for start < i && !isLetter(s[start]) {
+			start++
+		}
+		if start == i {
+			continue // no scheme
+		}
+		if start > done && s[start-1] == '"' {
+			if q, err := strconv.QuotedPrefix(s[start-1:]); err == nil {
+				u, _ := strconv.Unquote(q)
+				b.WriteString(s[done : start-1])
+				b.WriteString(strconv.Quote(URL(u)))
+				done = start - 1 + len(q)
+				from = done
+				continue
+			}
+		}
+		end := from
+		for end < len(s) {
+			if strings.HasPrefix(s[end:], Mark) {
+				end += len(Mark)
+				continue
+			}
+			if strings.IndexByte(" \t\r\n\"'`<>\\", s[end]) >= 0 {
+				break
+			}
+			end++
+		}
+		b.WriteString(s[done:start])
+		b.WriteString(URL(s[start:end]))
+		done, from = end, end
 	}
+	if done == 0 {
+		return s
+	}
+	b.WriteString(s[done:])
+	return b.String()
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+func isSchemeByte(c byte) bool {
+	return isLetter(c) || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
 }
 
 // harmless are headers that carry no credential: content negotiation,

@@ -44,6 +44,11 @@ func TestText(t *testing.T) {
 		{"proxy user:secret@10.0.0.1:3128 refused", "proxy 10.0.0.1:3128 refused"},
 		{"bad url 'ftp://a:b@h/x?pass=P'", "bad url 'ftp://h/x?pass=<redacted>'"},
 		{"no url here: HTTP 404 Not Found", "no url here: HTTP 404 Not Found"},
+		{"two: http://a/?token=T https://b/?sig=S\tend", "two: http://a/?token=<redacted> https://b/?sig=<redacted>\tend"},
+		{"glued: http://a/?token=T,https://b/?sig=S", "glued: http://a/?token=<redacted>"}, // the second is in the first's value
+		{`unterminated "http://h/?pass=P`, `unterminated "http://h/?pass=<redacted>`},
+		{"(url=http://TOKEN@h:1/m)", "(url=http://h:1/m)"},
+		{"://nothing ://", "://nothing ://"},
 		{"", ""},
 	}
 	for _, c := range cases {
