@@ -22,7 +22,6 @@ package redact
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -32,29 +31,51 @@ import (
 const Mark = "<redacted>"
 
 // URL returns raw without user information, query values or fragment.
+// It works on the text as written, without parsing or normalising it
+// (url.Parse lowercases a scheme, escapes a path, and refuses some URLs
+// Go's client prints), so that redacting twice changes nothing.
 func URL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Opaque != "" {
-		return scrub(raw)
+	rest := raw
+	prefix := ""
+	if i := strings.Index(rest, "://"); i >= 0 {
+		prefix, rest = rest[:i+3], rest[i+3:]
+	} else if strings.HasPrefix(rest, "//") {
+		prefix, rest = "//", rest[2:]
 	}
-	var b strings.Builder
-	if u.Scheme != "" {
-		b.WriteString(u.Scheme)
-		b.WriteString(":")
+	tail := ""
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest, tail = rest[:i], rest[i:]
 	}
-	if u.Scheme != "" || u.Host != "" {
-		b.WriteString("//")
+	if prefix != "" {
+		// User information ends at the authority's last '@'.
+		authEnd := len(rest)
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			authEnd = i
+		}
+		if i := strings.LastIndexByte(rest[:authEnd], '@'); i >= 0 {
+			rest = rest[i+1:]
+		}
 	}
-	b.WriteString(u.Host)
-	b.WriteString(u.EscapedPath())
-	if u.ForceQuery || u.RawQuery != "" {
-		b.WriteString("?")
-		b.WriteString(query(u.RawQuery))
+	out := prefix + rest
+	if tail == "" {
+		return out
 	}
-	if u.Fragment != "" || u.RawFragment != "" {
-		b.WriteString("#" + Mark)
+	frag := ""
+	if tail[0] == '?' {
+		q, f, hasFrag := strings.Cut(tail[1:], "#")
+		out += "?" + query(q)
+		if hasFrag {
+			frag = "#" + f
+		}
+	} else {
+		frag = tail
 	}
-	return b.String()
+	if len(frag) > 1 {
+		out += "#" + Mark
+	} else {
+		out += frag
+	}
+	return out
 }
 
 // query replaces every value of a raw query, keeping keys and order.
@@ -69,50 +90,30 @@ func query(raw string) string {
 	return strings.Join(parts, "&")
 }
 
-// scrub is URL for what url.Parse refuses: user information and
-// everything after '?' or '#' go.
-func scrub(raw string) string {
-	rest := raw
-	prefix := ""
-	if i := strings.Index(rest, "://"); i >= 0 {
-		prefix, rest = rest[:i+3], rest[i+3:]
-	}
-	tail := ""
-	if i := strings.IndexAny(rest, "?#"); i >= 0 {
-		rest, tail = rest[:i], rest[i:]
-	}
-	authEnd := len(rest)
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		authEnd = i
-	}
-	if i := strings.LastIndexByte(rest[:authEnd], '@'); i >= 0 {
-		rest = rest[i+1:]
-	}
-	if tail == "" {
-		return prefix + rest
-	}
-	if tail[0] == '?' {
-		q, frag, hasFrag := strings.Cut(tail[1:], "#")
-		out := prefix + rest + "?" + query(q)
-		if hasFrag && frag != "" {
-			out += "#" + Mark
-		}
-		return out
-	}
-	return prefix + rest + "#" + Mark
-}
-
-// userHost is user information before a host and optional port, outside
-// a URL: `user:pass@host:8080`, `TOKEN@127.0.0.1`.
-var userHost = regexp.MustCompile(`[^\s"'` + "`" + `<>/@()\[\]{},;=]+@(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*)(:[0-9]+)?`)
+var userHost = regexp.MustCompile(`[^\s"'` + "`" + `<>\\/()\[\]{},;=]+@(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*)(:[0-9]+)?`)
 
 // Text redacts every URL and every user@host in s: the messages Go's
 // HTTP client makes (`Get "http://u:p@h/metrics?token=x": dial tcp ...`),
 // quoted or bare.
 func Text(s string) string {
-	if strings.Contains(s, "://") {
-		s = urls(s)
+	// A pass can make new structure out of odd text (removing user@ can
+	// turn `\0@000` into the escape `\000` of a quoted URL), so passes run
+	// until one changes nothing: redacting twice is redacting once.
+	for range 8 {
+		if !strings.Contains(s, "://") && !strings.Contains(s, "@") {
+			return s
+		}
+		t := urls(s)
+		if t == s {
+			return s
+		}
+		s = t
 	}
+	return s
+}
+
+// hosts drops user information before a host in text outside URLs.
+func hosts(s string) string {
 	if !strings.Contains(s, "@") {
 		return s
 	}
@@ -121,10 +122,10 @@ func Text(s string) string {
 	})
 }
 
-// urls redacts each scheme://... in s. A Go-quoted one ("http://...",
-// as *url.Error prints it) is redacted whole, escapes included; a bare
-// one runs to the first space, quote, backslash or angle bracket other
-// than those of Mark.
+// urls redacts each scheme://... in s, and user@host in the text between
+// them. A Go-quoted URL ("http://...", as *url.Error prints it) is
+// redacted whole, escapes included; a bare one runs to the first space,
+// quote, backslash or angle bracket other than those of Mark.
 func urls(s string) string {
 	var b strings.Builder
 	done := 0 // s[:done] is in b
@@ -148,7 +149,7 @@ func urls(s string) string {
 		if start > done && s[start-1] == '"' {
 			if q, err := strconv.QuotedPrefix(s[start-1:]); err == nil {
 				u, _ := strconv.Unquote(q)
-				b.WriteString(s[done : start-1])
+				b.WriteString(hosts(s[done : start-1]))
 				b.WriteString(strconv.Quote(URL(u)))
 				done = start - 1 + len(q)
 				from = done
@@ -166,14 +167,11 @@ func urls(s string) string {
 			}
 			end++
 		}
-		b.WriteString(s[done:start])
+		b.WriteString(hosts(s[done:start]))
 		b.WriteString(URL(s[start:end]))
 		done, from = end, end
 	}
-	if done == 0 {
-		return s
-	}
-	b.WriteString(s[done:])
+	b.WriteString(hosts(s[done:]))
 	return b.String()
 }
 

@@ -21,7 +21,9 @@ func TestURL(t *testing.T) {
 		{"http://[::1]:8/m?k=v", "http://[::1]:8/m?k=<redacted>"},
 		{"/relative?token=abc", "/relative?token=<redacted>"},
 		{"http://us%zzer@h/m?token=abc", "http://h/m?token=<redacted>"}, // url.Parse refuses it
-		{"http://h/a b?token=abc", "http://h/a%20b?token=<redacted>"},
+		{"http://h/a b?token=abc", "http://h/a b?token=<redacted>"},     // kept as written
+		{"HTTP://a@b@H/p#", "HTTP://H/p#"},
+		{"//TOKEN@h/x?k=v", "//h/x?k=<redacted>"},
 	}
 	for _, c := range cases {
 		if got := URL(c.in); got != c.want {
@@ -132,4 +134,23 @@ func TestTree(t *testing.T) {
 	if in["targets"].([]any)[0].(map[string]any)["url"] != "http://TOKEN@h/m?sig=SIGV" {
 		t.Error("Tree changed its argument")
 	}
+}
+
+// Text and URL never panic and are idempotent on any input.
+func FuzzText(f *testing.F) {
+	for _, s := range []string{
+		`Get "http://u:p@h/m?token=x": dial tcp 1.2.3.4:5: refused`,
+		"http://TOKEN@h/?a=b#c", "x user:pass@host:1 y", `"http://\"a?b=c`, "a://b@c/d?e=f&g",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		once := Text(s)
+		if twice := Text(once); twice != once {
+			t.Errorf("Text(%q) = %q, then %q", s, once, twice)
+		}
+		if u := URL(s); URL(u) != u {
+			t.Errorf("URL(%q) = %q, then %q", s, u, URL(u))
+		}
+	})
 }
