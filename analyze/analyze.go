@@ -14,6 +14,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/redact"
 )
 
 // Options configure [Analyze].
@@ -155,12 +156,15 @@ func inputOf(r *capture.Run) (Input, []file) {
 	for _, m := range r.Manifests {
 		starts[m.RunID] = m.StartNs
 		in.Sessions = append(in.Sessions, m.RunID)
-		targets := m.Targets
-		if targets == nil {
-			targets = []capture.ManifestTarget{}
+		// A manifest written by an older version may hold what this one
+		// redacts; what the analysis passes on is redacted again.
+		targets := make([]capture.ManifestTarget, len(m.Targets))
+		for i, t := range m.Targets {
+			t.URL = redact.URL(t.URL)
+			targets[i] = t
 		}
 		in.Recordings = append(in.Recordings, Recording{RunID: m.RunID, Start: m.Start, End: m.End, Version: m.Version,
-			Targets: targets, Config: m.Config})
+			Targets: targets, Config: redact.Tree(m.Config)})
 	}
 	var out []file
 	add := func(path string, live bool) {

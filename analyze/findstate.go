@@ -15,6 +15,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/expo"
+	"github.com/llmrec/llmrec/record/redact"
 )
 
 // targetMeta is what the manifests say about a target.
@@ -228,6 +229,7 @@ type findingsState struct {
 	efac    []float64
 	infos   map[string][]int32 // info series → its sets in this poll
 	fams    map[string]bool    // the families seen
+	errText map[int32]string   // error text by string id, redacted
 	// counts is Target.Cells by canonical position, until the run ends.
 	counts []findings.CellCount
 }
@@ -289,9 +291,24 @@ func (fs *findingsState) row(tab *strtab, w *row) {
 	r := findings.Row{Run: tab.s[w.run], Seq: w.seq, Outcome: tab.s[w.outcome], Scheduled: sec(w.scheduled),
 		Start: sec(w.start), FirstByte: sec(w.firstByte), End: sec(w.end)}
 	if w.err >= 0 {
-		r.Error = tab.s[w.err]
+		r.Error = fs.errorText(tab, w.err)
 	}
 	fs.t.Rows = grow(fs.t.Rows, r)
+}
+
+// errorText is the error column's text as the analysis may show it: a
+// recording made before the recorder redacted its errors can hold a URL
+// with its credentials. Each distinct text is redacted once.
+func (fs *findingsState) errorText(tab *strtab, id int32) string {
+	if s, ok := fs.errText[id]; ok {
+		return s
+	}
+	if fs.errText == nil {
+		fs.errText = map[int32]string{}
+	}
+	s := redact.Text(tab.s[id])
+	fs.errText[id] = s
+	return s
 }
 
 func sec(ns int64) float64 { return float64(ns) / 1e9 }

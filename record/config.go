@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/redact"
 )
 
 // Defaults of a recording.
@@ -28,8 +29,11 @@ type Config struct {
 	MaxBody  int64    `toml:"max_body_bytes" json:"max_body_bytes"`
 	// CompactEvery merges this many closed segments into one file (default
 	// 10: ten-minute files at the default rotate); 1 keeps every segment.
-	CompactEvery int      `toml:"compact_every" json:"compact_every"`
-	Targets      []Target `toml:"target" json:"targets"`
+	CompactEvery int `toml:"compact_every" json:"compact_every"`
+	// FollowRedirects follows a redirect to the same scheme, host and port
+	// (never elsewhere); by default a redirect is a row, not followed.
+	FollowRedirects bool     `toml:"follow_redirects" json:"follow_redirects"`
+	Targets         []Target `toml:"target" json:"targets"`
 }
 
 // Target is one engine to scrape.
@@ -39,14 +43,21 @@ type Target struct {
 	Engine   string   `toml:"engine" json:"engine,omitempty"` // a hint for analysis: vllm, llamacpp, sglang, tgi, trtllm, ...
 	Interval Duration `toml:"interval" json:"interval"`
 	Timeout  Duration `toml:"timeout" json:"timeout"`
-	// Headers are sent with every request. Values of headers whose name
-	// suggests a credential are redacted in the manifest.
+	// Headers are sent with every request. In the manifest only the values
+	// of headers known to be harmless (redact.Harmless) are kept; the
+	// others are digests.
 	Headers map[string]string `toml:"headers" json:"headers,omitempty"`
 	// BearerTokenEnv names the environment variable holding a bearer token.
 	// Only the name is ever written anywhere.
 	BearerTokenEnv string     `toml:"bearer_token_env" json:"bearer_token_env,omitempty"`
 	Endpoints      []Endpoint `toml:"endpoint" json:"endpoints,omitempty"`
+	// FollowRedirects overrides the config's follow_redirects; nil before
+	// Validate means "as the config says".
+	FollowRedirects *bool `toml:"follow_redirects" json:"follow_redirects,omitempty"`
 }
+
+// follows reports whether the target's scrapes follow same-origin redirects.
+func (t *Target) follows() bool { return t.FollowRedirects != nil && *t.FollowRedirects }
 
 // Endpoint is an extra path captured beside /metrics, e.g. llama.cpp /slots.
 type Endpoint struct {
@@ -163,7 +174,7 @@ func (c *Config) Validate() error {
 		seen[t.Name] = true
 		u, err := url.Parse(t.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%s: url %q is not an http(s) URL", where, t.URL)
+			return fmt.Errorf("%s: url %q is not an http(s) URL", where, redact.URL(t.URL))
 		}
 		if t.Interval < 0 || t.Timeout < 0 {
 			return fmt.Errorf("%s: interval and timeout must not be negative", where)
@@ -182,6 +193,10 @@ func (c *Config) Validate() error {
 		}
 		if time.Duration(t.Timeout) > capture.MaxTimeout {
 			return fmt.Errorf("%s: timeout %s is over %s", where, t.Timeout.D(), capture.MaxTimeout)
+		}
+		if t.FollowRedirects == nil {
+			follow := c.FollowRedirects
+			t.FollowRedirects = &follow
 		}
 		if t.BearerTokenEnv != "" {
 			if _, ok := os.LookupEnv(t.BearerTokenEnv); !ok {
@@ -204,53 +219,21 @@ func (c *Config) Validate() error {
 func ParseTargetFlag(s string) (Target, error) {
 	name, u, ok := strings.Cut(s, "=")
 	if !ok || name == "" || u == "" {
-		return Target{}, fmt.Errorf("--target %q: want NAME=URL, e.g. vllm=http://127.0.0.1:8000/metrics", s)
+		return Target{}, fmt.Errorf("--target %q: want NAME=URL, e.g. vllm=http://127.0.0.1:8000/metrics", redact.Text(s))
 	}
 	return Target{Name: name, URL: u}, nil
 }
 
-var secretHeader = regexp.MustCompile(`(?i)auth|token|key|secret|cookie|password`)
-
-// Redacted returns the configuration as it may be written down: URL
-// credentials removed and credential-like header values replaced.
+// Redacted returns the configuration as it may be written down: URLs
+// through redact.URL (no user information, no query value) and headers
+// through redact.Headers (an allow-list; other values become digests).
 func (c Config) Redacted() Config {
 	out := c
 	out.Targets = make([]Target, len(c.Targets))
 	for i, t := range c.Targets {
-		t.URL = RedactURL(t.URL)
-		if len(t.Headers) > 0 {
-			h := make(map[string]string, len(t.Headers))
-			for k, v := range t.Headers {
-				if secretHeader.MatchString(k) {
-					v = "<redacted>"
-				}
-				h[k] = v
-			}
-			t.Headers = h
-		}
+		t.URL = redact.URL(t.URL)
+		t.Headers = redact.Headers(t.Headers)
 		out.Targets[i] = t
 	}
 	return out
-}
-
-// RedactURL removes user information and credential-like query values.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparseable url>"
-	}
-	u.User = nil
-	if q := u.Query(); len(q) > 0 {
-		changed := false
-		for k := range q {
-			if secretHeader.MatchString(k) {
-				q.Set(k, "redacted")
-				changed = true
-			}
-		}
-		if changed {
-			u.RawQuery = q.Encode()
-		}
-	}
-	return u.String()
 }

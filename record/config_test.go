@@ -48,7 +48,8 @@ func TestParseConfigDefaultsAndOverrides(t *testing.T) {
 }
 
 // The effective config written to the manifest holds no secret: no URL
-// credentials, no credential-like header or query value, no token.
+// credentials, no query value, no header value outside the allow-list, no
+// token. Keys and the token's variable name stay.
 func TestRedactedHoldsNoSecret(t *testing.T) {
 	t.Setenv("LLMREC_TEST_TOKEN", "tok-value-123")
 	c, err := ParseConfig([]byte(goodConfig), "bench.toml")
@@ -57,12 +58,12 @@ func TestRedactedHoldsNoSecret(t *testing.T) {
 	}
 	b, _ := json.Marshal(c.Redacted())
 	s := string(b)
-	for _, secret := range []string{"pw", "s3cret", "hunter2", "tok-value-123"} {
+	for _, secret := range []string{"pw", "s3cret", "hunter2", "tok-value-123", "run-7", "x=1"} {
 		if strings.Contains(s, secret) {
 			t.Errorf("redacted config holds %q: %s", secret, s)
 		}
 	}
-	for _, kept := range []string{"LLMREC_TEST_TOKEN", "run-7", "x=1"} {
+	for _, kept := range []string{"LLMREC_TEST_TOKEN", "X-Bench", `x=\u003credacted\u003e`, "api_key="} {
 		if !strings.Contains(s, kept) {
 			t.Errorf("redacted config lost %q: %s", kept, s)
 		}
@@ -163,5 +164,29 @@ func TestScrapeRateLimit(t *testing.T) {
 	}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "6 targets ask for 1200 scrapes per second") {
 		t.Fatalf("6 targets of 2 endpoints at 10 ms: %v", err)
+	}
+}
+
+// follow_redirects is off by default, set globally and overridden per
+// target.
+func TestFollowRedirectsConfig(t *testing.T) {
+	c, err := ParseConfig([]byte(`follow_redirects = true
+[[target]]
+name = "a"
+url = "http://127.0.0.1:1/metrics"
+[[target]]
+name = "b"
+url = "http://127.0.0.1:2/metrics"
+follow_redirects = false
+`), "r.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Targets[0].follows() || c.Targets[1].follows() {
+		t.Errorf("follows: a %v, b %v; want true, false", c.Targets[0].follows(), c.Targets[1].follows())
+	}
+	d, err := ParseConfig([]byte("[[target]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/metrics\"\n"), "d.toml")
+	if err != nil || d.Targets[0].follows() {
+		t.Errorf("default: %v, follows %v", err, err == nil && d.Targets[0].follows())
 	}
 }

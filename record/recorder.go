@@ -45,6 +45,7 @@ import (
 
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/expo"
+	"github.com/llmrec/llmrec/record/redact"
 )
 
 // Options of one recording session.
@@ -137,7 +138,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	}
 	phases := Phases(cfg.Targets)
 	for i, t := range cfg.Targets {
-		mt := capture.ManifestTarget{Name: t.Name, URL: RedactURL(t.URL), Engine: t.Engine,
+		mt := capture.ManifestTarget{Name: t.Name, URL: redact.URL(t.URL), Engine: t.Engine,
 			IntervalNs: int64(t.Interval), TimeoutNs: int64(t.Timeout), PhaseNs: int64(phases[i])}
 		for _, e := range t.Endpoints {
 			mt.Endpoints = append(mt.Endpoints, e.Path)
@@ -434,7 +435,7 @@ func (r *recorder) put(row capture.Scrape) {
 // a goroutine.
 func (r *recorder) missed(ti int, t *Target, ep *endpointState, k int64, at time.Time, why string) {
 	row := capture.Scrape{RunID: r.runID, Target: t.Name, Engine: t.Engine, Endpoint: ep.name,
-		URL: RedactURL(ep.url), Seq: k, ScheduledNs: r.clock.Ns(at), Outcome: capture.OutcomeMissed, Error: &why}
+		URL: redact.URL(ep.url), Seq: k, ScheduledNs: r.clock.Ns(at), Outcome: capture.OutcomeMissed, Error: &why}
 	r.account(ti, &row)
 	select {
 	case r.rows <- row:
@@ -578,11 +579,11 @@ func engineInfo(ctx context.Context, client *http.Client, targets []Target) map[
 
 func fetchInfo(ctx context.Context, client *http.Client, t *Target, path string) capture.EngineInfo {
 	info := capture.EngineInfo{Path: path}
-	ctx, cancel := context.WithTimeout(ctx, t.Timeout.D())
+	ctx, cancel := context.WithTimeout(withRedirects(ctx, t.follows()), t.Timeout.D())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinPath(t.URL, path), nil)
 	if err != nil {
-		info.Error = err.Error()
+		info.Error = redact.Text(err.Error())
 		return info
 	}
 	for k, v := range t.Headers {
@@ -593,14 +594,18 @@ func fetchInfo(ctx context.Context, client *http.Client, t *Target, path string)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		info.Error = describe(err, t.Timeout.D()).Error()
+		info.Error = redact.Text(describe(err, t.Timeout.D()).Error())
 		return info
 	}
 	defer resp.Body.Close()
 	info.Status = resp.StatusCode
+	if isRedirect(resp) {
+		info.Error = redact.Text(redirectError(resp, t.follows()).Error())
+		return info
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		info.Error = err.Error()
+		info.Error = redact.Text(err.Error())
 		return info
 	}
 	if resp.StatusCode != http.StatusOK {

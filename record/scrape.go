@@ -9,12 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/expo"
+	"github.com/llmrec/llmrec/record/redact"
 )
 
 // AcceptHeader asks for the classic text format: the OpenMetrics decoders
@@ -53,15 +55,73 @@ func newClient() *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: 0,
 	}
-	return &http.Client{
-		Transport: tr,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 5 {
-				return errors.New("more than 5 redirects")
-			}
-			return nil
-		},
+	return &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+}
+
+// maxRedirects bounds a chain of followed redirects.
+const maxRedirects = 5
+
+type followKey struct{}
+
+// withRedirects sets the redirect policy of the requests made with ctx:
+// follow same-origin redirects or none.
+func withRedirects(ctx context.Context, follow bool) context.Context {
+	return context.WithValue(ctx, followKey{}, follow)
+}
+
+// checkRedirect is the client's redirect policy. A redirect is followed
+// only when the request's context asks for it (follow_redirects) and it
+// stays on the first request's scheme, host and port, so credentials
+// (Authorization, configured headers, the URL's own) never reach another
+// origin; the Referer Go would set from the previous URL is removed.
+// Otherwise the redirect itself is the response (a row with its status).
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	follow, _ := req.Context().Value(followKey{}).(bool)
+	if !follow || len(via) >= maxRedirects || !sameOrigin(req.URL, via[0].URL) {
+		return http.ErrUseLastResponse
 	}
+	req.Header.Del("Referer")
+	return nil
+}
+
+// sameOrigin compares scheme, host name and port (the scheme's default
+// when absent). localhost and 127.0.0.1 are different hosts.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
+}
+
+// isRedirect is a 3xx answer that names where to go.
+func isRedirect(resp *http.Response) bool {
+	return resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != ""
+}
+
+// redirectError says why a redirect answer ends a request: the policy
+// said no, it leaves the origin, or the chain is too long. The location
+// is redacted.
+func redirectError(resp *http.Response, follow bool) error {
+	loc := resp.Header.Get("Location")
+	why := "follow_redirects is off"
+	if u, err := resp.Location(); err == nil {
+		loc = u.String()
+		switch {
+		case !follow:
+		case !sameOrigin(u, resp.Request.URL):
+			why = "another origin (only the same scheme, host and port are followed)"
+		default:
+			why = fmt.Sprintf("more than %d redirects", maxRedirects)
+		}
+	}
+	return fmt.Errorf("HTTP %s: redirect to %q not followed: %s", resp.Status, redact.URL(loc), why)
 }
 
 // request is one scrape to make.
@@ -96,11 +156,11 @@ func scrape(ctx context.Context, client *http.Client, clock Clock, q request) ca
 	t := q.target
 	row := capture.Scrape{
 		RunID: q.runID, Target: t.Name, Engine: t.Engine, Endpoint: q.endpoint,
-		URL: RedactURL(q.url), Seq: q.seq, ScheduledNs: clock.Ns(q.scheduled),
+		URL: redact.URL(q.url), Seq: q.seq, ScheduledNs: clock.Ns(q.scheduled),
 	}
 	fail := func(outcome string, err error) capture.Scrape {
 		row.Outcome = outcome
-		msg := err.Error()
+		msg := redact.Text(err.Error())
 		row.Error = &msg
 		if row.EndNs == 0 {
 			row.EndNs = clock.Ns(time.Now())
@@ -108,7 +168,7 @@ func scrape(ctx context.Context, client *http.Client, clock Clock, q request) ca
 		return row
 	}
 	timeout := t.Timeout.D()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(withRedirects(ctx, t.follows()), timeout)
 	defer cancel()
 	var firstByte time.Time
 	trace := &httptrace.ClientTrace{GotFirstResponseByte: func() { firstByte = time.Now() }}
@@ -141,6 +201,12 @@ func scrape(ctx context.Context, client *http.Client, clock Clock, q request) ca
 	row.Status = &status
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		row.ContentType = &ct
+	}
+	// A redirect's body is not stored: it is a page pointing at the
+	// location, which may echo the request's credentials.
+	if isRedirect(resp) {
+		row.EndNs = clock.Ns(time.Now())
+		return fail(capture.OutcomeHTTPError, redirectError(resp, t.follows()))
 	}
 	wire := &countingReader{r: resp.Body}
 	var body io.Reader = wire
@@ -189,8 +255,15 @@ func scrape(ctx context.Context, client *http.Client, clock Clock, q request) ca
 	return row
 }
 
-// describe turns transport errors into messages a user can act on.
+// describe turns transport errors into messages a user can act on. The
+// URL Go's client puts in its errors is redacted (it strips a password,
+// not a token alone as user information, nor the query).
 func describe(err error, timeout time.Duration) error {
+	if ue, ok := err.(*url.Error); ok {
+		c := *ue
+		c.URL = redact.URL(ue.URL)
+		err = &c
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("timeout after %s: %w", timeout, err)
 	}

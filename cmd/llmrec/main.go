@@ -26,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/redact"
 )
 
 type command struct {
@@ -82,8 +83,19 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 		usage(stderr)
 		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
-	return c.run(ctx, stdout, stderr, args[1:])
+	if err := c.run(ctx, stdout, stderr, args[1:]); err != nil {
+		return redactedError{err}
+	}
+	return nil
 }
+
+// redactedError is an error as it may be printed: URLs and user
+// information in its text redacted (a config error may quote a URL with
+// its token); errors.Is and As still see the original.
+type redactedError struct{ err error }
+
+func (e redactedError) Error() string { return redact.Text(e.err.Error()) }
+func (e redactedError) Unwrap() error { return e.err }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

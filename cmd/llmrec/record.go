@@ -30,6 +30,18 @@ most 1000 scrapes per second over all targets; a config asking for more is
 refused. A SIGKILL loses no completed scrape: the open segment's journal is
 recovered by the next record into DIR and by every read of it.
 
+Redirects are not followed: a 3xx answer is a row (outcome http_error) with
+its status and location. --follow-redirects (follow_redirects = true, in the
+file or per target) follows them only to the same scheme, host and port, so
+credentials never reach another origin; no Referer is sent.
+
+Nothing secret is written or printed: URLs lose their user information and
+every query value (keys stay), in every column, error text and line of
+output; header values are kept only for Accept, Accept-Charset,
+Accept-Encoding, Accept-Language, Cache-Control, Connection, Content-Type,
+Host, Pragma and User-Agent, and are otherwise written as a digest
+("<redacted sha256:...>": equal values give equal digests).
+
 Examples:
   # two engines at the default 2 s cadence for ten minutes
   llmrec record --out runs/bench1 --duration 10m \
@@ -45,6 +57,7 @@ Config file (TOML):
   rotate = "60s"             # segment length
   compact_every = 10         # merge this many closed segments into one file (1: never)
   max_body_bytes = 67108864  # bodies above this (after gzip) are refused
+  follow_redirects = false   # follow same-origin redirects (also per target)
   [[target]]
   name = "vllm"
   url = "http://127.0.0.1:8000/metrics"
@@ -68,6 +81,7 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	timeout := fs.Duration("timeout", 0, "per-scrape timeout (default: the interval)")
 	duration := fs.Duration("duration", 0, "stop after this long (default: until SIGINT/SIGTERM)")
 	rotate := fs.Duration("rotate", 0, "close a Parquet segment this often (default 60s)")
+	follow := fs.Bool("follow-redirects", false, "follow redirects to the same scheme, host and port (default: a redirect is a row)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -99,6 +113,12 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		cfg.Timeout = record.Duration(*timeout)
 		for i := range cfg.Targets {
 			cfg.Targets[i].Timeout = 0
+		}
+	}
+	if set["follow-redirects"] {
+		cfg.FollowRedirects = *follow
+		for i := range cfg.Targets {
+			cfg.Targets[i].FollowRedirects = nil
 		}
 	}
 	if set["rotate"] {

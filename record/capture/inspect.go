@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/llmrec/llmrec/record/redact"
 )
 
 // Report summarises a run folder: what `llmrec inspect` prints.
@@ -101,8 +103,10 @@ func Inspect(r *Run) Report {
 		e.FirstSeq = min(e.FirstSeq, m.Seq)
 		e.LastSeq = max(e.LastSeq, m.Seq)
 		e.BodyBytes += int64(len(m.Body))
+		// Redacted again: a recording of an older version may hold a
+		// URL with its credentials in its errors.
 		if m.Error != nil && m.Outcome != OutcomeMissed {
-			errs[k][*m.Error]++
+			errs[k][redact.Text(*m.Error)]++
 		}
 		if m.ParseError != nil {
 			perrs[k][*m.ParseError]++

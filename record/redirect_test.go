@@ -1,0 +1,169 @@
+package record
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+// seen records the requests a loopback server received.
+type seen struct {
+	mu   sync.Mutex
+	reqs []http.Header
+}
+
+func (s *seen) add(r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = append(s.reqs, r.Header.Clone())
+}
+
+func (s *seen) all() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.reqs...)
+}
+
+// redirectSetup is a target that redirects /cross to another port,
+// /host to the same port under the name localhost, and /same to its own
+// /final; the other server and /final count what reached them.
+func redirectSetup(t *testing.T) (origin string, other, final *seen) {
+	other, final = &seen{}, &seen{}
+	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		other.add(r)
+		w.Write([]byte(exposition))
+	}))
+	t.Cleanup(o.Close)
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		port := srv.URL[strings.LastIndexByte(srv.URL, ':'):]
+		switch r.URL.Path {
+		case "/cross", "/version":
+			http.Redirect(w, r, o.URL+"/metrics?token=LOCSECRET", http.StatusFound)
+		case "/host":
+			http.Redirect(w, r, "http://localhost"+port+"/final?token=LOCSECRET", http.StatusTemporaryRedirect)
+		case "/same":
+			http.Redirect(w, r, "/final", http.StatusMovedPermanently)
+		case "/final":
+			final.add(r)
+			w.Write([]byte(exposition))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, other, final
+}
+
+func redirectScrape(t *testing.T, u string, follow bool) capture.Scrape {
+	t.Helper()
+	tg := target(u, time.Second)
+	tg.FollowRedirects = &follow
+	tg.Headers = map[string]string{"X-Api-Key": "KEYSECRET"}
+	t.Setenv("LLMREC_REDIRECT_TOKEN", "BEARERSECRET")
+	tg.BearerTokenEnv = "LLMREC_REDIRECT_TOKEN"
+	return scrape(context.Background(), newClient(), NewClock(), request{target: tg, endpoint: capture.EndpointMetrics,
+		url: u, scheduled: time.Now(), maxBody: 1 << 20, runID: "R"})
+}
+
+// By default no redirect is followed, not even to the same origin: the
+// row is an http_error with the status and the redacted location, and no
+// body.
+func TestRedirectNotFollowedByDefault(t *testing.T) {
+	origin, other, final := redirectSetup(t)
+	for _, path := range []string{"/cross", "/host", "/same"} {
+		s := redirectScrape(t, origin+path+"?token=URLSECRET", false)
+		if s.Outcome != capture.OutcomeHTTPError || s.Status == nil || *s.Status/100 != 3 || s.Error == nil ||
+			!strings.Contains(*s.Error, "not followed: follow_redirects is off") || len(s.Body) != 0 {
+			t.Errorf("%s: row %+v error %v", path, s, deref(s.Error))
+		}
+		if s.Error != nil && (strings.Contains(*s.Error, "LOCSECRET") || strings.Contains(s.URL, "URLSECRET")) {
+			t.Errorf("%s: a secret in the row: url %s, error %s", path, s.URL, *s.Error)
+		}
+	}
+	if n := len(other.all()) + len(final.all()); n != 0 {
+		t.Errorf("%d requests followed a redirect", n)
+	}
+}
+
+// With follow_redirects, a redirect to another port or another host name
+// (localhost for 127.0.0.1) is still not followed, so no credential
+// reaches it; one to the same origin is, without a Referer.
+func TestFollowRedirectsSameOriginOnly(t *testing.T) {
+	origin, other, final := redirectSetup(t)
+	for _, path := range []string{"/cross", "/host"} {
+		s := redirectScrape(t, origin+path, true)
+		if s.Outcome != capture.OutcomeHTTPError || s.Error == nil || !strings.Contains(*s.Error, "another origin") ||
+			strings.Contains(*s.Error, "LOCSECRET") || !strings.Contains(*s.Error, "token=<redacted>") {
+			t.Errorf("%s: row outcome %s error %v", path, s.Outcome, deref(s.Error))
+		}
+	}
+	if n := len(other.all()) + len(final.all()); n != 0 {
+		t.Fatalf("%d requests reached another origin", n)
+	}
+	s := redirectScrape(t, origin+"/same?token=URLSECRET", true)
+	if s.Outcome != capture.OutcomeOK || string(s.Body) != exposition {
+		t.Fatalf("same-origin redirect not followed: %s %v", s.Outcome, deref(s.Error))
+	}
+	got := final.all()
+	if len(got) != 1 || got[0].Get("Referer") != "" || got[0].Get("X-Api-Key") != "KEYSECRET" ||
+		got[0].Get("Authorization") != "Bearer BEARERSECRET" {
+		t.Errorf("the same origin got headers %v; want the credentials and no Referer", got)
+	}
+}
+
+// The engine-information fetch obeys the same policy.
+func TestEngineInfoRedirectNotFollowed(t *testing.T) {
+	origin, other, _ := redirectSetup(t)
+	for _, follow := range []bool{false, true} {
+		tg := *target(origin+"/metrics", time.Second)
+		tg.FollowRedirects = &follow
+		tg.Headers = map[string]string{"X-Api-Key": "KEYSECRET"}
+		info := fetchInfo(context.Background(), newClient(), &tg, "/version")
+		if info.Status != http.StatusFound || !strings.Contains(info.Error, "not followed") || strings.Contains(info.Error, "LOCSECRET") {
+			t.Errorf("follow %v: /version info %+v", follow, info)
+		}
+	}
+	if n := len(other.all()); n != 0 {
+		t.Errorf("%d engine-info requests reached another origin", n)
+	}
+}
+
+// Transport errors carry no URL secret: a token alone as user information
+// and query values, which Go's client leaves in its error text.
+func TestScrapeErrorRedacted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	for _, u := range []string{"http://TOKSECRET@" + host + "/metrics?token=QSECRET", "http://TOKSECRET@" + refused + "/metrics?sig=QSECRET"} {
+		tg := target(u, 100*time.Millisecond)
+		s := scrape(context.Background(), newClient(), NewClock(), request{target: tg, endpoint: capture.EndpointMetrics,
+			url: u, scheduled: time.Now(), maxBody: 1 << 20, runID: "R"})
+		if s.Error == nil || strings.Contains(*s.Error, "SECRET") || strings.Contains(s.URL, "SECRET") ||
+			!strings.Contains(*s.Error, "=<redacted>") {
+			t.Errorf("%s: url %s error %v", u, s.URL, deref(s.Error))
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
