@@ -416,6 +416,12 @@ func (fs *findingsState) end(cells engine.Cells) {
 		}
 	}
 	p.KVCapacity, p.PrefixCaching = cellAt(cells, atCapacity).Value, cellAt(cells, atCaching).Value
+	if p.Restart = fs.main.Restart(); p.Restart != "" {
+		// The run's counters count the new process from 0.
+		for _, c := range fs.t.Counters {
+			c.Restart(p.T)
+		}
+	}
 	fs.replay()
 	if len(fs.energy) > 0 {
 		e := 0.0
@@ -475,6 +481,10 @@ func (fs *findingsState) replay() {
 	}
 	for i, x := range fs.extra {
 		x.Begin(p.T, p.Start)
+		// A restart the replays' own series may not show is still one.
+		if p.Restart != "" {
+			x.MarkRestart(p.Restart)
+		}
 		for _, f := range fs.feed {
 			x.Set(fs.xid[f.id], f.v)
 		}
@@ -504,6 +514,7 @@ func (a *analyzer) run() *findings.Run {
 		t := st.fw.t
 		t.Engine, _ = st.tr.Engine()
 		t.Unknown = st.tr.Unknown()
+		t.DecodeSpan = st.tr.DecodeSpan()
 		for i, n := range st.fw.counts {
 			t.Cells[engine.Canonical[i]] = n
 		}

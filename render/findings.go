@@ -177,7 +177,8 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		{text("decode tokens/s, max of the sum"), Cell{Text: numText(fs.DecodeMax), Prov: "sum over the engines that answered"}},
 		{text("requests waiting, max"), text(numText(fs.WaitingMax))},
 		{text("KV pressure, max"), Cell{Text: numText(fs.KVMax), Prov: "the fullest engine, never a sum"}},
-		{text("lifetime tokens at the end"), Cell{Text: numText(fs.TokensTotal), Prov: "Σ tokens_total (prompt incl. cache hits + generated)"}},
+		{text("tokens over the run"), Cell{Text: numText(fs.TokensRun), Prov: "Σ over engines and their processes of the rise of tokens_total; a restarted process counted from 0"}},
+		{text("lifetime tokens at the end"), Cell{Text: numText(fs.TokensTotal), Prov: "Σ tokens_total (prompt incl. cache hits + generated), each engine's processes summed across restarts"}},
 	}
 	seams := Table{Title: "Seams: where engines count differently", Summary: true, Columns: []Column{{Title: "seam"}, {Title: "cells"}, {Title: "targets"}, {Title: "note"}}}
 	for _, s := range res.Seams {

@@ -25,6 +25,9 @@ var noteNoCached = []string{"cache hits not included: this build exports no cach
 // speculative-decoding counters). No series has labels.
 func newLlamaCpp() *reader {
 	r := &reader{id: LlamaCpp}
+	// n_decode_total moves once per llama_decode() call; the token
+	// counters move when a request's prompt is done or it completes.
+	r.everyStep = map[string]bool{"llamacpp:n_decode_total": true}
 	pairs := []string{
 		lcPrompt, "prompt_tokens_per_second prompt_tokens_computed_per_second prompt_tokens_total tokens_total prefix_cache_hit_ratio",
 		"llamacpp:prompt_seconds_total", "",

@@ -87,8 +87,8 @@ func fleet(views []*view, keep bool) Fleet {
 			if q.KV.Valid {
 				p.KVMax = maxNum(p.KVMax, q.KV.V)
 			}
-			if q.TokensTotal.Valid {
-				p.TokensTotal = addNum(p.TokensTotal, q.TokensTotal.V)
+			if x := v.lifetime[l.poll]; x.Valid {
+				p.TokensTotal = addNum(p.TokensTotal, x.V)
 			}
 		}
 		// A sum that left float64's range is no total (engines serving
@@ -121,6 +121,14 @@ func fleet(views []*view, keep bool) Fleet {
 		}
 	}
 	s.DecodeMedian = median(decodes)
+	for _, v := range eng {
+		if v.runTokens.Valid {
+			s.TokensRun = addNum(s.TokensRun, v.runTokens.V)
+		}
+	}
+	if math.IsInf(s.TokensRun.V, 0) || math.IsNaN(s.TokensRun.V) {
+		s.TokensRun = rate.Num{}
+	}
 	return f
 }
 

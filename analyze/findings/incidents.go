@@ -678,8 +678,8 @@ func (v *view) restarts() []Incident {
 		if p.ProcessStart.Valid {
 			lastProc = p.ProcessStart
 		}
-		// Neither a reset nor a new process: no restart.
-		if i == 0 || (len(reset) == 0 && !procMoved) {
+		// Neither a reset, a new process nor other evidence: no restart.
+		if i == 0 || (len(reset) == 0 && !procMoved && p.Restart == "") {
 			continue
 		}
 		inc := Incident{Kind: KindRestart, Target: Name(v.t.Name), Targets: []string{v.t.Name},
@@ -701,8 +701,11 @@ func (v *view) restarts() []Incident {
 			inc.Counterfactual = "refused: counter reset, the next poll measures again"
 		}
 		when := "the engine publishes no process_start_time_seconds: found by its counters falling"
-		if procMoved {
+		switch {
+		case procMoved:
 			when = "its process started at " + stamp(p.ProcessStart.V)
+		case p.Restart != "":
+			when = "found by " + p.Restart + "; every window across it refused"
 		}
 		inc.Detail = fmt.Sprintf("%s restarted between %s and %s: %s", v.t.Name, stamp(ps[i-1].T), stamp(p.T), when)
 		out = append(out, inc)
