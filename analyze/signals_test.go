@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,138 @@ func TestRestartWhileUnanswered(t *testing.T) {
 	s := res.Findings.Fleet.Summary
 	if s.TokensRun.V != old+now || s.TokensTotal.V != old+now {
 		t.Errorf("tokens over the run %v, lifetime at the end %v; want both processes' sum %v + %v", s.TokensRun, s.TokensTotal, old, now)
+	}
+}
+
+// The demo's scripted stall (vllm-0's generation counter frozen from 13 s
+// to 16 s while 32 requests ran and 10 waited, the HTTP server hung for
+// the first 1.5 s of it), recorded at the demo's 1 s: one engine_stall
+// incident over it, and no load edge.
+func TestDemoStallIsAnEngineStall(t *testing.T) {
+	dir := t.TempDir()
+	generate(t, sim.DefaultScenario(), dir, sim.GenerateOptions{Interval: time.Second})
+	res, err := Analyze(Options{Dirs: []string{dir}, SkipPolls: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := float64(sim.DefaultStart.UnixNano()) / 1e9
+	var stalls []findings.Incident
+	for _, in := range res.Findings.Incidents {
+		if in.Kind == findings.KindEngineStall {
+			stalls = append(stalls, in)
+		}
+	}
+	if len(stalls) != 1 {
+		t.Fatalf("%d engine stalls, want the scripted one: %+v", len(stalls), stalls)
+	}
+	s := stalls[0]
+	if s.Target != "vllm-0" || math.Abs(s.Start.V-start-13) > 0.1 || math.Abs(s.End.V-start-16) > 0.1 {
+		t.Errorf("engine stall of %s at %.3f .. %.3f s, want vllm-0 at 13 .. 16 s", s.Target, s.Start.V-start, s.End.V-start)
+	}
+	if !strings.Contains(s.Detail, "32 requests running and 10 waiting") || !strings.Contains(s.Counterfactual, "a 10 s span would have printed") {
+		t.Errorf("engine stall says %q; %q", s.Detail, s.Counterfactual)
+	}
+	for _, e := range res.Findings.Edges {
+		if e.Target == "vllm-0" && e.T > start+12 && e.T < start+17 {
+			t.Errorf("a %s edge at %.3f s inside the stall", e.Kind, e.T-start)
+		}
+	}
+}
+
+// stallScenario has a vLLM and a llama.cpp engine each stalling for 8 s
+// with requests in the batch, then idling with none: the stalls are
+// engine_stall incidents and no edges; the idles are edges and no stall.
+const stallScenario = `
+name = "stalls"
+duration = "70s"
+
+[[engine]]
+name = "v"
+format = "vllm"
+
+  [[engine.phase]]
+  at = "0s"
+  decode_tps = 1000.0
+  prompt_tps = 2000.0
+  running = 8
+
+  [[engine.phase]]
+  at = "20s"
+  running = 8
+  waiting = 2
+
+  [[engine.phase]]
+  at = "28s"
+  decode_tps = 1000.0
+  prompt_tps = 2000.0
+  running = 8
+
+  [[engine.phase]]
+  at = "45s"
+  idle = true
+
+[[engine]]
+name = "l"
+format = "llamacpp"
+
+  [[engine.phase]]
+  at = "0s"
+  decode_tps = 80.0
+  prompt_tps = 200.0
+  running = 4
+  output_len = 20
+
+  [[engine.phase]]
+  at = "20s"
+  running = 4
+
+  [[engine.phase]]
+  at = "28s"
+  decode_tps = 80.0
+  prompt_tps = 200.0
+  running = 4
+  output_len = 20
+
+  [[engine.phase]]
+  at = "45s"
+  idle = true
+`
+
+func TestEngineStallsAreNotEdges(t *testing.T) {
+	sc, err := sim.ParseScenario([]byte(stallScenario), "stalls.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	generate(t, sc, dir, sim.GenerateOptions{Interval: time.Second})
+	res, err := Analyze(Options{Dirs: []string{dir}, SkipPolls: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := float64(sim.DefaultStart.UnixNano()) / 1e9
+	got := map[string]int{}
+	for _, in := range res.Findings.Incidents {
+		if in.Kind != findings.KindEngineStall {
+			continue
+		}
+		got[string(in.Target)]++
+		if math.Abs(in.Start.V-start-20) > 1.1 || math.Abs(in.End.V-start-28) > 1.1 {
+			t.Errorf("%s: engine stall %.3f .. %.3f s, want 20 .. 28 s", in.Target, in.Start.V-start, in.End.V-start)
+		}
+	}
+	if got["v"] != 1 || got["l"] != 1 {
+		t.Errorf("engine stalls %v, want one on each engine: %+v", got, res.Findings.Incidents)
+	}
+	ends := map[string]int{}
+	for _, e := range res.Findings.Edges {
+		if e.T > start+19 && e.T < start+29 {
+			t.Errorf("%s: a %s edge at %.3f s inside the stall", e.Target, e.Kind, e.T-start)
+		}
+		if e.Kind == findings.EdgeEnd && math.Abs(e.T-start-45) < 1.1 {
+			ends[e.Target]++
+		}
+	}
+	if ends["v"] != 1 || ends["l"] != 1 {
+		t.Errorf("load ends at 45 s found %v, want one per engine", ends)
 	}
 }

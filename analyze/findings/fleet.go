@@ -138,6 +138,10 @@ func addNum(n rate.Num, x float64) rate.Num { return rate.Some(n.V + x) }
 // described.
 const atCompletion = "at request completion"
 
+// everyStep is how a decode counter that moves on every engine step is
+// described.
+const everyStep = "every engine step"
+
 // Engine classes behind the seams (metric catalog §7).
 var (
 	promptIncludesHits = map[string]string{
@@ -146,7 +150,7 @@ var (
 		engine.NIM: "not verified for V0", engine.LlamaCpp: "exclude reused tokens (evaluated only)",
 	}
 	decodeMoves = map[string]string{
-		engine.VLLM: "every engine step", engine.VLLMV0: "every engine step", engine.NIM: "every engine step",
+		engine.VLLM: everyStep, engine.VLLMV0: everyStep, engine.NIM: everyStep,
 		engine.LlamaCpp: atCompletion, engine.SGLang: atCompletion, engine.TGI: atCompletion,
 	}
 	kvMeaning = map[string]string{

@@ -47,6 +47,10 @@ const (
 	KindUp         = "target_up"
 	KindLabelJoin  = "label_join"
 	KindLabelLeave = "label_leave"
+	// KindEngineStall: the engine's progress counter (decode, or its step
+	// counter) frozen for at least 2 s and 2 polls while requests ran and
+	// scrapes answered: the engine stalled, not the recorder or the scrape.
+	KindEngineStall = "engine_stall"
 )
 
 // Incident is one place the measurement could not be trusted, and why.

@@ -27,7 +27,7 @@ func Analyze(run *Run) *Findings {
 		f.Edges = append(f.Edges, v.edges...)
 	}
 	f.Settle = settle(f.Edges, gates.Span, run.Spans)
-	f.Incidents = incidents(views, gates)
+	f.Incidents = incidents(views, gates, run.Spans)
 	for _, v := range views {
 		if v.t.Engine == engine.Generic {
 			continue
@@ -71,6 +71,9 @@ type view struct {
 	// rise summed, a new process counted from 0. Null without the cell.
 	lifetime  []rate.Num
 	runTokens rate.Num
+	// stalled are the engine stalls: the progress counter frozen while
+	// requests ran (see stalls).
+	stalled []stall
 }
 
 // state is what a poll interval's busy signal did (see signal).
@@ -117,6 +120,21 @@ func newView(t *Target, gates rate.Config) *view {
 		v.state[i], v.pace[i] = v.signal.read(p, q, dt > 1.5*v.interval)
 	}
 	bridgeShortFlats(v.state)
+	v.stalled = v.stalls()
+	for _, s := range v.stalled {
+		// A stall is no load edge: its intervals have no busy state.
+		for k := s.a + 1; k <= s.b; k++ {
+			v.state[k] = unknown
+		}
+		// The jump gate holds the engine resuming: the stall explains it.
+		for k := s.b + 1; k < min(s.b+SteadyPolls, len(t.Polls)); k++ {
+			for r := range NRates {
+				if t.Polls[k].Rates[r].Reason == rate.ReasonJump {
+					v.held[k] = true
+				}
+			}
+		}
+	}
 	v.tokens()
 	return v
 }
