@@ -265,6 +265,11 @@ type targetState struct {
 type headStat struct {
 	values, windows []float64
 	nulls           map[string]int
+	// withheld counts the refusals that hid a needed value, by reason;
+	// normal those that did not (see Summary.Normal); held says the last
+	// poll was a jump hold, judged by the next poll.
+	withheld, normal map[string]int
+	held             bool
 }
 
 var headIndex = func() []int {
@@ -307,7 +312,7 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		}
 	}
 	for i := range st.stats {
-		st.stats[i].nulls = map[string]int{}
+		st.stats[i].nulls, st.stats[i].withheld, st.stats[i].normal = map[string]int{}, map[string]int{}, map[string]int{}
 	}
 	if a.opts.Spool != "" && !a.opts.SkipPolls && a.opts.Polls == nil {
 		var err error
@@ -459,8 +464,26 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) error
 	for k, ci := range headIndex {
 		c := &st.cells[ci].Cell
 		h := &st.stats[k]
+		// A hold released at this poll was a load start confirmed.
+		if h.held {
+			if c.Value.Valid {
+				h.normal[rate.ReasonJump]++
+			} else {
+				h.withheld[rate.ReasonJump]++
+			}
+			h.held = false
+		}
 		if !c.Value.Valid {
 			h.nulls[c.Reason]++
+			switch {
+			case !gateReasons[c.Reason]:
+			case c.Reason == rate.ReasonNoBaseline && s.Polls == 1:
+				h.normal[c.Reason]++
+			case c.Reason == rate.ReasonJump:
+				h.held = true
+			default:
+				h.withheld[c.Reason]++
+			}
 			continue
 		}
 		h.values = grow(h.values, c.Value.V)
@@ -494,8 +517,19 @@ func (a *analyzer) finish() []Target {
 		t.UnknownSeries = st.tr.Unknown()
 		t.Summary.Headlines = make([]Headline, len(engine.Headline))
 		t.Summary.Refusals = map[string]int{}
+		t.Summary.Withheld, t.Summary.Normal = map[string]map[string]int{}, map[string]int{}
 		for k, name := range engine.Headline {
 			h := &st.stats[k]
+			// A hold still on at the last poll was never confirmed.
+			if h.held {
+				h.withheld[rate.ReasonJump]++
+			}
+			if len(h.withheld) > 0 {
+				t.Summary.Withheld[name] = h.withheld
+			}
+			for r, n := range h.normal {
+				t.Summary.Normal[r] += n
+			}
 			t.Summary.Headlines[k] = Headline{Cell: name, Median: median(h.values), Window: median(h.windows),
 				Values: len(h.values), Nulls: h.nulls}
 			for r, n := range h.nulls {

@@ -247,3 +247,48 @@ func TestEngineStallsAreNotEdges(t *testing.T) {
 		t.Errorf("load ends at 45 s found %v, want one per engine", ends)
 	}
 }
+
+// A clean run (idle, then a load start): the first poll's no_baseline and
+// the jump hold at the load start, released at the next poll, are normal;
+// nothing a reader needed was withheld. A hold never released is.
+func TestVerdictCountsOnlyNeededRefusals(t *testing.T) {
+	sc, err := sim.ParseScenario([]byte(`
+duration = "20s"
+[[engine]]
+name = "v"
+format = "vllm"
+  [[engine.phase]]
+  at = "0s"
+  idle = true
+  [[engine.phase]]
+  at = "8s"
+  decode_tps = 1500.0
+  prompt_tps = 3000.0
+  running = 8
+`), "clean.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	generate(t, sc, dir, sim.GenerateOptions{Interval: time.Second})
+	res, err := Analyze(Options{Dirs: []string{dir}, SkipPolls: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := onlyTarget(t, res, "v").Summary
+	if len(s.Withheld) != 0 || s.Normal["no_baseline"] == 0 || s.Normal["jump"] == 0 || s.Refusals["jump"] != s.Normal["jump"] {
+		t.Errorf("withheld %v, normal %v, refusals %v: want nothing withheld, the first poll and the load start's hold normal",
+			s.Withheld, s.Normal, s.Refusals)
+	}
+
+	// The same run cut right after the load start: its hold is never released.
+	dir = t.TempDir()
+	generate(t, sc, dir, sim.GenerateOptions{Interval: time.Second, Duration: 9500 * time.Millisecond})
+	res, err = Analyze(Options{Dirs: []string{dir}, SkipPolls: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := onlyTarget(t, res, "v").Summary; s.Withheld["decode_tokens_per_second"]["jump"] != 1 {
+		t.Errorf("withheld %v, normal %v: want the last poll's unreleased hold on decode", s.Withheld, s.Normal)
+	}
+}
