@@ -23,6 +23,9 @@ type targetMeta struct {
 	// ticks is how many ticks the manifests' sessions had: a capacity
 	// hint for the per-poll records, 0 unknown.
 	ticks int
+	// slots is llama.cpp's slot count, from /props or /slots; 0 unknown.
+	slots     int
+	slotsFrom string
 }
 
 // metaOf gathers the targets' cadence, engine version and model from a run
@@ -72,12 +75,25 @@ func engineInfo(m *targetMeta, in capture.EngineInfo) {
 		BuildInfo string `json:"build_info"`
 		ModelPath string `json:"model_path"`
 		ModelID   string `json:"model_id"`
+		// TotalSlots is llama.cpp's slot count in /props.
+		TotalSlots int `json:"total_slots"`
 		Data      []struct {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
+	if m.slots == 0 && in.Path == "/slots" {
+		// llama-server's /slots is an array of one object per slot.
+		var slots []json.RawMessage
+		if json.Unmarshal(in.JSON, &slots) == nil && len(slots) > 0 {
+			m.slots, m.slotsFrom = len(slots), "the length of /slots"
+		}
+		return
+	}
 	if json.Unmarshal(in.JSON, &doc) != nil {
 		return
+	}
+	if m.slots == 0 && doc.TotalSlots > 0 {
+		m.slots, m.slotsFrom = doc.TotalSlots, in.Path+" total_slots"
 	}
 	if m.version == "" {
 		switch {
@@ -526,6 +542,7 @@ func (a *analyzer) run() *findings.Run {
 		if m := a.metas[t.Name]; m != nil {
 			t.Interval, t.Version, t.VersionSource = m.interval, m.version, m.vfrom
 			t.Model = cmp.Or(m.model, t.Model)
+			t.Slots, t.SlotsSource = m.slots, m.slotsFrom
 		}
 		run.Targets = append(run.Targets, t)
 	}

@@ -68,6 +68,7 @@ func newLlamaCpp() *reader {
 		PerRequestDecodeTokensPerSecond: "Δtokens_predicted_total / Δtokens_predicted_seconds_total: per-slot speed, not server throughput",
 		DecodeTokensPerSecondNative:     "predicted_tokens_seconds: a per-slot average whose window depends on the build (since start, or since the last scrape); never the headline",
 		PromptTokensPerSecondNative:     "prompt_tokens_seconds: a per-slot average whose window depends on the build; never the headline",
+		RequestsWaiting:                 "requests_deferred: tasks waiting for a free slot. Requests held in the HTTP server's threads (--threads-http) before they become tasks are in no series: with every slot busy, 0 waiting does not mean no queue",
 	}
 	r.variant = func(t *Tracker) string {
 		q := query{t: t}

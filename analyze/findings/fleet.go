@@ -160,7 +160,7 @@ var (
 	}
 	queueMeaning = map[string]string{
 		engine.VLLM: "waiting, deferred requests included", engine.VLLMV0: "waiting", engine.NIM: "waiting",
-		engine.LlamaCpp: "tasks deferred for want of a slot", engine.SGLang: "queued (grammar and PD queues apart)",
+		engine.LlamaCpp: "tasks deferred for want of a slot (requests held in its HTTP threads are counted nowhere)", engine.SGLang: "queued (grammar and PD queues apart)",
 		engine.TGI: "router queue", engine.TRTLLM: "batcher waiting, else Triton pending",
 		engine.Triton: "Triton pending requests",
 	}

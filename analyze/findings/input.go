@@ -47,6 +47,11 @@ type Target struct {
 	// Model is the served model (from the recorded /v1/models, /props or
 	// a model_name label); "" when unknown.
 	Model string
+	// Slots is llama.cpp's slot count (--parallel) from the recorded
+	// /props total_slots or the length of /slots, SlotsSource which; 0
+	// when unknown.
+	Slots       int
+	SlotsSource string
 	// Rows are the target's /metrics attempts, ok or not, in tick order.
 	Rows []Row
 	// Polls are its ok rows, replayed.

@@ -309,6 +309,9 @@ const (
 	FactFLOPs          = "flops"
 	FactSpecAccept     = "spec_accept_ratio_run"
 	FactSpecLength     = "spec_mean_accept_length_run"
+	// FactHiddenQueue: llama.cpp's every slot busy while requests_deferred
+	// read 0: requests may wait in its HTTP threads, counted nowhere.
+	FactHiddenQueue = "hidden_queue"
 )
 
 // Fact is one thing an engine published about itself, with provenance: a
