@@ -77,7 +77,7 @@ func engineInfo(m *targetMeta, in capture.EngineInfo) {
 		ModelID   string `json:"model_id"`
 		// TotalSlots is llama.cpp's slot count in /props.
 		TotalSlots int `json:"total_slots"`
-		Data      []struct {
+		Data       []struct {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
