@@ -278,14 +278,6 @@ func (e *Estimator) SetSpan(id int32, span float64) {
 	e.keys[id].span = span
 }
 
-// Span returns the span key id runs with, seconds.
-func (e *Estimator) Span(id int32) float64 {
-	if s := e.keys[id].span; s > 0 {
-		return s
-	}
-	return e.cfg.Span
-}
-
 // step gates one key's reading at poll e.seq, time e.lastT, and records it.
 func (e *Estimator) step(st *keyState, v, created, u float64) {
 	// A key seen twice in one poll keeps its first reading.
