@@ -127,7 +127,7 @@ func header(res *analyze.Result) Header {
 		{"From", text(unix(first))},
 		{"To", text(unix(last))},
 		{"Duration", text(time.Duration((last - first) * 1e9).Round(time.Second).String())},
-		{"Span", Cell{Text: num(res.Gates.Span, "s"), Prov: "the estimator's span: how far back a window may reach"}},
+		{"Span", Cell{Text: num(res.Gates.Span, "s"), Prov: "the estimator's span: how far back a window may reach; unless one was asked for, counters an engine moves on every step span the target's interval instead (each cell's window says which)"}},
 		{"Gates", Cell{Text: fmt.Sprintf("floor %s, ceiling %s × span, jump %s ×, stale above %s of the window",
 			num(res.Gates.MinWindow, "s"), num(res.Gates.CeilingFactor, ""), num(res.Gates.JumpFactor, ""), num(res.Gates.StaleFraction, "")),
 			Prov: "a refused window is published as null with its reason"}},
