@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
@@ -216,7 +218,7 @@ type analyzer struct {
 	// about to deliver it; nil when it did not.
 	looked *row
 
-	metricsID, okID int32
+	metricsID, okID, httpErrID int32
 }
 
 func newAnalyzer(opts Options) *analyzer {
@@ -224,8 +226,10 @@ func newAnalyzer(opts Options) *analyzer {
 	a := &analyzer{
 		opts: opts, cfg: opts.Gates, r: newSegReader(tab), targets: map[int32]*targetState{},
 		metricsID: tab.idString(capture.EndpointMetrics), okID: tab.idString(capture.OutcomeOK),
+		httpErrID: tab.idString(capture.OutcomeHTTPError),
 	}
 	a.r.known = a.known
+	a.r.wantBody = a.wantBody
 	published := opts.Gates.WithDefaults().Span
 	spans := opts.Spans
 	if spans == nil {
@@ -233,7 +237,9 @@ func newAnalyzer(opts Options) *analyzer {
 	}
 	for _, sp := range spans {
 		// The published span is replayed already; a duplicate adds nothing.
-		if sp <= 0 || sp == published || slices.Contains(a.spans, sp) {
+		// With spans by counter kind (no span asked for), the configured
+		// span is the every-step counters' counterfactual: it stays.
+		if sp <= 0 || (sp == published && opts.Gates.Span != 0) || slices.Contains(a.spans, sp) {
 			continue
 		}
 		a.spans = append(a.spans, sp)
@@ -255,14 +261,22 @@ type targetState struct {
 	cells engine.Cells
 	sink  func(string, *Poll) // Options.Polls
 	stats []headStat
-	fw    *findingsState // what the run findings keep of the target
-	spool *spool         // its polls, when spooled (Options.Spool)
+	// loading is the evidence of an engine's "loading" answer since the
+	// last poll, "" none: the next poll is a new process's.
+	loading string
+	fw      *findingsState // what the run findings keep of the target
+	spool   *spool         // its polls, when spooled (Options.Spool)
 }
 
 // headStat gathers one headline cell over the polls.
 type headStat struct {
 	values, windows []float64
 	nulls           map[string]int
+	// withheld counts the refusals that hid a needed value, by reason;
+	// normal those that did not (see Summary.Normal); held says the last
+	// poll was a jump hold, judged by the next poll.
+	withheld, normal map[string]int
+	held             bool
 }
 
 var headIndex = func() []int {
@@ -286,6 +300,11 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		stats: make([]headStat, len(engine.Headline)),
 		sink:  a.opts.Polls,
 	}
+	// Counters that move on every engine step are windowed over the
+	// target's interval unless a span was asked for (docs/analysis-format.md).
+	if m := a.metas[st.out.Name]; m != nil && m.interval > 0 && a.opts.Gates.Span == 0 {
+		st.tr.SetStepSpan(m.interval)
+	}
 	st.fw = newFindingsState(st.out.Name, st.tr, a.cfg, a.spans)
 	if m := a.metas[st.out.Name]; m != nil && m.ticks > 0 {
 		// Sized once from the manifests: growing per-poll records is a
@@ -300,7 +319,7 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		}
 	}
 	for i := range st.stats {
-		st.stats[i].nulls = map[string]int{}
+		st.stats[i].nulls, st.stats[i].withheld, st.stats[i].normal = map[string]int{}, map[string]int{}, map[string]int{}
 	}
 	if a.opts.Spool != "" && !a.opts.SkipPolls && a.opts.Polls == nil {
 		var err error
@@ -315,6 +334,27 @@ func (a *analyzer) target(id, hint int32) *targetState {
 // isPoll reports whether a row is a poll: a complete, parsed answer.
 func (a *analyzer) isPoll(w *row) bool {
 	return w.endpoint == a.metricsID && w.outcome == a.okID && w.firstByte != 0
+}
+
+// wantBody asks for the body of a /metrics answer of 503: an engine may
+// say there that it is loading its model, which is a restart.
+func (a *analyzer) wantBody(w *row) bool {
+	return w.endpoint == a.metricsID && w.outcome == a.httpErrID && w.err >= 0 &&
+		strings.HasPrefix(a.r.tab.s[w.err], "HTTP 503")
+}
+
+// isLoading reports whether a 503 body is an engine loading its model:
+// llama.cpp's {"error":{"code":503,"message":"Loading model",...}}.
+func isLoading(body []byte) bool {
+	return bytes.Contains(bytes.ToLower(body), []byte("loading model"))
+}
+
+// stamp formats Unix nanoseconds in UTC to the millisecond; "?" for 0.
+func stamp(ns int64) string {
+	if ns == 0 {
+		return "?"
+	}
+	return time.Unix(0, ns).UTC().Format("15:04:05.000")
 }
 
 // known looks up a row's series before the reader delivers it, leaving
@@ -386,6 +426,9 @@ func (a *analyzer) row(w *row) {
 	st.fw.row(tab, w)
 	// Only a complete, parsed answer is a poll.
 	if !a.isPoll(w) {
+		if w.body != nil && isLoading(w.body) && st.loading == "" {
+			st.loading = "the engine answered 503 Loading model at " + stamp(w.start)
+		}
 		return
 	}
 	// Known looked the series up, unless the target is new (or the row
@@ -396,6 +439,10 @@ func (a *analyzer) row(w *row) {
 	a.looked = nil
 	T := float64(w.firstByte) / 1e9
 	st.tr.Begin(T, float64(w.start)/1e9)
+	if st.loading != "" {
+		st.tr.MarkRestart(st.loading)
+		st.loading = ""
+	}
 	st.fw.begin(T, float64(w.start)/1e9)
 	a.samples += int64(len(w.name))
 	ids := st.prevI[:len(w.name)]
@@ -424,8 +471,26 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) error
 	for k, ci := range headIndex {
 		c := &st.cells[ci].Cell
 		h := &st.stats[k]
+		// A hold released at this poll was a load start confirmed.
+		if h.held {
+			if c.Value.Valid {
+				h.normal[rate.ReasonJump]++
+			} else {
+				h.withheld[rate.ReasonJump]++
+			}
+			h.held = false
+		}
 		if !c.Value.Valid {
 			h.nulls[c.Reason]++
+			switch {
+			case !gateReasons[c.Reason]:
+			case c.Reason == rate.ReasonNoBaseline && s.Polls == 1:
+				h.normal[c.Reason]++
+			case c.Reason == rate.ReasonJump:
+				h.held = true
+			default:
+				h.withheld[c.Reason]++
+			}
 			continue
 		}
 		h.values = grow(h.values, c.Value.V)
@@ -462,8 +527,19 @@ func (a *analyzer) finish() []Target {
 		t.UnknownSeries = st.tr.Unknown()
 		t.Summary.Headlines = make([]Headline, len(engine.Headline))
 		t.Summary.Refusals = map[string]int{}
+		t.Summary.Withheld, t.Summary.Normal = map[string]map[string]int{}, map[string]int{}
 		for k, name := range engine.Headline {
 			h := &st.stats[k]
+			// A hold still on at the last poll was never confirmed.
+			if h.held {
+				h.withheld[rate.ReasonJump]++
+			}
+			if len(h.withheld) > 0 {
+				t.Summary.Withheld[name] = h.withheld
+			}
+			for r, n := range h.normal {
+				t.Summary.Normal[r] += n
+			}
 			t.Summary.Headlines[k] = Headline{Cell: name, Median: median(h.values), Window: median(h.windows),
 				Values: len(h.values), Nulls: h.nulls}
 			for r, n := range h.nulls {

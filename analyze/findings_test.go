@@ -187,8 +187,10 @@ func TestFindingsRecording(t *testing.T) {
 	if len(res.Problems) > 0 {
 		t.Fatalf("problems: %+v", res.Problems)
 	}
-	if !slices.Equal(res.Spans, []float64{2}) {
-		t.Fatalf("counterfactual spans %v, want [2] (10 s is the published span)", res.Spans)
+	// Spans by counter kind: vLLM's decode is published over the 1 s
+	// interval, so the configured 10 s is its counterfactual.
+	if !slices.Equal(res.Spans, []float64{2, 10}) {
+		t.Fatalf("counterfactual spans %v, want [2 10]", res.Spans)
 	}
 
 	// Incidents: exactly these four.
@@ -219,8 +221,13 @@ func TestFindingsRecording(t *testing.T) {
 			t.Errorf("%s was scraped at %.3f inside the host stall", e.Engine, at)
 		}
 	}
-	if len(stall.Cells) != 2 || stall.Gate != "" {
-		t.Errorf("host stall cells %+v gate %q: want both targets' first polls after, no gate fired", stall.Cells, stall.Gate)
+	// Both targets' first polls after it: llama.cpp's decode (10 s span)
+	// averages over the stall under its 20 s ceiling; vLLM's, windowed over
+	// its 1 s interval, is refused by the 2 s ceiling: it measured no window.
+	if len(stall.Cells) != 2 || stall.Gate != rate.ReasonCeiling || stall.Cells[1].Target != "vllm-0" ||
+		stall.Cells[1].Reason != rate.ReasonCeiling || !stall.Cells[0].Value.Valid {
+		t.Errorf("host stall cells %+v gate %q: want both targets' first polls after, vllm-0's refused by the ceiling",
+			stall.Cells, stall.Gate)
 	}
 
 	gap := byKind[findings.KindGap]
@@ -314,7 +321,7 @@ func TestFindingsRecording(t *testing.T) {
 			got    findings.EdgeSpan
 			span   float64
 			lnWant float64
-		}{{"published 10 s", ts, vs, e.EdgeSpan, 10, 0}, {"counterfactual 2 s", ts2, vs2, e.Counterfactual[0], 2, 0}} {
+		}{{"published 1 s", ts, vs, e.EdgeSpan, 1, 0}, {"counterfactual 2 s", ts2, vs2, e.Counterfactual[0], 2, 0}} {
 			poll, ln2 := handSettle(te, next, c.ts, c.vs)
 			got := 0
 			if c.got.SettlePoll != nil {
@@ -330,7 +337,9 @@ func TestFindingsRecording(t *testing.T) {
 			}
 		}
 	}
-	if s := res.Settle[0]; !s.Published || s.Span != 10 || s.Judged != 10 || s.Edges != 10 {
+	// Every-step decode over the interval reads the new level, and 0 after
+	// a load ends, by poll 2 on every edge.
+	if s := res.Settle[0]; !s.Published || s.Span != 1 || s.Judged != 10 || s.Edges != 10 || s.ByPoll2 != 10 {
 		t.Errorf("settle %+v", s)
 	}
 
@@ -371,8 +380,17 @@ func TestFindingsRecording(t *testing.T) {
 	if _, ok := facts[findings.FactCachedFraction]; ok {
 		t.Error("a cached fraction stated while prefix caching is on")
 	}
-	if n := len(factsOf(t, res, "llamacpp-0")); n != 0 {
-		t.Errorf("llama.cpp states nothing about itself; %d facts", n)
+	// llama.cpp states nothing about itself but its hidden queue: all 4
+	// slots (its /props total_slots) busy with nothing deferred, first
+	// where the truth first ran 4 with none waiting.
+	lf := factsOf(t, res, "llamacpp-0")
+	firstFull := slices.IndexFunc(lm, func(e sim.LogEntry) bool {
+		return e.Truth != nil && e.Truth.Rates.Running == 4 && e.Truth.Rates.Waiting == 0
+	})
+	hq, ok := lf[findings.FactHiddenQueue]
+	if len(lf) != 1 || !ok || firstFull < 0 || math.Abs(hq.T.V-float64(lm[firstFull].SentNs)/1e9) > 0.1 ||
+		!strings.Contains(hq.Text, "all 4 slots busy") {
+		t.Errorf("llama.cpp facts %+v; the truth first ran 4 slots with none waiting at entry %d", lf, firstFull)
 	}
 }
 

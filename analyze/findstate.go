@@ -28,6 +28,9 @@ type targetMeta struct {
 	ticks int
 	// byRun is the interval each session's manifest states, in seconds.
 	byRun map[string]float64
+	// slots is llama.cpp's slot count, from /props or /slots; 0 unknown.
+	slots     int
+	slotsFrom string
 }
 
 // metaOf gathers the targets' cadence, engine version and model from a run
@@ -130,12 +133,25 @@ func engineInfo(m *targetMeta, in capture.EngineInfo) {
 		BuildInfo string `json:"build_info"`
 		ModelPath string `json:"model_path"`
 		ModelID   string `json:"model_id"`
-		Data      []struct {
+		// TotalSlots is llama.cpp's slot count in /props.
+		TotalSlots int `json:"total_slots"`
+		Data       []struct {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
+	if m.slots == 0 && in.Path == "/slots" {
+		// llama-server's /slots is an array of one object per slot.
+		var slots []json.RawMessage
+		if json.Unmarshal(in.JSON, &slots) == nil && len(slots) > 0 {
+			m.slots, m.slotsFrom = len(slots), "the length of /slots"
+		}
+		return
+	}
 	if json.Unmarshal(in.JSON, &doc) != nil {
 		return
+	}
+	if m.slots == 0 && doc.TotalSlots > 0 {
+		m.slots, m.slotsFrom = doc.TotalSlots, in.Path+" total_slots"
 	}
 	if m.version == "" {
 		switch {
@@ -490,6 +506,12 @@ func (fs *findingsState) end(cells engine.Cells) {
 		}
 	}
 	p.KVCapacity, p.PrefixCaching = cellAt(cells, atCapacity).Value, cellAt(cells, atCaching).Value
+	if p.Restart = fs.main.Restart(); p.Restart != "" {
+		// The run's counters count the new process from 0.
+		for _, c := range fs.t.Counters {
+			c.Restart(p.T)
+		}
+	}
 	fs.replay()
 	if len(fs.energy) > 0 {
 		e := 0.0
@@ -549,6 +571,10 @@ func (fs *findingsState) replay() {
 	}
 	for i, x := range fs.extra {
 		x.Begin(p.T, p.Start)
+		// A restart the replays' own series may not show is still one.
+		if p.Restart != "" {
+			x.MarkRestart(p.Restart)
+		}
 		for _, f := range fs.feed {
 			x.Set(fs.xid[f.id], f.v)
 		}
@@ -578,6 +604,7 @@ func (a *analyzer) run() *findings.Run {
 		t := st.fw.t
 		t.Engine, _ = st.tr.Engine()
 		t.Unknown = st.tr.Unknown()
+		t.DecodeSpan = st.tr.DecodeSpan()
 		for i, n := range st.fw.counts {
 			t.Cells[engine.Canonical[i]] = n
 		}
@@ -589,6 +616,7 @@ func (a *analyzer) run() *findings.Run {
 		if m := a.metas[t.Name]; m != nil {
 			t.Interval, t.Version, t.VersionSource = m.interval, m.version, m.vfrom
 			t.Model = cmp.Or(m.model, t.Model)
+			t.Slots, t.SlotsSource = m.slots, m.slotsFrom
 		}
 		run.Targets = append(run.Targets, t)
 	}

@@ -61,6 +61,10 @@ type row struct {
 
 	family, typ, name, labels []int32
 	value                     []float64
+	// body is the row's body, read only for the rows the reader's
+	// wantBody asks for (nil otherwise): the bodies are the bulk of a
+	// segment and the cells never need them.
+	body []byte
 }
 
 // Column paths of the projection.
@@ -123,6 +127,12 @@ type segReader struct {
 	// vals counts the sample values of the row group's rows delivered so
 	// far, kindsAt those the family and type cursors have passed.
 	vals, kindsAt int
+	// wantBody, when set, is asked of every row before it is delivered:
+	// true reads the row's body into row.body (an engine's error answer
+	// may say what it is doing). bodyCol is the body column's index in
+	// the file being read, -1 when it has none.
+	wantBody func(*row) bool
+	bodyCol  int
 }
 
 func newSegReader(tab *strtab) *segReader {
@@ -167,6 +177,10 @@ func (r *segReader) read(path string, fn func(*row)) (err error) {
 			return fmt.Errorf("segment %s: column %s is %v, want %v", path, strings.Join(p, "."), k, kinds[i])
 		}
 		leaves[i] = leaf
+	}
+	r.bodyCol = -1
+	if leaf, ok := pf.Schema().Lookup("body"); ok && leaf.Node.Type().Kind() == parquet.ByteArray && leaf.MaxRepetitionLevel == 0 {
+		r.bodyCol = leaf.ColumnIndex
 	}
 	// Rows are delimited by the repeated name column's levels.
 	if leaves[cName].MaxRepetitionLevel != 1 {
@@ -251,9 +265,38 @@ func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, f
 			}
 		}
 		r.vals += m
+		w.body = nil
+		if r.bodyCol >= 0 && r.wantBody != nil && r.wantBody(w) {
+			if w.body, err = bodyAt(cc[r.bodyCol], k); err != nil {
+				return fmt.Errorf("column body: %w", err)
+			}
+		}
 		fn(w)
 	}
 	return nil
+}
+
+// bodyAt reads the body of row k of a row group, nil when it is null.
+// It is for the rare rows whose body matters: it seeks its own pages.
+func bodyAt(cc parquet.ColumnChunk, k int64) ([]byte, error) {
+	pages := cc.Pages()
+	defer pages.Close()
+	if err := pages.SeekToRow(k); err != nil {
+		return nil, err
+	}
+	page, err := pages.ReadPage()
+	if err != nil {
+		return nil, err
+	}
+	defer parquet.Release(page)
+	var v [1]parquet.Value
+	if n, err := page.Values().ReadValues(v[:]); n == 0 {
+		return nil, fmt.Errorf("row %d: no value: %w", k, err)
+	}
+	if v[0].IsNull() {
+		return nil, nil
+	}
+	return slices.Clone(v[0].ByteArray()), nil
 }
 
 // kinds reads the family and type of the row's samples, passing over the
@@ -618,6 +661,10 @@ func (r *segReader) journal(rows []capture.Scrape, fn func(*row)) {
 		w.scheduled, w.end, w.err = s.ScheduledNs, s.EndNs, -1
 		if s.Error != nil {
 			w.err = t.idString(*s.Error)
+		}
+		w.body = nil
+		if r.wantBody != nil && r.wantBody(w) {
+			w.body = s.Body
 		}
 		w.family, w.typ, w.name, w.labels, w.value = w.family[:0], w.typ[:0], w.name[:0], w.labels[:0], w.value[:0]
 		for j := range s.Samples {

@@ -130,6 +130,13 @@ type Summary struct {
 	// (order, no_baseline, reset, ceiling, floor, stale, jump), by reason,
 	// over all polls; Headlines[].Nulls has every null by reason.
 	Refusals map[string]int `json:"refusals"`
+	// Withheld are the refusals that hid a value a reader needed, by
+	// headline cell and reason; Normal counts those that are a normal part
+	// of measuring, by reason: the first poll's no_baseline (nothing to
+	// diff yet) and a jump hold released at the next poll (a load start
+	// confirmed one poll later). The verdict reads Withheld.
+	Withheld map[string]map[string]int `json:"withheld"`
+	Normal   map[string]int            `json:"normal"`
 }
 
 // Headline is one headline cell over a target's polls.

@@ -166,6 +166,12 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		if len(s.Refusals) > 0 {
 			fmt.Fprintf(bw, "  refused by the gates (headline cells): %s\n", counts(s.Refusals))
 		}
+		if len(s.Normal) > 0 {
+			fmt.Fprintf(bw, "  of which normal (the first poll's no_baseline, holds released at the next poll): %s\n", counts(s.Normal))
+		}
+		for _, c := range slices.Sorted(maps.Keys(s.Withheld)) {
+			fmt.Fprintf(bw, "  withheld where a reader needed it: %s: %s\n", c, counts(s.Withheld[c]))
+		}
 		if len(t.UnknownSeries) > 0 {
 			fmt.Fprintf(bw, "  unknown series (%d): %s\n", len(t.UnknownSeries), strings.Join(t.UnknownSeries, " "))
 		}

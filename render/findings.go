@@ -45,7 +45,7 @@ func findingVerdicts(res *analyze.Result) []Verdict {
 	for _, s := range res.Settle {
 		if s.Published && s.Text != "" {
 			vs = append(vs, Verdict{Topic: "settle", Class: ClassNone, Href: "#settle", Text: s.Text,
-				Prov: fmt.Sprintf("published span %s: edges judged when the new load holds for 5 polls", Window(s.Span))})
+				Prov: fmt.Sprintf("published span %s: edges judged when the new load holds for 5 polls", spanName(s.Span))})
 		}
 	}
 	if len(res.Seams) > 0 {
@@ -117,7 +117,7 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 	bars := Bars{ID: "settle-chart", Title: "Median settle poll and |ln| error at poll 2, per span", XName: "span"}
 	poll, lnerr := BarSeries{Name: "median settle poll"}, BarSeries{Name: "median |ln(value/level)| at poll 2"}
 	for _, s := range res.Settle {
-		name := Window(s.Span)
+		name := spanName(s.Span)
 		if s.Published {
 			name += " (published)"
 		}
@@ -177,7 +177,8 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		{text("decode tokens/s, max of the sum"), Cell{Text: numText(fs.DecodeMax), Prov: "sum over the engines that answered"}},
 		{text("requests waiting, max"), text(numText(fs.WaitingMax))},
 		{text("KV pressure, max"), Cell{Text: numText(fs.KVMax), Prov: "the fullest engine, never a sum"}},
-		{text("lifetime tokens at the end"), Cell{Text: numText(fs.TokensTotal), Prov: "Σ tokens_total (prompt incl. cache hits + generated)"}},
+		{text("tokens over the run"), Cell{Text: numText(fs.TokensRun), Prov: "Σ over engines and their processes of the rise of tokens_total; a restarted process counted from 0"}},
+		{text("lifetime tokens at the end"), Cell{Text: numText(fs.TokensTotal), Prov: "Σ tokens_total (prompt incl. cache hits + generated), each engine's processes summed across restarts"}},
 	}
 	seams := Table{Title: "Seams: where engines count differently", Summary: true, Columns: []Column{{Title: "seam"}, {Title: "cells"}, {Title: "targets"}, {Title: "note"}}}
 	for _, s := range res.Seams {
@@ -297,4 +298,13 @@ func cmpOr(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// spanName names a settle row's span: a published span of 0 is the
+// edges' own spans, by counter kind.
+func spanName(span float64) string {
+	if span == 0 {
+		return "by counter kind"
+	}
+	return Window(span)
 }

@@ -65,7 +65,7 @@ func TestFindingsMarkdownGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := b.String()
-	for _, want := range []string{"vllm-0", "llamacpp-0", "computed:Δvllm:generation\\_tokens\\_total/Δt over Δ10.0s (derived)"} {
+	for _, want := range []string{"vllm-0", "llamacpp-0", "computed:Δvllm:generation\\_tokens\\_total/Δt over Δ1.0s (derived)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q", want)
 		}

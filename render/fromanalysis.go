@@ -127,7 +127,7 @@ func header(res *analyze.Result) Header {
 		{"From", text(unix(first))},
 		{"To", text(unix(last))},
 		{"Duration", text(time.Duration((last - first) * 1e9).Round(time.Second).String())},
-		{"Span", Cell{Text: num(res.Gates.Span, "s"), Prov: "the estimator's span: how far back a window may reach"}},
+		{"Span", Cell{Text: num(res.Gates.Span, "s"), Prov: "the estimator's span: how far back a window may reach; unless one was asked for, counters an engine moves on every step span the target's interval instead (each cell's window says which)"}},
 		{"Gates", Cell{Text: fmt.Sprintf("floor %s, ceiling %s × span, jump %s ×, stale above %s of the window",
 			num(res.Gates.MinWindow, "s"), num(res.Gates.CeilingFactor, ""), num(res.Gates.JumpFactor, ""), num(res.Gates.StaleFraction, "")),
 			Prov: "a refused window is published as null with its reason"}},
@@ -192,20 +192,36 @@ func verdicts(res *analyze.Result) []Verdict {
 		vs = append(vs, Verdict{Topic: "unreadable", Class: ClassFail, Text: p.File + ": " + p.Error,
 			Prov: "this file was not analysed; the rest was"})
 	}
+	normal := map[string]int{}
 	for _, t := range res.Targets {
-		if len(t.Summary.Refusals) == 0 {
+		for r, n := range t.Summary.Normal {
+			normal[r] += n
+		}
+		// Only refusals that hid a value a reader needed make the verdict.
+		if len(t.Summary.Withheld) == 0 {
 			continue
 		}
 		n := 0
-		for _, c := range t.Summary.Refusals {
-			n += c
+		var cells []string
+		for _, c := range slices.Sorted(maps.Keys(t.Summary.Withheld)) {
+			m := 0
+			for _, k := range t.Summary.Withheld[c] {
+				m += k
+			}
+			n += m
+			cells = append(cells, fmt.Sprintf("%s (%s)", c, outcomes(t.Summary.Withheld[c])))
 		}
 		vs = append(vs, Verdict{Topic: "refused windows", Class: ClassRefused, Href: "#" + ID("target", t.Name),
-			Text: fmt.Sprintf("%s: %d headline values withheld by the gates (%s)", t.Name, n, outcomes(t.Summary.Refusals)),
+			Text: fmt.Sprintf("%s: %d headline values withheld by the gates where a reader needed them: %s", t.Name, n, strings.Join(cells, ", ")),
 			Prov: "null with a reason, never interpolated: see the shaded spans in the charts"})
 	}
 	if len(vs) == 0 {
-		vs = append(vs, Verdict{Topic: "measurement", Class: ClassOK, Text: "every headline window passed the gates"})
+		v := Verdict{Topic: "measurement", Class: ClassOK, Text: "every headline window passed the gates"}
+		if len(normal) > 0 {
+			v.Text = fmt.Sprintf("no headline value a reader needed was withheld; the gates' only refusals were normal (%s)", outcomes(normal))
+			v.Prov = "the first poll has nothing to diff (no_baseline); a jump hold released at the next poll is a load start confirmed"
+		}
+		vs = append(vs, v)
 	}
 	return vs
 }

@@ -35,6 +35,19 @@ type reader struct {
 	// decode makes the decode cell alone (nil: the engine exports none),
 	// for a tracker that reads nothing else (Tracker.DecodeOnly).
 	decode func(q *query) Cell
+	// everyStep are the counter families that move on every engine step
+	// (vLLM's token counters), as opposed to those that move when a
+	// request completes: they get the tracker's step span (SetStepSpan).
+	// The families a cell divides or subtracts are in it together, so
+	// that one cell never mixes two spans.
+	everyStep map[string]bool
+}
+
+// EveryStep reports whether engine's reader counts family on every engine
+// step (and so windows it over the step span, Tracker.SetStepSpan).
+func EveryStep(engine, family string) bool {
+	r := readerFor(engine)
+	return r != nil && r.everyStep[family]
 }
 
 // knows reports whether family is in the reader's catalog.

@@ -355,10 +355,21 @@ func TestVLLMRenames(t *testing.T) {
 	if n := tr.Notes()["engine"]; !strings.Contains(n, "pre-0.9") || !strings.Contains(n, "pre-0.11") {
 		t.Errorf("variant %q", n)
 	}
-	// A refused prompt rate refuses the computed one; a zero mean has no speed.
+	// A refused prompt rate refuses the computed one. A counter that fell
+	// is the target restarting: every window across it is refused, the
+	// histogram's too.
 	cs = feed(t, tr, 1020, old("200", "60", "40", "1"))
 	want(t, cs, PromptTokensComputedPerSecond, null, rate.ReasonReset)
+	want(t, cs, PerRequestDecodeTokensPerSecond, null, rate.ReasonReset)
+	if r := tr.Restart(); !strings.HasSuffix(r, " fell from 300 to 200") {
+		t.Errorf("restart evidence %q", r)
+	}
+	// A zero mean has no speed.
+	cs = feed(t, tr, 1030, old("210", "60", "50", "1"))
 	want(t, cs, PerRequestDecodeTokensPerSecond, null, rate.ReasonEmpty)
+	if r := tr.Restart(); r != "" {
+		t.Errorf("restart evidence %q on a poll without one", r)
+	}
 }
 
 const vllmV0 = `# TYPE vllm:num_requests_running gauge
@@ -834,5 +845,83 @@ func TestCanonicalLabelsAgreesWithJSON(t *testing.T) {
 		if got := canonicalLabels(js); got != want {
 			t.Errorf("canonicalLabels(%s) = %s, want %s", js, got, want)
 		}
+	}
+}
+
+const stepBody = `# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{engine="0"} %G
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{engine="0"} %R
+# TYPE process_start_time_seconds gauge
+process_start_time_seconds %S
+`
+
+// With a step span, vLLM's token counters are windowed over it (one poll
+// interval) while counters that move at request completion keep the
+// configured span: an idle engine's decode reads 0 at the second poll.
+func TestStepSpan(t *testing.T) {
+	body := func(g, r, s string) string {
+		return strings.NewReplacer("%G", g, "%R", r, "%S", s).Replace(stepBody)
+	}
+	tr := NewTracker("", rate.Config{Span: 10})
+	tr.SetStepSpan(1)
+	if s := tr.StepSpan(); s != 10 {
+		t.Errorf("step span %v before the engine is known: the generic reader has no step counters", s)
+	}
+	feed(t, tr, 100, body("0", "0", "5"))
+	feed(t, tr, 101, body("1000", "4", "5"))
+	cs := feed(t, tr, 102, body("2000", "8", "5"))
+	want(t, cs, DecodeTokensPerSecond, 1000, "")
+	if w := cell(t, cs, DecodeTokensPerSecond).Window; w.V != 1 {
+		t.Errorf("decode window %v, want 1 (the step span)", w)
+	}
+	if w := want(t, cs, RequestsFinishedPerSecond, 4, "").Window; w.V != 2 {
+		t.Errorf("finished window %v, want 2 (the configured span reaches the first poll)", w)
+	}
+	cs = feed(t, tr, 103, body("2000", "8", "5"))
+	want(t, cs, DecodeTokensPerSecond, 0, "")
+	want(t, cs, RequestsFinishedPerSecond, 8.0/3, "")
+	if s, d := tr.StepSpan(), tr.DecodeSpan(); s != 1 || d != 1 {
+		t.Errorf("step span %v, decode span %v; want 1 and 1", s, d)
+	}
+	if r := tr.Restart(); r != "" {
+		t.Errorf("restart %q without one", r)
+	}
+	// A new process start is a restart of every counter.
+	cs = feed(t, tr, 104, body("2100", "9", "6"))
+	want(t, cs, DecodeTokensPerSecond, null, rate.ReasonReset)
+	want(t, cs, RequestsFinishedPerSecond, null, rate.ReasonReset)
+	if r := tr.Restart(); r != "process_start_time_seconds moved" {
+		t.Errorf("restart %q", r)
+	}
+	// A restart the series cannot show (a loading answer) is the caller's.
+	ss, _ := expo.Parse([]byte(body("2200", "10", "6")), "text/plain")
+	tr.Begin(105, 104.99)
+	tr.MarkRestart("loading")
+	tr.MarkRestart("ignored: the first evidence stays")
+	for _, s := range ss {
+		tr.Set(tr.Key(Series{Family: s.Family, Type: s.Type, Name: s.Name, Labels: s.Labels}), s.Value)
+	}
+	cs = tr.End(nil)
+	want(t, cs, DecodeTokensPerSecond, null, rate.ReasonReset)
+	if r := tr.Restart(); r != "loading" {
+		t.Errorf("restart %q", r)
+	}
+
+	// Without a step span (or on llama.cpp, whose decode counter moves at
+	// completion) the decode span is the configured one.
+	tr = NewTracker("", rate.Config{Span: 10})
+	feed(t, tr, 1, body("0", "0", "5"))
+	if s := tr.DecodeSpan(); s != 10 {
+		t.Errorf("decode span %v without a step span", s)
+	}
+	tr = NewTracker("llamacpp", rate.Config{Span: 10})
+	tr.SetStepSpan(1)
+	feed(t, tr, 1, llama("1", "1", "1"))
+	if s, d := tr.StepSpan(), tr.DecodeSpan(); s != 1 || d != 10 {
+		t.Errorf("llama.cpp: step span %v, decode span %v; want 1 (n_decode_total) and 10", s, d)
+	}
+	if !EveryStep(LlamaCpp, "llamacpp:n_decode_total") || EveryStep(LlamaCpp, "llamacpp:tokens_predicted_total") || EveryStep("nope", "x") {
+		t.Error("EveryStep")
 	}
 }

@@ -25,6 +25,9 @@ var noteNoCached = []string{"cache hits not included: this build exports no cach
 // speculative-decoding counters). No series has labels.
 func newLlamaCpp() *reader {
 	r := &reader{id: LlamaCpp}
+	// n_decode_total moves once per llama_decode() call; the token
+	// counters move when a request's prompt is done or it completes.
+	r.everyStep = map[string]bool{"llamacpp:n_decode_total": true}
 	pairs := []string{
 		lcPrompt, "prompt_tokens_per_second prompt_tokens_computed_per_second prompt_tokens_total tokens_total prefix_cache_hit_ratio",
 		"llamacpp:prompt_seconds_total", "",
@@ -65,6 +68,7 @@ func newLlamaCpp() *reader {
 		PerRequestDecodeTokensPerSecond: "Δtokens_predicted_total / Δtokens_predicted_seconds_total: per-slot speed, not server throughput",
 		DecodeTokensPerSecondNative:     "predicted_tokens_seconds: a per-slot average whose window depends on the build (since start, or since the last scrape); never the headline",
 		PromptTokensPerSecondNative:     "prompt_tokens_seconds: a per-slot average whose window depends on the build; never the headline",
+		RequestsWaiting:                 "requests_deferred: tasks waiting for a free slot. Requests held in the HTTP server's threads (--threads-http) before they become tasks are in no series: with every slot busy, 0 waiting does not mean no queue",
 	}
 	r.variant = func(t *Tracker) string {
 		q := query{t: t}

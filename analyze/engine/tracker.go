@@ -48,6 +48,15 @@ type Tracker struct {
 	newKeys  bool
 	procSlot int32 // name slot of process_start_time_seconds, -1 until seen
 
+	// stepSpan is the span of the counters that move on every engine
+	// step (reader.everyStep); 0: the configured span.
+	stepSpan float64
+	// restart is the evidence that the target restarted since its
+	// previous poll, "" none (see Restart); lastProc the process start
+	// read at the last poll that carried one.
+	restart  string
+	lastProc float64
+
 	unknown map[string]bool // families the reader does not know
 	sources map[srcKey]string
 	names2  map[srcKey]string // generic cell names, built once
@@ -134,6 +143,53 @@ func NewTracker(hint string, cfg rate.Config) *Tracker {
 	return t
 }
 
+// SetStepSpan gives the counters the engine moves on every step (vLLM's
+// token counters, llama.cpp's n_decode_total) a span of their own,
+// seconds: the target's poll interval, so that an idle engine reads 0 by
+// the second poll after its load ends. Counters that move when requests
+// complete keep the configured span, which must hold several completions.
+// 0 gives every counter the configured span. Call it before the first poll.
+func (t *Tracker) SetStepSpan(span float64) { t.stepSpan = span }
+
+// StepSpan returns the span the engine's every-step counters run with:
+// the step span when the engine has such counters and one is set, else
+// the configured span.
+func (t *Tracker) StepSpan() float64 {
+	if t.stepSpan > 0 && len(t.rd.everyStep) > 0 {
+		return t.stepSpan
+	}
+	return t.est.Config().Span
+}
+
+// DecodeSpan returns the span of the decode cell's counter, seconds: the
+// step span when the engine counts decode tokens on every step.
+func (t *Tracker) DecodeSpan() float64 {
+	for i := range t.keys {
+		ks := &t.keys[i]
+		if ks.counter && t.rd.everyStep[ks.Family] && t.stepSpan > 0 &&
+			slices.Contains(strings.Fields(t.rd.families[ks.Family]), DecodeTokensPerSecond) {
+			return t.stepSpan
+		}
+	}
+	return t.est.Config().Span
+}
+
+// Restart returns the evidence that the target restarted between its
+// previous poll and the current one, "" when there is none: a counter
+// that fell (any counter, not only those a cell reads), a new
+// process_start_time_seconds, or what the caller said (MarkRestart).
+// Every counter's window across it is refused with reason reset.
+func (t *Tracker) Restart() string { return t.restart }
+
+// MarkRestart says the target restarted before the current poll, for a
+// reason the series cannot show (an engine's "loading" answer between
+// two polls). Call it between Begin and End.
+func (t *Tracker) MarkRestart(evidence string) {
+	if t.restart == "" {
+		t.restart = evidence
+	}
+}
+
 // Config returns the estimator's configuration.
 func (t *Tracker) Config() rate.Config { return t.est.Config() }
 
@@ -211,7 +267,8 @@ func (t *Tracker) Key(s Series) int32 {
 func (t *Tracker) Begin(T, start float64) {
 	t.seq++
 	t.samples = 0
-	t.poll.T, t.poll.Start, t.poll.ProcessStart = T, start, 0
+	t.poll.T, t.poll.Start, t.poll.ProcessStart, t.poll.Restart = T, start, 0, false
+	t.restart = ""
 	t.poll.Readings = t.poll.Readings[:0]
 	t.pollIDs = t.pollIDs[:0]
 }
@@ -236,6 +293,11 @@ func (t *Tracker) SetAll(ids []int32, vals []float64) {
 		// NaN or an infinity is no reading: the series is absent from this poll.
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			continue
+		}
+		// Any counter that fell is the target restarting: a gauge's fall
+		// is nothing, and is told apart only when it falls.
+		if v < r.v && r.seq != 0 && t.restart == "" && t.keys[id].counter {
+			t.restart = fellText(t.keys[id].Name, r.v, v)
 		}
 		r.v, r.seq = v, t.seq
 		t.samples++
@@ -276,8 +338,16 @@ func (t *Tracker) End(dst Cells) Cells {
 		}
 	}
 	if t.procSlot >= 0 && t.slots[t.procSlot].seq == t.seq {
-		t.poll.ProcessStart = t.vals[t.slots[t.procSlot].keys[0]].v
+		ps := t.vals[t.slots[t.procSlot].keys[0]].v
+		t.poll.ProcessStart = ps
+		if t.lastProc != 0 && ps != 0 && ps != t.lastProc {
+			t.restart = "process_start_time_seconds moved"
+		}
+		if ps != 0 {
+			t.lastProc = ps
+		}
 	}
+	t.poll.Restart = t.restart != ""
 	t.est.Observe(t.poll)
 	if !t.decided && t.samples > 0 {
 		t.detect()
@@ -301,6 +371,11 @@ func (t *Tracker) End(dst Cells) Cells {
 	q.dst = nil
 	refuseOverflow(dst)
 	return dst
+}
+
+// fellText is the evidence of a counter that fell.
+func fellText(name string, from, to float64) string {
+	return name + " fell from " + strconv.FormatFloat(from, 'g', 6, 64) + " to " + strconv.FormatFloat(to, 'g', 6, 64)
 }
 
 // refuseOverflow nulls every cell whose arithmetic left float64's range:
@@ -371,6 +446,13 @@ func (t *Tracker) classify(id int32) {
 	t.vals[id].est = -1
 	if ks.counter && t.rd.feeds(ks.Family) {
 		t.vals[id].est = ks.est
+	}
+	if ks.counter {
+		span := 0.0
+		if t.rd.everyStep[ks.Family] {
+			span = t.stepSpan
+		}
+		t.est.SetSpan(ks.est, span)
 	}
 }
 

@@ -1,6 +1,9 @@
 package engine
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // newVLLM reads vLLM V1 and V0 (prefix "vllm:") and NIM (V0's families with
 // no prefix). Renamed series are read under either name, the current one
@@ -41,6 +44,14 @@ func newVLLM(id, p string) *reader {
 		local     = newSel("source", "local_compute", false)
 	)
 	r := &reader{id: id, prefixes: []string{"python_", "process_"}}
+	// The scheduler adds to these on every step: a prefill chunk's prompt
+	// tokens and prefix-cache lookups, a decode step's tokens. The
+	// prompt-computed cell subtracts the hits from the prompt tokens and
+	// the hit ratio divides hits by queries: all of them move together.
+	r.everyStep = map[string]bool{gen: true, prompt: true, bySource: true}
+	for _, f := range append(slices.Clone(hits), queries...) {
+		r.everyStep[f] = true
+	}
 	r.families = catalog(
 		gen, "decode_tokens_per_second generation_tokens_total tokens_total",
 		prompt, "prompt_tokens_per_second prompt_tokens_computed_per_second prompt_tokens_total tokens_total",

@@ -21,6 +21,7 @@ type Counter struct {
 	prev  map[int32]float64
 	curT  float64
 	cur   float64
+	base  float64 // Σ of the previous readings of the sets that rose at curT
 	open  bool
 	first bool
 }
@@ -33,7 +34,7 @@ func (c *Counter) Observe(t float64, set int32, v float64) {
 	}
 	if !c.open || t != c.curT {
 		c.flush()
-		c.open, c.curT, c.cur = true, t, 0
+		c.open, c.curT, c.cur, c.base = true, t, 0, 0
 	}
 	c.cur += v
 	p, seen := c.prev[set]
@@ -43,11 +44,28 @@ func (c *Counter) Observe(t float64, set int32, v float64) {
 		// A set's first reading is its baseline: it adds nothing.
 	case v >= p:
 		c.Increase += v - p
+		c.base += p
 	default:
 		// A decrease is a restart: the counter counts from 0 again.
 		c.Increase += v
 		c.Resets++
 	}
+}
+
+// Restart says the target restarted before the poll at t, whose readings
+// have been observed: they count from 0, a new process's, even those that
+// passed the old process's value before the poll (which Observe took for
+// a rise). Polls that did not carry the series are left alone.
+func (c *Counter) Restart(t float64) {
+	// The series was not in that poll: nothing to count again.
+	if !c.open || c.curT != t {
+		return
+	}
+	c.Increase += c.base
+	if c.base > 0 {
+		c.Resets++
+	}
+	c.base = 0
 }
 
 // Done closes the last poll; call it once after the last Observe.

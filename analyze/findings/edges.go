@@ -291,8 +291,19 @@ func poll2(e *Edge, x rate.Num) (lnErr, residual rate.Num) {
 	return rate.Some(math.Abs(math.Log(x.V / e.Level.V))), rate.Num{}
 }
 
-// settle summarises the edges per span, the published one first.
+// settle summarises the edges per span, the published one first: its
+// span is the one its edges were published under (a target's decode span),
+// 0 when they differ (spans by counter kind: the edges say each), and the
+// configured span when there is no edge.
 func settle(edges []Edge, published float64, spans []float64) []Settle {
+	for i := range edges {
+		if sp := edges[i].EdgeSpan.Span; i == 0 {
+			published = sp
+		} else if sp != published {
+			published = 0
+			break
+		}
+	}
 	out := []Settle{summarise(edges, published, true, func(e *Edge) *EdgeSpan { return &e.EdgeSpan })}
 	for j, sp := range spans {
 		out = append(out, summarise(edges, sp, false, func(e *Edge) *EdgeSpan { return &e.Counterfactual[j] }))
@@ -338,7 +349,11 @@ func summarise(edges []Edge, span float64, published bool, of func(*Edge) *EdgeS
 // settleText is the summary sentence of one span.
 func settleText(s *Settle) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s window", secs(s.Span))
+	if s.Span > 0 {
+		fmt.Fprintf(&b, "%s window", secs(s.Span))
+	} else {
+		b.WriteString("span by counter kind")
+	}
 	if s.Published {
 		b.WriteString(" (published)")
 	}

@@ -34,7 +34,46 @@ func (v *view) facts() TargetFacts {
 	acc, length := v.specFacts()
 	add(acc)
 	add(length)
+	add(v.hiddenQueueFact())
 	return tf
+}
+
+// hiddenQueueFact is llama.cpp's queue nobody counts: requests_deferred
+// counts tasks waiting for a slot, but with every slot busy, requests
+// beyond what the HTTP server's threads hand on wait inside those threads,
+// in no series (a server with 4 slots, 8 clients and the default HTTP
+// threads showed 0 waiting; with --threads-http 16, 4). Stated when
+// requests_running equals the slot count (from /props total_slots or
+// /slots) while requests_deferred reads 0.
+func (v *view) hiddenQueueFact() *Fact {
+	// Only llama.cpp has the hidden queue, and only a known slot count tells full.
+	if v.t.Engine != engine.LlamaCpp || v.t.Slots <= 0 {
+		return nil
+	}
+	full, hidden := 0, 0
+	first := -1
+	for i := range v.t.Polls {
+		p := &v.t.Polls[i]
+		if !p.Running.Valid || p.Running.V < float64(v.t.Slots) {
+			continue
+		}
+		full++
+		if p.Waiting.Valid && p.Waiting.V == 0 {
+			hidden++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	// The slots were never all busy with nothing deferred: nothing to say.
+	if hidden == 0 {
+		return nil
+	}
+	p := &v.t.Polls[first]
+	return &Fact{Name: FactHiddenQueue, Value: rate.Some(float64(hidden)), Unit: "polls", T: rate.Some(p.T), Derived: true,
+		Source: "llamacpp:requests_processing = " + v.t.SlotsSource + " with llamacpp:requests_deferred = 0",
+		Text: fmt.Sprintf("hidden queue: all %d slots busy with requests_deferred at 0 in %d of %d full poll(s), first at %s: llama-server holds further requests in its HTTP threads, where no series counts them; requests_waiting may read 0 while requests queue",
+			v.t.Slots, hidden, full, stamp(p.T))}
 }
 
 const byReason = "vllm:num_requests_waiting_by_reason"

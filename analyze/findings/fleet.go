@@ -87,8 +87,8 @@ func fleet(views []*view, keep bool) Fleet {
 			if q.KV.Valid {
 				p.KVMax = maxNum(p.KVMax, q.KV.V)
 			}
-			if q.TokensTotal.Valid {
-				p.TokensTotal = addNum(p.TokensTotal, q.TokensTotal.V)
+			if x := v.lifetime[l.poll]; x.Valid {
+				p.TokensTotal = addNum(p.TokensTotal, x.V)
 			}
 		}
 		// A sum that left float64's range is no total (engines serving
@@ -121,6 +121,14 @@ func fleet(views []*view, keep bool) Fleet {
 		}
 	}
 	s.DecodeMedian = median(decodes)
+	for _, v := range eng {
+		if v.runTokens.Valid {
+			s.TokensRun = addNum(s.TokensRun, v.runTokens.V)
+		}
+	}
+	if math.IsInf(s.TokensRun.V, 0) || math.IsNaN(s.TokensRun.V) {
+		s.TokensRun = rate.Num{}
+	}
 	return f
 }
 
@@ -130,6 +138,10 @@ func addNum(n rate.Num, x float64) rate.Num { return rate.Some(n.V + x) }
 // described.
 const atCompletion = "at request completion"
 
+// everyStep is how a decode counter that moves on every engine step is
+// described.
+const everyStep = "every engine step"
+
 // Engine classes behind the seams (metric catalog §7).
 var (
 	promptIncludesHits = map[string]string{
@@ -138,7 +150,7 @@ var (
 		engine.NIM: "not verified for V0", engine.LlamaCpp: "exclude reused tokens (evaluated only)",
 	}
 	decodeMoves = map[string]string{
-		engine.VLLM: "every engine step", engine.VLLMV0: "every engine step", engine.NIM: "every engine step",
+		engine.VLLM: everyStep, engine.VLLMV0: everyStep, engine.NIM: everyStep,
 		engine.LlamaCpp: atCompletion, engine.SGLang: atCompletion, engine.TGI: atCompletion,
 	}
 	kvMeaning = map[string]string{
@@ -148,7 +160,7 @@ var (
 	}
 	queueMeaning = map[string]string{
 		engine.VLLM: "waiting, deferred requests included", engine.VLLMV0: "waiting", engine.NIM: "waiting",
-		engine.LlamaCpp: "tasks deferred for want of a slot", engine.SGLang: "queued (grammar and PD queues apart)",
+		engine.LlamaCpp: "tasks deferred for want of a slot (requests held in its HTTP threads are counted nowhere)", engine.SGLang: "queued (grammar and PD queues apart)",
 		engine.TGI: "router queue", engine.TRTLLM: "batcher waiting, else Triton pending",
 		engine.Triton: "Triton pending requests",
 	}

@@ -129,7 +129,7 @@ type span struct {
 }
 
 // incidents finds every incident of the run, in time order.
-func incidents(views []*view, gates rate.Config) []Incident {
+func incidents(views []*view, gates rate.Config, cfSpans []float64) []Incident {
 	out := []Incident{}
 	var all []*hole
 	var spans []span
@@ -168,6 +168,7 @@ func incidents(views []*view, gates rate.Config) []Incident {
 		out = append(out, v.refusals(gates, firstAfter[v], slow)...)
 		out = append(out, v.restarts()...)
 		out = append(out, v.labelSets()...)
+		out = append(out, v.engineStalls(cfSpans)...)
 	}
 	slices.SortStableFunc(out, func(a, b Incident) int {
 		return cmp.Or(cmp.Compare(cmp.Or(a.Start.V, a.T.V), cmp.Or(b.Start.V, b.T.V)),
@@ -178,7 +179,7 @@ func incidents(views []*view, gates rate.Config) []Incident {
 
 var kindOrder = map[string]int{
 	KindHostStall: 0, KindDown: 1, KindGap: 2, KindScrapeErr: 3, KindMissedTick: 4, KindSlow: 5,
-	KindRestart: 6, KindLabelJoin: 7, KindLabelLeave: 8, KindRefused: 9, KindUp: 10,
+	KindRestart: 6, KindLabelJoin: 7, KindLabelLeave: 8, KindRefused: 9, KindUp: 10, KindEngineStall: 11,
 }
 
 // hostStalls groups the stretches every target spent without polls at
@@ -678,8 +679,8 @@ func (v *view) restarts() []Incident {
 		if p.ProcessStart.Valid {
 			lastProc = p.ProcessStart
 		}
-		// Neither a reset nor a new process: no restart.
-		if i == 0 || (len(reset) == 0 && !procMoved) {
+		// Neither a reset, a new process nor other evidence: no restart.
+		if i == 0 || (len(reset) == 0 && !procMoved && p.Restart == "") {
 			continue
 		}
 		inc := Incident{Kind: KindRestart, Target: Name(v.t.Name), Targets: []string{v.t.Name},
@@ -701,8 +702,11 @@ func (v *view) restarts() []Incident {
 			inc.Counterfactual = "refused: counter reset, the next poll measures again"
 		}
 		when := "the engine publishes no process_start_time_seconds: found by its counters falling"
-		if procMoved {
+		switch {
+		case procMoved:
 			when = "its process started at " + stamp(p.ProcessStart.V)
+		case p.Restart != "":
+			when = "found by " + p.Restart + "; every window across it refused"
 		}
 		inc.Detail = fmt.Sprintf("%s restarted between %s and %s: %s", v.t.Name, stamp(ps[i-1].T), stamp(p.T), when)
 		out = append(out, inc)

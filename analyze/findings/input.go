@@ -36,6 +36,10 @@ type Target struct {
 	// Interval is the target's cadence in seconds; 0 when the recording
 	// does not say (the median spacing of its ticks is used).
 	Interval float64
+	// DecodeSpan is the span of its published decode cell, seconds: the
+	// interval where the engine counts decode tokens on every step (spans
+	// by counter kind), else the configured span; 0 means Run.Gates.Span.
+	DecodeSpan float64
 	// Version is the engine's version as it reported it when recording
 	// (vLLM /version, llama.cpp /props build_info), and VersionSource the
 	// endpoint it came from; both "" when unknown.
@@ -43,6 +47,11 @@ type Target struct {
 	// Model is the served model (from the recorded /v1/models, /props or
 	// a model_name label); "" when unknown.
 	Model string
+	// Slots is llama.cpp's slot count (--parallel) from the recorded
+	// /props total_slots or the length of /slots, SlotsSource which; 0
+	// when unknown.
+	Slots       int
+	SlotsSource string
 	// Rows are the target's /metrics attempts, ok or not, in tick order.
 	Rows []Row
 	// Polls are its ok rows, replayed.
@@ -139,6 +148,11 @@ type Poll struct {
 	Capacity, Deferred                rate.Num // waiting by reason; null when not published
 	KVCapacity, PrefixCaching         rate.Num
 	ProcessStart                      rate.Num // process_start_time_seconds
+	// Restart is the evidence that the target restarted since its
+	// previous poll ("" none): a counter of it that fell, a new process
+	// start, an engine's "loading" answer in between. Every window
+	// across it was refused (reason reset).
+	Restart string
 	// Steps is the target's engine-step counter as read, summed over its
 	// label sets (see StepCounters); null when it publishes none.
 	Steps rate.Num

@@ -47,6 +47,10 @@ const (
 	KindUp         = "target_up"
 	KindLabelJoin  = "label_join"
 	KindLabelLeave = "label_leave"
+	// KindEngineStall: the engine's progress counter (decode, or its step
+	// counter) frozen for at least 2 s and 2 polls while requests ran and
+	// scrapes answered: the engine stalled, not the recorder or the scrape.
+	KindEngineStall = "engine_stall"
 )
 
 // Incident is one place the measurement could not be trusted, and why.
@@ -183,6 +187,9 @@ type EdgeSpan struct {
 
 // Settle summarises the judged edges under one span.
 type Settle struct {
+	// Span is the span, seconds; for the published one, 0 when its edges
+	// were published under different spans (by counter kind: each edge's
+	// EdgeSpan.Span says which).
 	Span      float64 `json:"span"`
 	Published bool    `json:"published"` // the span of the published cells
 	Edges     int     `json:"edges"`     // edges found
@@ -253,7 +260,7 @@ type FleetPoint struct {
 	Running     rate.Num `json:"running"`
 	Waiting     rate.Num `json:"waiting"`
 	KVMax       rate.Num `json:"kv_max"`
-	TokensTotal rate.Num `json:"tokens_total"`
+	TokensTotal rate.Num `json:"tokens_total"` // lifetime, each engine's processes summed
 	// Missing are live engines whose decode was null, with the reason.
 	Missing []string `json:"missing,omitempty"`
 }
@@ -267,7 +274,12 @@ type FleetSummary struct {
 	DecodeMax    rate.Num `json:"decode_max"`
 	WaitingMax   rate.Num `json:"waiting_max"`
 	KVMax        rate.Num `json:"kv_max"`
-	TokensTotal  rate.Num `json:"tokens_total"` // at the last tick
+	// TokensTotal is the engines' lifetime tokens at the last tick, each
+	// engine's processes summed (a restarted engine's new count added to
+	// the old process's last one); TokensRun the tokens over the run,
+	// each process's rise, a restarted one counted from 0.
+	TokensTotal rate.Num `json:"tokens_total"`
+	TokensRun   rate.Num `json:"tokens_run"`
 }
 
 // Seam is a place where engines' similar numbers count different things.
@@ -297,6 +309,9 @@ const (
 	FactFLOPs          = "flops"
 	FactSpecAccept     = "spec_accept_ratio_run"
 	FactSpecLength     = "spec_mean_accept_length_run"
+	// FactHiddenQueue: llama.cpp's every slot busy while requests_deferred
+	// read 0: requests may wait in its HTTP threads, counted nowhere.
+	FactHiddenQueue = "hidden_queue"
 )
 
 // Fact is one thing an engine published about itself, with provenance: a

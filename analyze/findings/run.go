@@ -23,11 +23,11 @@ func Analyze(run *Run) *Findings {
 	}
 	slices.SortFunc(views, func(a, b *view) int { return strings.Compare(a.t.Name, b.t.Name) })
 	for _, v := range views {
-		v.findEdges(run.Spans, gates.Span)
+		v.findEdges(run.Spans, v.decodeSpan())
 		f.Edges = append(f.Edges, v.edges...)
 	}
 	f.Settle = settle(f.Edges, gates.Span, run.Spans)
-	f.Incidents = incidents(views, gates)
+	f.Incidents = incidents(views, gates, run.Spans)
 	for _, v := range views {
 		if v.t.Engine == engine.Generic {
 			continue
@@ -65,6 +65,15 @@ type view struct {
 	signal signal
 	edges  []Edge
 	held   map[int]bool // polls whose jump hold an edge explains
+	// lifetime is each poll's tokens_total summed over the processes seen
+	// so far (a restarted process's count added to the last reading of
+	// those before it); runTokens the tokens over the run, each process's
+	// rise summed, a new process counted from 0. Null without the cell.
+	lifetime  []rate.Num
+	runTokens rate.Num
+	// stalled are the engine stalls: the progress counter frozen while
+	// requests ran (see stalls).
+	stalled []stall
 }
 
 // state is what a poll interval's busy signal did (see signal).
@@ -111,7 +120,60 @@ func newView(t *Target, gates rate.Config) *view {
 		v.state[i], v.pace[i] = v.signal.read(p, q, dt > 1.5*v.interval)
 	}
 	bridgeShortFlats(v.state)
+	v.stalled = v.stalls()
+	for _, s := range v.stalled {
+		// A stall is no load edge: its intervals have no busy state.
+		for k := s.a + 1; k <= s.b; k++ {
+			v.state[k] = unknown
+		}
+		// The jump gate holds the engine resuming: the stall explains it.
+		for k := s.b + 1; k < min(s.b+SteadyPolls, len(t.Polls)); k++ {
+			for r := range NRates {
+				if t.Polls[k].Rates[r].Reason == rate.ReasonJump {
+					v.held[k] = true
+				}
+			}
+		}
+	}
+	v.tokens()
 	return v
+}
+
+// tokens sums tokens_total across the target's processes: a restart (or
+// a fall of the cell) starts a new process counting from 0.
+func (v *view) tokens() {
+	ps := v.t.Polls
+	v.lifetime = make([]rate.Num, len(ps))
+	var offset, prev float64
+	seen, restarted := false, false
+	for i := range ps {
+		p := &ps[i]
+		restarted = restarted || (p.Restart != "" && i > 0)
+		x := p.TokensTotal
+		// No reading: the next one tells whether a restart came between.
+		if !x.Valid {
+			continue
+		}
+		switch {
+		case !seen:
+			seen, v.runTokens = true, rate.Some(0)
+		case restarted || x.V < prev:
+			offset += prev
+			v.runTokens.V += x.V
+		default:
+			v.runTokens.V += x.V - prev
+		}
+		restarted, prev = false, x.V
+		v.lifetime[i] = rate.Some(offset + x.V)
+	}
+}
+
+// decodeSpan is the span of the target's published decode cell.
+func (v *view) decodeSpan() float64 {
+	if v.t.DecodeSpan > 0 {
+		return v.t.DecodeSpan
+	}
+	return v.gates.Span
 }
 
 // signal is what a target's busy state is read from.

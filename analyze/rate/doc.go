@@ -40,6 +40,10 @@
 //   - reset: a counter that decreased, or whose _created or the target's
 //     process start time changed since its last sample, restarted. Null for
 //     that poll with no window, re-based: never a spike, never negative.
+//     A poll flagged Restart (the caller saw another counter of the target
+//     fall, or the engine answer that it was loading) resets every key; a
+//     key absent from it is reset when it comes back, its last sample
+//     being the old process's.
 //   - ceiling: a window longer than CeilingFactor × span (default 2) is a
 //     stall, not a measurement. Null with no window (it measured none),
 //     re-based.

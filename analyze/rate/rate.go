@@ -36,6 +36,11 @@ type Poll struct {
 	// Readings are more counter readings, of registered keys, observed
 	// after Samples; a replay that keys its series once uses these.
 	Readings []Reading
+	// Restart says the caller knows the target restarted since its
+	// previous poll (a counter of it fell, an engine answered that it was
+	// loading): every key's window across it is refused with reason
+	// reset, including keys absent from this poll when they come back.
+	Restart bool
 }
 
 // Config sets the span and the gates. A zero field takes its default; a
@@ -95,6 +100,7 @@ type Estimator struct {
 	lastT      float64
 	disordered bool    // the last Observe was refused: every cell is refused
 	procStart  float64 // last known process start
+	restartT   float64 // the time of the last poll flagged Restart; 0 none
 
 	keys   []keyState
 	index  map[Key]int32
@@ -164,6 +170,7 @@ type point struct {
 // keyState is one key's history, gate state and verdict on the current poll.
 type keyState struct {
 	key     Key
+	span    float64 // the key's own span (SetSpan); 0: the configuration's
 	hist    []point // hist[head:] is the history, oldest first
 	head    int
 	created float64 // the last known _created
@@ -206,6 +213,9 @@ func (e *Estimator) Observe(p Poll) {
 	e.lastT = p.T
 	if p.ProcessStart != 0 {
 		e.procStart = p.ProcessStart
+	}
+	if p.Restart {
+		e.restartT = p.T
 	}
 	var u float64
 	if p.Start > 0 && p.Start < p.T {
@@ -257,6 +267,17 @@ func (e *Estimator) Register(k Key) int32 {
 	return s
 }
 
+// SetSpan gives key id (from Register) a span of its own, seconds: its
+// windows reach back that far and its ceiling is CeilingFactor × it. A
+// span ≤ 0 or not a number gives it the configuration's span back. Call
+// it before the key's first reading.
+func (e *Estimator) SetSpan(id int32, span float64) {
+	if !(span > 0) || math.IsInf(span, 0) {
+		span = 0
+	}
+	e.keys[id].span = span
+}
+
 // step gates one key's reading at poll e.seq, time e.lastT, and records it.
 func (e *Estimator) step(st *keyState, v, created, u float64) {
 	// A key seen twice in one poll keeps its first reading.
@@ -269,7 +290,8 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 	st.jump, st.hasWin, st.delta = false, false, 0
 
 	restarted := (created != 0 && st.created != 0 && created != st.created) ||
-		(e.procStart != 0 && st.proc != 0 && e.procStart != st.proc)
+		(e.procStart != 0 && st.proc != 0 && e.procStart != st.proc) ||
+		(len(st.hist) > st.head && st.hist[len(st.hist)-1].t < e.restartT)
 	if created != 0 {
 		st.created = created
 	}
@@ -290,7 +312,11 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 	}
 
 	// The base is the oldest sample inside the span, else the previous one.
-	cutoff := now - e.cfg.Span - edgeTolerance
+	span, ceiling := e.cfg.Span, e.ceiling
+	if st.span > 0 {
+		span, ceiling = st.span, e.cfg.CeilingFactor*st.span
+	}
+	cutoff := now - span - edgeTolerance
 	for len(st.hist)-st.head >= 2 && st.hist[st.head].t < cutoff {
 		st.head++
 	}
@@ -298,7 +324,7 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 	dt := now - base.t
 
 	// A window longer than the ceiling is a stall: it measured no window.
-	if dt > e.ceiling {
+	if dt > ceiling {
 		st.reason = ReasonCeiling
 		st.rebase(pt)
 		return

@@ -18,7 +18,8 @@ import (
 //
 //	# A sentence stating the rule.
 //	span 2s [min_window=0.5s] [ceiling=2] [jump=8] [jump_floor=10] [stale=0.25]
-//	poll <T> [start=<S>] [process_start=<P>] [<sample>]
+//	keyspan <series>{labels} <span>   the key's own span (Estimator.SetSpan)
+//	poll <T> [start=<S>] [process_start=<P>] [restart] [<sample>]
 //	  <sample>                      indented: one more sample of that poll
 //	load <T0> <step>
 //	  <series>{labels} <v0> <v1> …  indented: one poll every step; _ is absent,
@@ -100,6 +101,8 @@ func runScript(t testing.TB, path string) {
 			s.pollLine(rest)
 		case "load":
 			s.loadLine(rest)
+		case "keyspan":
+			s.keySpan(rest)
 		case "expect":
 			s.expect(rest)
 		default:
@@ -175,6 +178,25 @@ func (s *script) span(rest string) {
 	s.queue, s.observed = nil, false
 }
 
+// keySpan gives one key a span of its own.
+func (s *script) keySpan(rest string) {
+	if s.est == nil {
+		s.errorf("keyspan before span")
+		return
+	}
+	k, tail, err := parseSeries(rest)
+	if err != nil {
+		s.errorf("%v", err)
+		return
+	}
+	sp, err := parseSeconds(strings.TrimSpace(tail))
+	if err != nil {
+		s.errorf("%v", err)
+		return
+	}
+	s.est.SetSpan(s.est.Register(k), sp)
+}
+
 func parseSeconds(v string) (float64, error) {
 	scale := 1.0
 	switch {
@@ -227,6 +249,11 @@ func (s *script) pollLine(rest string) {
 		tail = strings.TrimSpace(tail)
 		var word string
 		word, rest, _ = strings.Cut(tail, " ")
+		if word == "restart" {
+			p.poll.Restart = true
+			tail = rest
+			continue
+		}
 		k, v, ok := strings.Cut(word, "=")
 		if !ok || (k != "start" && k != "process_start") {
 			break

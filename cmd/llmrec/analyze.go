@@ -41,7 +41,10 @@ Then the run's story (docs/analysis-format.md has every key):
   incidents  where the numbers could not be trusted and why: gap, host_stall
              (every target stalled at once: the recording host, not an
              engine), missed_tick, scrape_error, slow_scrape, refused,
-             restart, target_down/target_up, label_join/label_leave; each
+             restart (any counter falling, a new process start, a
+             "Loading model" answer), engine_stall (the progress counter
+             frozen while requests run), target_down/target_up,
+             label_join/label_leave; each
              with the cells affected, the gate that fired and what a naive
              delta over time would have printed instead
   edges      load starts and ends found on each decode counter (on the
@@ -59,7 +62,8 @@ Then the run's story (docs/analysis-format.md has every key):
   facts      what each engine said about itself: the queue's ceiling
              (capacity queueing), prefill speed per prefilling stream,
              prefix caching, the KV pool, FLOPs counters left at 0,
-             speculative decoding acceptance
+             speculative decoding acceptance, llama.cpp's hidden queue
+             (every slot busy, nothing deferred)
   drift      what the engine's version should publish and did not, and
              series under renamed names
   energy     joules per generated token over the busy windows, when a DCGM
@@ -74,13 +78,17 @@ poll's cells go to FILE (schema: docs/analysis-format.md); while the run is
 replayed they wait in a temporary folder beside FILE, removed afterwards.
 
 The gates (see package analyze/rate):
-  --span D         how far back a window may reach (default 10s; use the
-                   scrape interval to read each interval on its own)
+  --span D         how far back a window may reach, for every counter.
+                   Without it, spans are by counter kind: counters the
+                   engine moves on every step (vLLM's token counters,
+                   llama.cpp n_decode_total) span the target's interval,
+                   so an idle engine reads 0 by the second poll; counters
+                   that move when a request completes span 10s
   --min-window D   the floor: a shorter window is a catch-up poll (default 500ms)
   ceiling, jump and stale fractions are set in the config file.
 A negative value turns a gate off.
   --spans D,D      counterfactual spans replayed for the edges (default
-                   2s,10s; the published span is left out; "none": none)
+                   2s,10s; a --span given is left out; "none": none)
   --cap [ENGINE.]CELL=MAX
                    a plausibility cap, repeatable: decode=5000,
                    llamacpp.decode=300. CELL is a rate cell or decode, prompt,

@@ -23,7 +23,7 @@ func TestAnalyzeFindings(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"host_stall   every target", "gap          llamacpp-0", "restart      llamacpp-0",
-		"label_join   vllm-0", "10 s window (published): settled by poll 2 on 0 of 10 judged edges", "2 s window:", "5 s window:",
+		"label_join   vllm-0", "1 s window (published): settled by poll 2 on 10 of 10 judged edges", "2 s window:", "5 s window:",
 		"above the 5000 cap: 0 published, 1 naive", "seams", "drift of vllm-0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -247,6 +248,10 @@ func newEngine(spec EngineSpec, anchor time.Time) *Engine {
 		case EventRestart:
 			cuts[ev.At] = true
 			restarts[ev.At] = true
+			// A restart that loads for a while answers "loading" meanwhile.
+			if ev.For > 0 {
+				e.windows = append(e.windows, ev)
+			}
 		case EventLabelJoin:
 			cuts[ev.At] = true
 		default:
@@ -717,6 +722,22 @@ type Behaviour struct {
 	Delay time.Duration
 	// Code is the status of a status event.
 	Code int
+	// Loading marks the status answer of an engine loading its model
+	// after a restart (a restart event with For): 503 and the engine's
+	// own "Loading model" body.
+	Loading bool
+}
+
+// loadingBody is llama-server's answer while it loads its model.
+const loadingBody = `{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`
+
+// StatusAnswer returns the content type and body of a status behaviour's
+// answer: the engine's loading body while it loads, else the status text.
+func StatusAnswer(b Behaviour) (contentType string, body []byte) {
+	if b.Loading {
+		return "application/json; charset=utf-8", []byte(loadingBody)
+	}
+	return "text/plain; charset=utf-8", []byte(http.StatusText(b.Code) + "\n")
 }
 
 // BehaviourAt returns the HTTP behaviour in force at offset at. When windows
@@ -727,8 +748,12 @@ func (e *Engine) BehaviourAt(at time.Duration) Behaviour {
 		if at < ev.At || at >= ev.At+ev.For {
 			continue
 		}
-		if rank(ev.Kind) > rank(best.Kind) {
-			best = Behaviour{Kind: ev.Kind, Until: ev.At + ev.For, Delay: ev.Delay, Code: ev.Code}
+		b := Behaviour{Kind: ev.Kind, Until: ev.At + ev.For, Delay: ev.Delay, Code: ev.Code}
+		if ev.Kind == EventRestart {
+			b.Kind, b.Code, b.Loading = EventStatus, http.StatusServiceUnavailable, true
+		}
+		if rank(b.Kind) > rank(best.Kind) {
+			best = b
 		}
 	}
 	return best

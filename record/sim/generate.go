@@ -136,8 +136,7 @@ func Generate(sc *Scenario, opts GenerateOptions, emit func(g Generated) error) 
 			switch b.Kind {
 			case EventStatus:
 				g.Status = b.Code
-				g.ContentType = "text/plain; charset=utf-8"
-				body = []byte(http.StatusText(b.Code) + "\n")
+				g.ContentType, body = StatusAnswer(b)
 				renderAt = 0
 			case EventStale:
 				firstByte += b.Delay

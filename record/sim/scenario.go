@@ -34,6 +34,10 @@ type EventKind string
 const (
 	// EventRestart restarts the engine: every counter starts again from 0 and
 	// the process start time and the _created values move to the event time.
+	// With For (llama.cpp), the new process loads its model for that long:
+	// every request in [At, At+For) is answered 503 with llama-server's
+	// {"error":{"message":"Loading model"}} body while the counters, from
+	// 0, already follow the phases.
 	EventRestart EventKind = "restart"
 	// EventLabelJoin makes a further label set (vLLM engine="<Label>") start
 	// being exported. It runs the same phases as the first set, and its
@@ -588,7 +592,13 @@ func (es *EngineSpec) normalizeEvent(ev *Event, labels map[string]bool) error {
 	}
 	switch ev.Kind {
 	case EventRestart:
-		return noExtra()
+		if ev.For < 0 {
+			return errors.New("for: negative")
+		}
+		if ev.For > 0 && es.Format != FormatLlamaCpp {
+			return errors.New("for: a loading answer needs format llamacpp")
+		}
+		return noExtra("for")
 	case EventLabelJoin:
 		if es.Format != FormatVLLM {
 			return errors.New("kind: label_join needs format vllm (llama.cpp has no labels)")

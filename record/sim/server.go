@@ -281,7 +281,8 @@ func (s *Server) handler(e *Engine) http.Handler {
 		}
 		if b.Kind == EventStatus {
 			ent.Behaviour = EventStatus
-			s.send(w, r, &ent, b.Code, "text/plain; charset=utf-8", []byte(http.StatusText(b.Code)+"\n"), 0, 0)
+			ct, body := StatusAnswer(b)
+			s.send(w, r, &ent, b.Code, ct, body, 0, 0)
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
