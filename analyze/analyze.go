@@ -266,6 +266,9 @@ type targetState struct {
 	loading string
 	fw      *findingsState // what the run findings keep of the target
 	spool   *spool         // its polls, when spooled (Options.Spool)
+	// interval is the target's cadence from its manifest, seconds (0
+	// unknown); lastT the time of its last poll: a longer hole breaks lines.
+	interval, lastT float64
 }
 
 // headStat gathers one headline cell over the polls.
@@ -306,6 +309,9 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		st.tr.SetStepSpan(m.interval)
 	}
 	st.fw = newFindingsState(st.out.Name, st.tr, a.cfg, a.spans)
+	if m := a.metas[st.out.Name]; m != nil {
+		st.interval = m.interval
+	}
 	if m := a.metas[st.out.Name]; m != nil && m.ticks > 0 {
 		// Sized once from the manifests: growing per-poll records is a
 		// good part of the replay's allocation.
@@ -499,18 +505,39 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) error
 		}
 	}
 	if skip {
+		st.lastT = T
 		return nil
 	}
+	brk := st.lineBreak(T)
+	st.lastT = T
 	if st.sink != nil {
-		st.sink(st.out.Name, &Poll{T: T, Run: run, Seq: seq, Cells: st.cells})
+		st.sink(st.out.Name, &Poll{T: T, Run: run, Seq: seq, Break: brk, Cells: st.cells})
 		return nil
 	}
 	if st.spool != nil {
 		// Encoded now: the cells need not be copied.
-		return st.spool.add(&Poll{T: T, Run: run, Seq: seq, Cells: st.cells})
+		return st.spool.add(&Poll{T: T, Run: run, Seq: seq, Break: brk, Cells: st.cells})
 	}
-	st.out.Polls = grow(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Cells: slices.Clone(st.cells)})
+	st.out.Polls = grow(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Break: brk, Cells: slices.Clone(st.cells)})
 	return nil
+}
+
+// lineBreak says whether a line through the target's polls breaks before
+// the poll at T, whose cells are st.cells.
+func (st *targetState) lineBreak(T float64) string {
+	// The first poll has nothing before it to join.
+	if st.out.Summary.Polls == 1 {
+		return ""
+	}
+	if st.interval > 0 && T-st.lastT > findings.HoleFactor*st.interval {
+		return BreakGap
+	}
+	for i := range st.cells {
+		if st.cells[i].Cell.Reason == rate.ReasonReset {
+			return BreakRestart
+		}
+	}
+	return ""
 }
 
 // finish completes every target, sorted by name.

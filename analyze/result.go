@@ -112,11 +112,24 @@ type Target struct {
 
 // Poll is one ok scrape and its cells.
 type Poll struct {
-	T     float64      `json:"t"`   // first byte of the response, Unix seconds: the samples' stamp
-	Run   string       `json:"run"` // the session
-	Seq   int64        `json:"seq"` // the tick, as in `llmrec export --seq`
+	T   float64 `json:"t"`   // first byte of the response, Unix seconds: the samples' stamp
+	Run string  `json:"run"` // the session
+	Seq int64   `json:"seq"` // the tick, as in `llmrec export --seq`
+	// Break says why a line drawn through the target's polls must break
+	// before this one: BreakGap or BreakRestart; "" for none.
+	Break string       `json:"break,omitempty"`
 	Cells engine.Cells `json:"cells"`
 }
+
+// Reasons a line breaks before a poll.
+const (
+	// BreakGap: the previous poll of the target is more than
+	// findings.HoleFactor intervals earlier; nothing is known in between.
+	BreakGap = "gap"
+	// BreakRestart: a counter of this poll was refused as a reset (the
+	// engine restarted): values before and after are two processes'.
+	BreakRestart = "restart"
+)
 
 // Summary condenses a target's polls.
 type Summary struct {

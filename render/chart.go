@@ -12,6 +12,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
+	"github.com/llmrec/llmrec/analyze"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/render/downsample"
 )
@@ -428,9 +429,11 @@ func refusedAreas(series []Series, mergeGap float64) (refused, absent []area) {
 			if j < len(pts) {
 				r.to = pts[j].T
 			}
+			// Absent series and holes with no poll are no data; every
+			// other null was refused.
 			k := 1
 			for reason := range r.reasons {
-				if reason != rate.ReasonAbsent {
+				if reason != rate.ReasonAbsent && reason != analyze.BreakGap {
 					k = 0
 				}
 			}

@@ -108,3 +108,42 @@ func TestFindingsReportInBrowser(t *testing.T) {
 		t.Errorf("table hover %q lacks the provenance", prov)
 	}
 }
+
+// No chart draws a line across a hole: in the shipped recording (1 s
+// polls; a 4 s HTTP 500 spell, a 15 s SIGSTOP of the recorder, a restart)
+// every line series of every chart, gauges included, has no two
+// consecutive drawn values more than 1.5 intervals apart without a null
+// point between them, as ECharts holds the series in Chromium.
+func TestFindingsChartsBreakAtHoles(t *testing.T) {
+	path := writeReport(t, findingsReport(t))
+	br := browsertest.Start(t)
+	p := loadAndDraw(t, br, path)
+	defer checkClean(t, p)
+	type jump struct {
+		Chart, Series string
+		From, To      float64
+	}
+	jumps, err := browsertest.Eval[[]jump](p, `(function () {
+		var out = [];
+		document.querySelectorAll('div.chart[data-spec]').forEach(function (div) {
+			var ch = echarts.getInstanceByDom(div);
+			ch.getOption().series.forEach(function (s) {
+				if (s.type !== 'line' || !Array.isArray(s.data) || s.areaStyle) return;
+				var last = null;
+				s.data.forEach(function (d) {
+					var xy = Array.isArray(d) ? d : (d && d.value);
+					if (!xy || xy[1] === null || xy[1] === undefined || xy[1] === '-') { last = null; return; }
+					if (last !== null && xy[0] - last > 1.5) out.push({chart: div.id, series: s.name, from: last, to: xy[0]});
+					last = xy[0];
+				});
+			});
+		});
+		return out;
+	})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jumps {
+		t.Errorf("%s: %q draws a line across %.1f s (%.1f → %.1f)", j.Chart, j.Series, j.To-j.From, j.From, j.To)
+	}
+}

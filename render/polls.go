@@ -31,6 +31,7 @@ func NewPolls() *Polls {
 // targetPolls is one target's polls as the charts need them.
 type targetPolls struct {
 	t       []float64           // the drawable polls' times, rising
+	brk     []string            // the line break before each drawable poll (analyze.Poll.Break), "" for none
 	late    int                 // polls stamped before the one ahead of them, not drawn
 	cols    map[string][]packed // charted cell → its value in each drawable poll
 	waiting []waitingCell       // waiting_by_reason in each drawable poll
@@ -98,6 +99,7 @@ func (ps *Polls) Add(target string, p *analyze.Poll) {
 		return
 	}
 	tp.t = append(tp.t, p.T)
+	tp.brk = append(tp.brk, p.Break)
 	for name, col := range tp.cols {
 		tp.cols[name] = append(col, packed{})
 	}
@@ -164,9 +166,22 @@ func (ps *Polls) series(tp *targetPolls, name string) (points []Point, any bool)
 		if cell.Value.Valid || (cell.Reason != rate.ReasonAbsent && cell.Reason != engine.ReasonNotExported) {
 			any = true
 		}
+		points = tp.breakBefore(points, i)
 		points = append(points, Point{T: tp.t[i], Cell: cell})
 	}
 	return points, any
+}
+
+// breakBefore appends, when the analysis says a line breaks before
+// drawable poll i (a hole in the polls, a restart), a null point halfway
+// to it: no line is drawn across the hole, gauges included.
+func (tp *targetPolls) breakBefore(points []Point, i int) []Point {
+	// Nothing drawn yet: nothing to break from.
+	if tp.brk[i] == "" || len(points) == 0 {
+		return points
+	}
+	prev := points[len(points)-1].T
+	return append(points, Point{T: prev + (tp.t[i]-prev)/2, Cell: rate.Cell{Reason: tp.brk[i]}})
 }
 
 // waitingByReason splits requests_waiting by the reason the engine gives
@@ -191,6 +206,7 @@ func (ps *Polls) waitingByReason(tp *targetPolls) []Series {
 			} else if pc.Reason == "" {
 				pc.Reason = rate.ReasonAbsent
 			}
+			ser.Points = tp.breakBefore(ser.Points, i)
 			ser.Points = append(ser.Points, Point{T: tp.t[i], Cell: pc})
 		}
 		out = append(out, ser)

@@ -199,7 +199,13 @@ func checkPoll(t *testing.T, e *Estimator, cfg Config, series string, labels []s
 		if j.published && !j.held && c.Value.V > cfg.JumpFactor*max(j.last, cfg.JumpFloor) {
 			t.Errorf("t=%g %s: %g/s after %g/s was never held as a jump", now, l, c.Value.V, j.last)
 		}
-		*j = jumpTrack{last: c.Value.V, published: true}
+		// A window stretched past the span (over a hole) is no reference
+		// when there was one before the hole.
+		if !j.published || c.Window.V <= cfg.Span+1e-3 {
+			*j = jumpTrack{last: c.Value.V, published: true}
+		} else {
+			j.held = false
+		}
 		parts++
 		sum += c.Value.V
 		widest = max(widest, c.Window.V)

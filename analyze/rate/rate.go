@@ -368,6 +368,15 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 		st.held, st.heldBase, st.heldAt, st.jump = true, base.seq, e.seq, true
 		return
 	}
+	// A window stretched past the span rests on a base from before a hole
+	// (a stall, a gap): its rate is diluted by the hole, so it is published
+	// but the next poll's jump gate keeps comparing with the rate before the
+	// hole. Only a key with no rate before the hole takes it as its
+	// reference: without request start times, that is what holds a stale
+	// body's catch-up.
+	if dt > e.cfg.Span+edgeTolerance && st.hasRate {
+		return
+	}
 	st.lastRate, st.hasRate = rate, true
 }
 
