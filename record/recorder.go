@@ -577,6 +577,9 @@ func engineInfo(ctx context.Context, client *http.Client, targets []Target) map[
 	return out
 }
 
+// MaxInfoBytes caps each engine-information answer kept in the manifest.
+const MaxInfoBytes = 256 << 10
+
 func fetchInfo(ctx context.Context, client *http.Client, t *Target, path string) capture.EngineInfo {
 	info := capture.EngineInfo{Path: path}
 	ctx, cancel := context.WithTimeout(withRedirects(ctx, t.follows()), t.Timeout.D())
@@ -603,12 +606,19 @@ func fetchInfo(ctx context.Context, client *http.Client, t *Target, path string)
 		info.Error = redact.Text(redirectError(resp, t.follows()).Error())
 		return info
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxInfoBytes+1))
 	if err != nil {
 		info.Error = redact.Text(err.Error())
 		return info
 	}
 	if resp.StatusCode != http.StatusOK {
+		return info
+	}
+	// An engine's description of itself is a few KB (llama.cpp's /props with
+	// its chat template the largest); a bigger answer is not stored, so a
+	// hostile target cannot grow the manifest.
+	if len(b) > MaxInfoBytes {
+		info.Error = fmt.Sprintf("answer over the %d-byte cap for engine information; not stored", MaxInfoBytes)
 		return info
 	}
 	if json.Valid(b) {

@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -166,4 +167,27 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// An engine-information answer over MaxInfoBytes is not stored: a hostile
+// target cannot grow the manifest (1 MiB on each of four paths was written
+// whole, and cut silently at 1 MiB past that).
+func TestEngineInfoCapped(t *testing.T) {
+	big := strings.Repeat("x", MaxInfoBytes+1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/props" {
+			fmt.Fprint(w, big)
+			return
+		}
+		fmt.Fprint(w, `{"version":"0.1"}`)
+	}))
+	defer srv.Close()
+	tg := target(srv.URL+"/metrics", time.Second)
+	info := fetchInfo(context.Background(), newClient(), tg, "/props")
+	if info.Text != "" || info.JSON != nil || !strings.Contains(info.Error, "cap for engine information") {
+		t.Errorf("/props of %d bytes: text %d bytes, json %d bytes, error %q", len(big), len(info.Text), len(info.JSON), info.Error)
+	}
+	if info := fetchInfo(context.Background(), newClient(), tg, "/version"); string(info.JSON) != `{"version":"0.1"}` || info.Error != "" {
+		t.Errorf("/version: %+v", info)
+	}
 }
