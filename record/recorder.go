@@ -45,6 +45,9 @@ type Options struct {
 	// ProgressEvery is the period of progress output (default 1 s live,
 	// 10 s otherwise).
 	ProgressEvery time.Duration
+	// Warnings receives warnings the recording goes on after (a journal
+	// removed by hand); nil for none.
+	Warnings io.Writer
 }
 
 // Summary is what a finished recording reports.
@@ -89,6 +92,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		return nil, err
 	}
 	w.SetCompactEvery(cfg.CompactEvery)
+	w.SetLimits(cfg.Limits())
 	client := newClient()
 	host, _ := os.Hostname()
 	m := capture.Manifest{
@@ -110,27 +114,38 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		ctx, c2 = context.WithTimeout(ctx, opt.Duration)
 		defer c2()
 	}
-	rec := &recorder{client: client, runID: runID, maxBody: cfg.MaxBody,
+	rec := &recorder{client: client, runID: runID, maxBody: cfg.MaxBody, limits: cfg.Limits(),
 		rows: make(chan capture.Scrape, 256), stats: make([]TargetStats, len(cfg.Targets))}
 	for i, t := range cfg.Targets {
 		rec.stats[i].Name = t.Name
 	}
 
-	// The writer goroutine owns w.
+	// The writer goroutine owns w. It only journals: sealing and compaction
+	// run in the background (see capture.Writer), so a row waits in rec.rows
+	// for no longer than the journal writes ahead of it.
 	writeErr := make(chan error, 1)
 	go func() {
 		var err error
+		var seals int64
 		for row := range rec.rows {
 			if err != nil {
 				continue // drain; the run is stopping
 			}
-			if err = w.Append(row); err != nil {
+			err = w.Append(row)
+			if errors.Is(err, capture.ErrJournalReplaced) {
+				if opt.Warnings != nil {
+					fmt.Fprintf(opt.Warnings, "warning: %v\n", err)
+				}
+				err = nil
+			}
+			if err != nil {
 				rec.written.Store(w.BytesWritten())
 				cancel()
 				continue
 			}
 			// The closed files change only when a segment was sealed.
-			if w.Pending() == 0 {
+			if n := w.Seals(); n != seals {
+				seals = n
 				rec.written.Store(w.BytesWritten())
 			}
 		}
@@ -210,6 +225,7 @@ type recorder struct {
 	client   *http.Client
 	runID    string
 	maxBody  int64
+	limits   capture.Limits
 	rows     chan capture.Scrape
 	inflight sync.WaitGroup
 	written  atomic.Int64
@@ -292,7 +308,7 @@ func (r *recorder) fire(ctx context.Context, ti int, t *Target, ep *endpointStat
 		// A scrape in flight when the run stops is finished, not abandoned:
 		// it runs on a context that only its own timeout ends.
 		row := scrape(context.WithoutCancel(ctx), r.client, r.clock, request{target: t, endpoint: ep.name, url: ep.url,
-			seq: k, scheduled: at, maxBody: r.maxBody, runID: r.runID, interner: &ep.interner})
+			seq: k, scheduled: at, maxBody: r.maxBody, limits: r.limits, runID: r.runID, interner: &ep.interner})
 		ep.busy.Store(false)
 		r.account(ti, &row)
 		r.rows <- row

@@ -72,6 +72,7 @@ type request struct {
 	seq       int64
 	scheduled time.Time
 	maxBody   int64
+	limits    capture.Limits // of parsing the body; zero: none
 	runID     string
 	interner  *expo.Interner // of the endpoint; nil: none
 }
@@ -174,7 +175,7 @@ func scrape(ctx context.Context, client *http.Client, clock Clock, q request) ca
 		return fail(capture.OutcomeHTTPError, fmt.Errorf("HTTP %s", resp.Status))
 	}
 	row.Outcome = capture.OutcomeOK
-	capture.ParseWith(&row, q.interner)
+	capture.ParseCapped(&row, q.interner, q.limits)
 	return row
 }
 
