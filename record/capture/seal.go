@@ -74,23 +74,13 @@ func rowBytes(s *Scrape) int64 {
 }
 
 // isBig reports whether the open segment has reached the segment budget.
-func (w *Writer) isBig() bool {
-	if w.held >= w.segBytes {
-		return true
-	}
-	for i := range w.rows {
-		if w.rows[i].at >= 0 {
-			return true
-		}
-	}
-	return false
-}
+func (w *Writer) isBig() bool { return w.held >= w.segBytes || w.spilled }
 
 // startSeal hands the open segment to the sealer and opens the next
 // journal. The caller has made sure no seal is in flight.
 func (w *Writer) startSeal() error {
 	job := &sealJob{seg: w.seg, j: w.j, rows: w.rows, big: w.isBig()}
-	w.j, w.rows, w.held = nil, make([]openRow, 0, cap(job.rows)), 0
+	w.j, w.rows, w.held, w.spilled = nil, make([]openRow, 0, cap(job.rows)), 0, false
 	err := w.open()
 	done := make(chan error, 1)
 	w.sealing = done

@@ -40,6 +40,7 @@ type Writer struct {
 	j        *journal
 	rows     []openRow
 	held     int64 // bytes of bodies and samples rows hold in memory
+	spilled  bool  // some rows hold neither: they are in the journal only
 	opened   time.Time
 	closed   bool
 
@@ -178,6 +179,7 @@ func (w *Writer) Append(s Scrape) error {
 		// journal has the row; memory keeps only what sorts it.
 		s.Body, s.Samples = nil, nil
 		w.rows = append(w.rows, openRow{s: s, at: at})
+		w.spilled = true
 	} else {
 		w.rows = append(w.rows, openRow{s: s, at: -1})
 		w.held += cost
@@ -185,7 +187,7 @@ func (w *Writer) Append(s Scrape) error {
 	if sealErr != nil {
 		return sealErr
 	}
-	if !busy && (time.Since(w.opened) >= w.rotate || w.held >= w.segBytes) {
+	if !busy && (time.Since(w.opened) >= w.rotate || w.isBig()) {
 		if err := w.startSeal(); err != nil {
 			return err
 		}
