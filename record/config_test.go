@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmrec/llmrec/record/capture"
 )
 
 const goodConfig = `
@@ -133,4 +135,23 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("accepted config without a body cap")
 		}
 	})
+}
+
+// Parse limits come from the file, default to capture's, and a negative one
+// is an error.
+func TestParseLimitsConfig(t *testing.T) {
+	c, err := ParseConfig([]byte("max_series = 10\nmax_label_bytes = 4096\n"), "limits.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := capture.Limits{MaxSeries: 10, MaxLabelValueBytes: capture.DefaultLimits.MaxLabelValueBytes, MaxLabelBytes: 4096}
+	if got := c.Limits(); got != want {
+		t.Errorf("limits %+v, want %+v", got, want)
+	}
+	if c, _ := ParseConfig(nil, "empty.toml"); c.Limits() != capture.DefaultLimits {
+		t.Errorf("default limits %+v", c.Limits())
+	}
+	if _, err := ParseConfig([]byte("max_series = -1\n"), "neg.toml"); err == nil || !strings.Contains(err.Error(), "max_series") {
+		t.Errorf("negative max_series: %v", err)
+	}
 }
