@@ -85,7 +85,7 @@ func (l *servedLog) serveBig(t *testing.T, name string) string {
 const sealEpsilon = 150 * time.Millisecond
 
 // SIGKILL of a real recorder at moments chosen to fall inside seals and
-// compactions (a *.parquet.tmp is being written), with three targets
+// merges (a *.parquet.tmp is being written), with three targets
 // serving 460 KB pages every 200 ms: after recovery every response a target
 // finished writing more than sealEpsilon before the kill is stored, once.
 func TestSIGKILLInsideSealsLosesNoScrape(t *testing.T) {
@@ -102,21 +102,30 @@ func TestSIGKILLInsideSealsLosesNoScrape(t *testing.T) {
 		args = append(args, "--target", n+"="+log.serveBig(t, n))
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	cfgPath := filepath.Join(t.TempDir(), "seal.toml")
-	// Three-second segments of 45 large pages take a while to seal, and
-	// every second one starts a merge.
-	const rotate = 3 * time.Second
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, "rotate = %q\ncompact_every = 2\n", rotate), 0o644); err != nil {
-		t.Fatal(err)
+	// Sessions of two kinds, in turn: three-second segments of 45 large
+	// pages, which take a while to seal, killed inside their first seal;
+	// and one-second segments merged two by two, killed inside their first
+	// merge.
+	kinds := []struct {
+		what   string
+		rotate time.Duration
+		merge  bool // kill inside a merge, not a seal
+	}{{"seal", 3 * time.Second, false}, {"merge", time.Second, true}}
+	for i, k := range kinds {
+		cfg := filepath.Join(t.TempDir(), k.what+".toml")
+		if err := os.WriteFile(cfg, fmt.Appendf(nil, "rotate = %q\ncompact_every = 2\n", k.rotate), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		kinds[i].what = cfg
 	}
-	args = append(args, "--out", dir, "--config", cfgPath)
 	rng := rand.New(rand.NewPCG(3, 5))
 	type session struct{ start, kill int64 }
 	var sessions []session
-	inside := 0
-	for range 4 {
+	inside := map[bool]int{}
+	for i := range 4 {
+		k := kinds[i%len(kinds)]
 		before := runsIn(dir)
-		cmd := exec.Command(bin, args...)
+		cmd := exec.Command(bin, append(args, "--out", dir, "--config", k.what)...)
 		start := time.Now()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -125,10 +134,10 @@ func TestSIGKILLInsideSealsLosesNoScrape(t *testing.T) {
 		// (recovering the session before is not one), or at a deadline if
 		// none is seen.
 		delay := time.Duration(rng.IntN(300)) * time.Millisecond
-		deadline := start.Add(rotate + 4*time.Second)
+		deadline := start.Add(3*k.rotate + 3*time.Second)
 		for time.Now().Before(deadline) {
-			if sealing(dir, before) {
-				inside++
+			if sealing(dir, before, k.merge) {
+				inside[k.merge]++
 				time.Sleep(delay)
 				break
 			}
@@ -141,8 +150,8 @@ func TestSIGKILLInsideSealsLosesNoScrape(t *testing.T) {
 		cmd.Wait()
 		sessions = append(sessions, session{start.UnixNano(), kill})
 	}
-	if inside < 2 {
-		t.Fatalf("only %d of %d kills came during a seal or merge", inside, len(sessions))
+	if inside[false] == 0 || inside[true] == 0 {
+		t.Fatalf("%d kills came during a seal and %d during a merge; want both", inside[false], inside[true])
 	}
 
 	r, err := capture.Open(dir)
@@ -204,8 +213,8 @@ func TestSIGKILLInsideSealsLosesNoScrape(t *testing.T) {
 	if checked < 120 {
 		t.Fatalf("only %d scrapes to check; the sessions were too short", checked)
 	}
-	t.Logf("%d sessions (%d killed inside a seal or merge), %d segments, %d recovered journals, %d served scrapes checked",
-		len(sessions), inside, len(r.Segments), len(r.Recovered), checked)
+	t.Logf("%d sessions (%d killed inside a seal, %d inside a merge), %d segments, %d recovered journals, %d served scrapes checked",
+		len(sessions), inside[false], inside[true], len(r.Segments), len(r.Recovered), checked)
 }
 
 // runsIn lists the run ids of the files in dir.
@@ -220,13 +229,18 @@ func runsIn(dir string) map[string]bool {
 	return runs
 }
 
-// sealing reports whether a seal or merge of a run not in old is writing a
-// file in dir.
-func sealing(dir string, old map[string]bool) bool {
+// sealing reports whether a seal (or, with merge, a merge) of a run not in
+// old is writing a file in dir.
+func sealing(dir string, old map[string]bool, merge bool) bool {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		name := e.Name()
-		if i := strings.LastIndexByte(name, '-'); i > 0 && strings.HasSuffix(name, ".parquet.tmp") && !old[name[:i]] {
+		i := strings.LastIndexByte(name, '-')
+		if i <= 0 || !strings.HasSuffix(name, ".parquet.tmp") || old[name[:i]] {
+			continue
+		}
+		// A merged file is named for its range: RUN-000001_000002.parquet.
+		if strings.Contains(name[i:], "_") == merge {
 			return true
 		}
 	}
