@@ -29,9 +29,9 @@ const pageBufferSize = 4 << 20
 
 // Writer appends scrape rows to a run folder. It journals each row before
 // returning and closes the open segment into a Parquet file every Rotate,
-// or sooner when its rows hold SegmentBytes. Closing a segment (sealing)
-// runs in the background, off the append path: the writer switches to the
-// next journal at once (see seal.go).
+// or sooner when its rows reach the segment budget (SetSegmentBytes).
+// Closing a segment (sealing) runs in the background, off the append path:
+// the writer switches to the next journal at once (see seal.go).
 // It is not safe for concurrent use: one goroutine owns it.
 type Writer struct {
 	dir, run string
@@ -44,7 +44,7 @@ type Writer struct {
 	opened   time.Time
 	closed   bool
 
-	// segBytes is the budget of the open segment's rows (SegmentBytes).
+	// segBytes is the budget of the open segment's rows (SetSegmentBytes).
 	// limits parse the rows read back from the journal (SetLimits).
 	segBytes int64
 	limits   Limits
@@ -153,11 +153,12 @@ func (w *Writer) open() error {
 
 // Append journals s and keeps it for the open segment; it hands the
 // segment to the sealer when it has been open for the rotate interval or its
-// rows hold SegmentBytes, unless a seal is still running: then the segment
-// grows, and rows past the budget are kept in the journal only (their body
-// and samples are read back from it at the seal). s.Samples must already be
-// filled (see Parse). The writer holds on to s.Samples until the segment is
-// sealed and to s.Body until it is compacted: they must not change.
+// rows reach the segment budget, unless a seal is still running: then the
+// segment grows, and rows past the budget are kept in the journal only
+// (their body and samples are read back from it at the seal). s.Samples
+// must already be filled (see Parse). The writer holds on to s.Samples
+// until the segment is sealed and to s.Body until it is compacted: they
+// must not change.
 //
 // An error wrapping ErrJournalReplaced is not fatal: s is journaled.
 func (w *Writer) Append(s Scrape) error {
