@@ -171,8 +171,8 @@ func TestSIGKILLInsideSealsLosesNoScrape(t *testing.T) {
 	if len(r.Live) != 0 {
 		t.Fatalf("journals left after recovery: %v", r.Live)
 	}
-	stored := map[string]int{} // "target/serial"
-	ended := map[string]int64{} // when the recorder had read the body
+	stored := map[string]int{}   // "target/serial"
+	ended := map[string]int64{}  // when the recorder had read the body
 	where := map[string]string{} // run and seq
 	var failed []string
 	for _, seg := range r.Segments {
