@@ -105,15 +105,15 @@ func newParseGate() parseGate { return make(parseGate, 1) }
 
 // parse parses row's body, or sheds it (see parseGate). A nil gate never
 // sheds.
-func (g parseGate) parse(row *capture.Scrape, in *expo.Interner) {
+func (g parseGate) parse(row *capture.Scrape, in *expo.Interner, lim capture.Limits) {
 	if g == nil || len(row.Body) < largeParse || row.Endpoint != capture.EndpointMetrics || row.Outcome != capture.OutcomeOK {
-		capture.ParseWith(row, in)
+		capture.ParseCapped(row, in, lim)
 		return
 	}
 	select {
 	case g <- struct{}{}:
 		defer func() { <-g }()
-		capture.ParseWith(row, in)
+		capture.ParseCapped(row, in, lim)
 	default:
 		msg := fmt.Sprintf("parse shed: another page over %d bytes was being parsed; the %d-byte body is stored unparsed", largeParse, len(row.Body))
 		row.Outcome, row.ParseError = capture.OutcomeParseError, &msg

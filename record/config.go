@@ -1,6 +1,7 @@
 package record
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -27,6 +28,11 @@ type Config struct {
 	Timeout  Duration `toml:"timeout" json:"timeout"`   // default per-scrape timeout; 0 = the target's interval
 	Rotate   Duration `toml:"rotate" json:"rotate"`     // segment rotation; 0 = 60 s
 	MaxBody  int64    `toml:"max_body_bytes" json:"max_body_bytes"`
+	// Limits of parsing one page (see capture.Limits); 0 takes
+	// capture.DefaultLimits'. A page over one is stored unparsed.
+	MaxSeries          int   `toml:"max_series" json:"max_series"`
+	MaxLabelValueBytes int   `toml:"max_label_value_bytes" json:"max_label_value_bytes"`
+	MaxLabelBytes      int64 `toml:"max_label_bytes" json:"max_label_bytes"`
 	// CompactEvery merges this many closed segments into one file (default
 	// 10: ten-minute files at the default rotate); 1 keeps every segment.
 	CompactEvery int `toml:"compact_every" json:"compact_every"`
@@ -152,6 +158,13 @@ func (c *Config) Validate() error {
 	if c.MaxBody == 0 {
 		c.MaxBody = DefaultMaxBody
 	}
+	if c.MaxSeries < 0 || c.MaxLabelValueBytes < 0 || c.MaxLabelBytes < 0 {
+		return errors.New("max_series, max_label_value_bytes and max_label_bytes must not be negative")
+	}
+	d := capture.DefaultLimits
+	c.MaxSeries = cmp.Or(c.MaxSeries, d.MaxSeries)
+	c.MaxLabelValueBytes = cmp.Or(c.MaxLabelValueBytes, d.MaxLabelValueBytes)
+	c.MaxLabelBytes = cmp.Or(c.MaxLabelBytes, d.MaxLabelBytes)
 	if c.CompactEvery < 0 {
 		return fmt.Errorf("compact_every %d is negative", c.CompactEvery)
 	}
@@ -213,6 +226,11 @@ func (c *Config) Validate() error {
 		}
 	}
 	return c.checkRate()
+}
+
+// Limits are the limits of parsing one page.
+func (c *Config) Limits() capture.Limits {
+	return capture.Limits{MaxSeries: c.MaxSeries, MaxLabelValueBytes: c.MaxLabelValueBytes, MaxLabelBytes: c.MaxLabelBytes}
 }
 
 // ParseTargetFlag reads a --target NAME=URL flag.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmrec/llmrec/record/capture"
 )
 
 const goodConfig = `
@@ -188,5 +190,24 @@ follow_redirects = false
 	d, err := ParseConfig([]byte("[[target]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/metrics\"\n"), "d.toml")
 	if err != nil || d.Targets[0].follows() {
 		t.Errorf("default: %v, follows %v", err, err == nil && d.Targets[0].follows())
+	}
+}
+
+// Parse limits come from the file, default to capture's, and a negative one
+// is an error.
+func TestParseLimitsConfig(t *testing.T) {
+	c, err := ParseConfig([]byte("max_series = 10\nmax_label_bytes = 4096\n"), "limits.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := capture.Limits{MaxSeries: 10, MaxLabelValueBytes: capture.DefaultLimits.MaxLabelValueBytes, MaxLabelBytes: 4096}
+	if got := c.Limits(); got != want {
+		t.Errorf("limits %+v, want %+v", got, want)
+	}
+	if c, _ := ParseConfig(nil, "empty.toml"); c.Limits() != capture.DefaultLimits {
+		t.Errorf("default limits %+v", c.Limits())
+	}
+	if _, err := ParseConfig([]byte("max_series = -1\n"), "neg.toml"); err == nil || !strings.Contains(err.Error(), "max_series") {
+		t.Errorf("negative max_series: %v", err)
 	}
 }

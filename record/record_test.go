@@ -321,3 +321,34 @@ func TestRunDiskFull(t *testing.T) {
 		}
 	}
 }
+
+// A page over the configured series limit is recorded unparsed, with the
+// limit named in its parse error; the recording goes on.
+func TestRunStoresPageOverLimitUnparsed(t *testing.T) {
+	var page bytes.Buffer
+	page.WriteString("# TYPE g gauge\n")
+	for i := range 50 {
+		fmt.Fprintf(&page, "g{i=\"%d\"} %d\n", i, i)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(page.Bytes()) }))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := &Config{Interval: Duration(100 * time.Millisecond), MaxSeries: 10,
+		Targets: []Target{{Name: "big", URL: srv.URL + "/metrics"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), cfg, Options{Dir: dir, Duration: 250 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	rows := readRows(t, dir)
+	if len(rows) == 0 {
+		t.Fatal("no rows")
+	}
+	for _, r := range rows {
+		want := "too many series: 50 > 10 (max_series); body stored unparsed"
+		if r.Outcome != capture.OutcomeParseError || r.ParseError == nil || *r.ParseError != want || !bytes.Equal(r.Body, page.Bytes()) {
+			t.Errorf("seq %d: %s %v, body kept %v", r.Seq, r.Outcome, r.ParseError, bytes.Equal(r.Body, page.Bytes()))
+		}
+	}
+}

@@ -67,6 +67,10 @@ type Options struct {
 	// writer goroutine calls before each append (a slow disk).
 	rowsBuffer   int
 	beforeAppend func()
+
+	// Warnings receives warnings the recording goes on after (a journal
+	// removed by hand); nil for none.
+	Warnings io.Writer
 }
 
 // StopGrace is how long scrapes in flight when the run stops may go on
@@ -130,6 +134,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		return nil, err
 	}
 	w.SetCompactEvery(cfg.CompactEvery)
+	w.SetLimits(cfg.Limits())
 	client := newClient()
 	host, _ := os.Hostname()
 	m := capture.Manifest{
@@ -156,7 +161,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	// only after StopGrace (or at once on Abort), with a cause.
 	scrapeCtx, stopScrapes := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopScrapes(nil)
-	rec := &recorder{client: client, runID: runID, maxBody: cfg.MaxBody, scrapeCtx: scrapeCtx,
+	rec := &recorder{client: client, runID: runID, maxBody: cfg.MaxBody, limits: cfg.Limits(), scrapeCtx: scrapeCtx,
 		abort: opt.Abort, rows: make(chan capture.Scrape, cmp.Or(opt.rowsBuffer, 256)),
 		bodies: newBodyReader(), parses: newParseGate(), stats: make([]TargetStats, len(cfg.Targets))}
 	stop := func(cause error) {
@@ -177,10 +182,13 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		rec.stats[i].Name = t.Name
 	}
 
-	// The writer goroutine owns w.
+	// The writer goroutine owns w. It only journals: sealing and compaction
+	// run in the background (see capture.Writer), so a row waits in rec.rows
+	// for no longer than the journal writes ahead of it.
 	writeErr := make(chan error, 1)
 	go func() {
 		var err error
+		var seals int64
 		for {
 			var row capture.Scrape
 			var ok bool
@@ -199,13 +207,21 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 			if opt.beforeAppend != nil {
 				opt.beforeAppend()
 			}
-			if err = w.Append(row); err != nil {
+			err = w.Append(row)
+			if errors.Is(err, capture.ErrJournalReplaced) {
+				if opt.Warnings != nil {
+					fmt.Fprintf(opt.Warnings, "warning: %v\n", err)
+				}
+				err = nil
+			}
+			if err != nil {
 				rec.written.Store(w.BytesWritten())
 				cancel()
 				continue
 			}
 			// The closed files change only when a segment was sealed.
-			if w.Pending() == 0 {
+			if n := w.Seals(); n != seals {
+				seals = n
 				rec.written.Store(w.BytesWritten())
 			}
 		}
@@ -301,6 +317,7 @@ type recorder struct {
 	client  *http.Client
 	runID   string
 	maxBody int64
+	limits  capture.Limits
 	// scrapeCtx is cancelled when the run has stopped and StopGrace has
 	// passed, or on Abort; stoppedNs is when (0 until then).
 	scrapeCtx context.Context
@@ -388,7 +405,7 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 	go func() {
 		defer r.inflight.Done()
 		row := scrape(r.scrapeCtx, r.client, r.clock, request{target: t, endpoint: ep.name, url: ep.url,
-			seq: k, scheduled: at, maxBody: r.maxBody, runID: r.runID, interner: &ep.interner,
+			seq: k, scheduled: at, maxBody: r.maxBody, limits: r.limits, runID: r.runID, interner: &ep.interner,
 			bodies: r.bodies, parses: r.parses})
 		ep.busy.Store(false)
 		r.markShutdown(&row, t.Timeout.D())

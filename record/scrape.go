@@ -132,6 +132,7 @@ type request struct {
 	seq       int64
 	scheduled time.Time
 	maxBody   int64
+	limits    capture.Limits // of parsing the body; zero: none
 	runID     string
 	interner  *expo.Interner // of the endpoint; nil: none
 	bodies    *bodyReader    // shared by the recording; nil: read freely
@@ -251,7 +252,7 @@ func scrape(ctx context.Context, client *http.Client, clock Clock, q request) ca
 		return fail(capture.OutcomeHTTPError, fmt.Errorf("HTTP %s", resp.Status))
 	}
 	row.Outcome = capture.OutcomeOK
-	q.parses.parse(&row, q.interner)
+	q.parses.parse(&row, q.interner, q.limits)
 	return row
 }
 

@@ -17,7 +17,7 @@ import (
 )
 
 // buildBinary builds llmrec once per test binary run.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "llmrec")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()

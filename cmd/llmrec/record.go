@@ -58,6 +58,9 @@ Config file (TOML):
   compact_every = 10         # merge this many closed segments into one file (1: never)
   max_body_bytes = 67108864  # bodies above this (after gzip) are refused
   follow_redirects = false   # follow same-origin redirects (also per target)
+  max_series = 200000        # pages with more sample lines are stored unparsed
+  max_label_value_bytes = 16384   # ... or with a longer label value
+  max_label_bytes = 33554432 # ... or with more label bytes in all
   [[target]]
   name = "vllm"
   url = "http://127.0.0.1:8000/metrics"
@@ -82,6 +85,9 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	duration := fs.Duration("duration", 0, "stop after this long (default: until SIGINT/SIGTERM)")
 	rotate := fs.Duration("rotate", 0, "close a Parquet segment this often (default 60s)")
 	follow := fs.Bool("follow-redirects", false, "follow redirects to the same scheme, host and port (default: a redirect is a row)")
+	maxSeries := fs.Int("max-series", 0, "store pages with more sample lines unparsed (default 200000, or the config's)")
+	maxLabelValue := fs.Int("max-label-value-bytes", 0, "store pages with a longer label value unparsed (default 16384, or the config's)")
+	maxLabels := fs.Int64("max-label-bytes", 0, "store pages with more label bytes in all unparsed (default 33554432, or the config's)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -124,6 +130,15 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if set["rotate"] {
 		cfg.Rotate = record.Duration(*rotate)
 	}
+	if set["max-series"] {
+		cfg.MaxSeries = *maxSeries
+	}
+	if set["max-label-value-bytes"] {
+		cfg.MaxLabelValueBytes = *maxLabelValue
+	}
+	if set["max-label-bytes"] {
+		cfg.MaxLabelBytes = *maxLabels
+	}
 	for _, s := range targets {
 		t, err := record.ParseTargetFlag(s)
 		if err != nil {
@@ -134,7 +149,7 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: record: %v", errUsage, err)
 	}
-	opt := record.Options{Dir: *out, Duration: *duration}
+	opt := record.Options{Dir: *out, Duration: *duration, Warnings: stderr}
 	if !*quiet {
 		opt.Progress = stderr
 		opt.Live = isTerminal(stderr)

@@ -31,12 +31,15 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 const maxRecord = 1 << 30
 
 type journal struct {
-	f   *os.File
-	buf []byte
+	f    *os.File
+	buf  []byte
+	size int64 // bytes written: where the next record goes
 }
 
 func createJournal(path string) (*journal, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	// Read as well as written: a seal reads back the rows whose bodies the
+	// writer let go of (see Writer.Append).
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create journal: %w", err)
 	}
@@ -44,20 +47,53 @@ func createJournal(path string) (*journal, error) {
 		f.Close()
 		return nil, fmt.Errorf("write journal %s: %w", path, err)
 	}
-	return &journal{f: f}, nil
+	return &journal{f: f, size: int64(len(journalMagic))}, nil
 }
 
 func (j *journal) append(s *Scrape) error {
+	_, err := j.appendAt(s)
+	return err
+}
+
+// appendAt writes s as one record and returns where the record starts.
+func (j *journal) appendAt(s *Scrape) (int64, error) {
 	j.buf = j.buf[:0]
 	j.buf = append(j.buf, 0, 0, 0, 0, 0, 0, 0, 0)
 	j.buf = encodeScrape(j.buf, s)
 	payload := j.buf[8:]
 	binary.LittleEndian.PutUint32(j.buf[0:4], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(j.buf[4:8], crc32Sum(payload))
-	if _, err := j.f.Write(j.buf); err != nil {
-		return fmt.Errorf("write journal %s: %w", j.f.Name(), err)
+	at := j.size
+	n, err := j.f.Write(j.buf)
+	j.size += int64(n)
+	if err != nil {
+		return at, fmt.Errorf("write journal %s: %w", j.f.Name(), err)
 	}
-	return nil
+	if cap(j.buf) > 1<<20 {
+		j.buf = nil // a huge body's buffer is not kept for the next row
+	}
+	return at, nil
+}
+
+// readAt reads back the record that append wrote at at, without samples
+// (the caller parses it under its limits).
+func (j *journal) readAt(at int64) (Scrape, error) {
+	var hdr [8]byte
+	if _, err := j.f.ReadAt(hdr[:], at); err != nil {
+		return Scrape{}, fmt.Errorf("read journal %s at %d: %w", j.f.Name(), at, err)
+	}
+	payload := make([]byte, binary.LittleEndian.Uint32(hdr[0:4]))
+	if _, err := j.f.ReadAt(payload, at+8); err != nil {
+		return Scrape{}, fmt.Errorf("read journal %s at %d: %w", j.f.Name(), at, err)
+	}
+	if crc32Sum(payload) != binary.LittleEndian.Uint32(hdr[4:8]) {
+		return Scrape{}, fmt.Errorf("read journal %s at %d: checksum mismatch", j.f.Name(), at)
+	}
+	s, err := decodeRecord(payload)
+	if err != nil {
+		return Scrape{}, fmt.Errorf("read journal %s at %d: %w", j.f.Name(), at, err)
+	}
+	return s, nil
 }
 
 func (j *journal) close() error { return j.f.Close() }

@@ -74,9 +74,23 @@ type Sample = expo.Sample
 // by the recorder and by journal recovery alike.
 func Parse(s *Scrape) { ParseWith(s, nil) }
 
+// Limits bound what parsing one page may cost (see expo.Limits).
+type Limits = expo.Limits
+
+// DefaultLimits hold a page of a million series (40 MB) to its raw body: it
+// is stored unparsed, with a parse error that names the limit. At the
+// limits a page parses into about 200 MB of parser objects for a moment
+// and keeps 20 MB of samples plus its label sets (at most MaxLabelBytes).
+// The largest engine pages seen hold a few thousand series.
+var DefaultLimits = Limits{MaxSeries: 200_000, MaxLabelValueBytes: 16 << 10, MaxLabelBytes: 32 << 20}
+
 // ParseWith is Parse with what the target's earlier pages left in in (see
 // expo.Interner): the recorder keeps one per target endpoint.
-func ParseWith(s *Scrape, in *expo.Interner) {
+func ParseWith(s *Scrape, in *expo.Interner) { ParseCapped(s, in, DefaultLimits) }
+
+// ParseCapped is ParseWith with lim instead of DefaultLimits: a body over
+// them keeps no sample and gets a parse error that names the limit.
+func ParseCapped(s *Scrape, in *expo.Interner, lim Limits) {
 	s.Samples = nil
 	s.ParseError = nil
 	// Only a complete 200 answer of the metrics endpoint is exposition text.
@@ -87,7 +101,11 @@ func ParseWith(s *Scrape, in *expo.Interner) {
 	if s.ContentType != nil {
 		ct = *s.ContentType
 	}
-	ss, err := in.Parse(s.Body, ct)
+	err := lim.Check(s.Body)
+	var ss []Sample
+	if err == nil {
+		ss, err = in.Parse(s.Body, ct)
+	}
 	if err != nil {
 		msg := err.Error()
 		s.ParseError = &msg

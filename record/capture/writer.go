@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,16 +28,34 @@ const DefaultRotate = 60 * time.Second
 const pageBufferSize = 4 << 20
 
 // Writer appends scrape rows to a run folder. It journals each row before
-// returning and closes the open segment into a Parquet file every Rotate.
+// returning and closes the open segment into a Parquet file every Rotate,
+// or sooner when its rows reach the segment budget (SetSegmentBytes).
+// Closing a segment (sealing) runs in the background, off the append path:
+// the writer switches to the next journal at once (see seal.go).
 // It is not safe for concurrent use: one goroutine owns it.
 type Writer struct {
 	dir, run string
 	rotate   time.Duration
 	seg      int
 	j        *journal
-	rows     []Scrape
+	rows     []openRow
+	held     int64 // bytes of bodies and samples rows hold in memory
+	spilled  bool  // some rows hold neither: they are in the journal only
 	opened   time.Time
-	enc      encoder // of one-minute segments
+	closed   bool
+
+	// segBytes is the budget of the open segment's rows (SetSegmentBytes).
+	// limits parse the rows read back from the journal (SetLimits).
+	segBytes int64
+	limits   Limits
+
+	// Sealing, in the background, one segment at a time (see seal.go).
+	// The sealer owns enc, sealed, kept and the compaction fields while a
+	// seal is in flight; the writer touches them only after waiting.
+	sealing chan error // nil: no seal in flight
+	seals   atomic.Int64
+
+	enc encoder // of one-minute segments
 
 	// Compaction of sealed segments, in the background (see compact.go).
 	// Like enc, its encoder is kept from one merge to the next, so its
@@ -73,7 +91,7 @@ func NewWriter(dir, run string, rotate time.Duration) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{dir: dir, run: run, rotate: rotate, compactEvery: DefaultCompactEvery,
-		kept: &keptGroup{}, keepBudget: DefaultKeepBytes}
+		kept: &keptGroup{}, keepBudget: DefaultKeepBytes, segBytes: DefaultSegmentBytes, limits: DefaultLimits}
 	last, err := lastSegment(dir, run)
 	if err != nil {
 		return nil, err
@@ -135,91 +153,92 @@ func (w *Writer) open() error {
 	return nil
 }
 
-// Append journals s and keeps it for the open segment; it rotates the
-// segment when it has been open for the rotate interval. s.Samples must
-// already be filled (see Parse). The writer holds on to s.Samples until the
-// segment is sealed and to s.Body until it is compacted: they must not
-// change.
+// Append journals s and keeps it for the open segment; it hands the
+// segment to the sealer when it has been open for the rotate interval or its
+// rows reach the segment budget, unless a seal is still running: then the
+// segment grows, and rows past the budget are kept in the journal only
+// (their body and samples are read back from it at the seal). s.Samples
+// must already be filled (see Parse). The writer holds on to s.Samples
+// until the segment is sealed and to s.Body until it is compacted: they
+// must not change.
+//
+// An error wrapping ErrJournalReplaced is not fatal: s is journaled.
 func (w *Writer) Append(s Scrape) error {
 	if w.j == nil {
 		return errors.New("append to a closed writer")
 	}
-	if err := w.j.append(&s); err != nil {
+	replaced, err := w.checkJournal()
+	if err != nil {
 		return err
 	}
-	w.rows = append(w.rows, s)
-	if time.Since(w.opened) >= w.rotate {
-		return w.Rotate()
+	at, err := w.j.appendAt(&s)
+	if err != nil {
+		return err
 	}
-	return nil
+	busy, sealErr := w.pollSeal()
+	cost := rowBytes(&s)
+	if busy && w.held+cost > w.segBytes {
+		// Over budget while the last segment is still being sealed: the
+		// journal has the row; memory keeps only what sorts it.
+		s.Body, s.Samples = nil, nil
+		w.rows = append(w.rows, openRow{s: s, at: at})
+		w.spilled = true
+	} else {
+		w.rows = append(w.rows, openRow{s: s, at: -1})
+		w.held += cost
+	}
+	if sealErr != nil {
+		return sealErr
+	}
+	if !busy && (time.Since(w.opened) >= w.rotate || w.isBig()) {
+		if err := w.startSeal(); err != nil {
+			return err
+		}
+	}
+	return replaced
 }
 
-// Rotate closes the open segment into a Parquet file and opens the next.
-// An empty segment is kept open.
+// Rotate closes the open segment into a Parquet file and opens the next,
+// and returns when the file is written. An empty segment is kept open.
 func (w *Writer) Rotate() error {
+	if err := w.waitSeal(); err != nil {
+		return err
+	}
 	if len(w.rows) == 0 {
 		w.opened = time.Now()
 		return nil
 	}
-	if err := w.seal(); err != nil {
+	if err := w.startSeal(); err != nil {
 		return err
 	}
-	return w.open()
+	return w.waitSeal()
 }
 
-func (w *Writer) seal() error {
-	base := filepath.Join(w.dir, segmentBase(w.run, w.seg))
-	if len(w.rows) > 0 {
-		// A segment that compaction will merge lives for minutes and is
-		// written with zstd's fastest level; the merged file gets the
-		// better one. A segment that stays as it is gets the better one.
-		codec := zstdBetter
-		if w.compactEvery > 1 {
-			codec = zstdFast
-		}
-		w.enc.setCodec(codec)
-		if _, err := w.enc.writeSegment(base+".parquet", w.rows); err != nil {
-			return err
-		}
-		w.sealed = append(w.sealed, w.seg)
-		budget := w.keepBudget
-		if w.compactEvery <= 1 {
-			budget = 0 // nothing will merge them
-		}
-		w.kept.add(w.rows, budget)
-	}
-	w.rows = w.rows[:0]
-	if err := w.j.close(); err != nil {
-		return fmt.Errorf("close journal: %w", err)
-	}
-	w.j = nil
-	if err := os.Remove(base + ".journal"); err != nil {
-		return fmt.Errorf("remove sealed journal: %w", err)
-	}
-	if w.compactEvery > 1 && len(w.sealed) >= w.compactEvery {
-		// One compaction at a time; it runs beside the journal, never
-		// holding up the next scrape's write.
-		w.compacting.Wait()
-		if err := w.compactErr; err != nil {
-			return err
-		}
-		segs, kept := w.sealed, w.kept
-		w.sealed, w.kept = nil, &keptGroup{}
-		w.compacting.Go(func() { w.compactErr = compact(&w.cenc, w.dir, w.run, segs, kept) })
-	}
-	return nil
-}
-
-// Close seals the open segment. The writer cannot be used afterwards. If
-// sealing fails (disk full), the journal stays on disk for recovery.
+// Close seals the open segment and waits for the seal and compaction in
+// flight. The writer cannot be used afterwards. If sealing fails (disk
+// full), the journal stays on disk for recovery.
 func (w *Writer) Close() error {
-	if w.j == nil {
+	if w.closed {
 		return nil
 	}
-	err := w.seal()
+	w.closed = true
+	err := w.waitSeal()
 	if w.j != nil {
-		w.j.close()
-		w.j = nil
+		if err == nil && len(w.rows) > 0 {
+			j := w.j
+			w.j = nil
+			err = w.seal(&sealJob{seg: w.seg, j: j, rows: w.rows, big: w.isBig()})
+		} else {
+			// Empty, or the journal is the truth after a failed seal.
+			if err == nil && len(w.rows) == 0 {
+				if rerr := removeJournal(w.j); rerr != nil {
+					err = rerr
+				}
+			}
+			w.j.close()
+			w.j = nil
+		}
+		w.rows = nil
 	}
 	w.compacting.Wait()
 	if err == nil {
@@ -257,6 +276,18 @@ func (w *Writer) BytesWritten() int64 {
 // Pending is the number of rows in the open segment.
 func (w *Writer) Pending() int { return len(w.rows) }
 
+// Seals is the number of segments sealed so far: the closed files change
+// only when it does.
+func (w *Writer) Seals() int64 { return w.seals.Load() }
+
+// SetLimits sets the limits that parse rows read back from the journal at a
+// seal (default DefaultLimits): those the rows were parsed with.
+func (w *Writer) SetLimits(l Limits) { w.limits = l }
+
+// SetSegmentBytes sets the open segment's memory budget (default
+// DefaultSegmentBytes).
+func (w *Writer) SetSegmentBytes(n int64) { w.segBytes = n }
+
 // encoder writes segments, reusing one Parquet writer and its buffers.
 type encoder struct {
 	pw    *parquet.GenericWriter[Scrape]
@@ -274,13 +305,9 @@ func (e *encoder) setCodec(c *zstdCodec) {
 // first to path+".tmp", fsynced, then renamed, so a *.parquet file is
 // always complete. It returns the file's size.
 func (e *encoder) writeSegment(path string, rows []Scrape) (int64, error) {
-	slices.SortStableFunc(rows, func(a, b Scrape) int {
-		return cmp.Or(strings.Compare(a.RunID, b.RunID), strings.Compare(a.Target, b.Target),
-			strings.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Seq, b.Seq))
-	})
+	slices.SortStableFunc(rows, func(a, b Scrape) int { return compareRows(&a, &b) })
 	return e.write(path, func(pw *parquet.GenericWriter[Scrape]) error {
-		_, err := pw.Write(rows)
-		return err
+		return writeRows(pw, len(rows), func(i int) (Scrape, error) { return rows[i], nil })
 	})
 }
 

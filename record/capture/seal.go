@@ -1,0 +1,285 @@
+package capture
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// Sealing. A segment is closed into a Parquet file in the background, so a
+// scrape that ends while a large segment is being encoded is journaled at
+// once rather than waiting in memory:
+//
+//  1. the writer hands the open segment's rows and journal to the sealer and
+//     opens the next journal; appends go on into it;
+//  2. the sealer writes RUN-N.parquet.tmp, fsyncs it, renames it to
+//     RUN-N.parquet and fsyncs the folder (encoder.write);
+//  3. only then does it remove RUN-N.journal, still locked, so readers of
+//     the folder know it is live until then.
+//
+// A kill before 3 leaves the journal, which recovery turns into the segment
+// (or removes, when the .parquet already exists). One seal runs at a time:
+// a rotation that finds one still running lets the open segment grow.
+
+// DefaultSegmentBytes bounds the memory of the open segment's rows (bodies
+// and samples): past it the segment is sealed early, or, while a seal is
+// still running, further rows keep their body and samples in the journal
+// only. One vLLM engine scraped every 2 s holds about 2 MB a minute; a
+// 40 MB page seals every other scrape.
+const DefaultSegmentBytes = 64 << 20
+
+// rowGroupBytes bounds the rows a Parquet writer holds before it writes
+// them out as a row group: a segment of large bodies is written in several.
+const rowGroupBytes = 64 << 20
+
+// writeBatch is how many rows go to the Parquet writer at a time, or fewer
+// when they hold writeBatchBytes.
+const (
+	writeBatch      = 32
+	writeBatchBytes = 8 << 20
+)
+
+// ErrJournalReplaced is wrapped by Append's error when the open segment's
+// journal had been removed from the folder by someone else: its rows would
+// have been lost in a crash. The writer journaled them again into a new
+// journal; the error is not fatal.
+var ErrJournalReplaced = errors.New("journal was removed from the run folder")
+
+// openRow is a row of the open segment.
+type openRow struct {
+	s  Scrape
+	at int64 // where its journal record starts when s holds no body and samples (read back at the seal); -1 when it does
+}
+
+// sealJob is a segment handed to the sealer.
+type sealJob struct {
+	seg  int
+	j    *journal
+	rows []openRow
+	big  bool // over the segment budget: written with the fast codec and not compacted
+}
+
+// rowBytes estimates the memory s holds: its body and its samples (their
+// strings are shared with the page before, through the parser's interner).
+func rowBytes(s *Scrape) int64 {
+	return int64(cap(s.Body)) + int64(len(s.Samples))*int64(unsafe.Sizeof(Sample{}))
+}
+
+// isBig reports whether the open segment has reached the segment budget.
+func (w *Writer) isBig() bool { return w.held >= w.segBytes || w.spilled }
+
+// startSeal hands the open segment to the sealer and opens the next
+// journal. The caller has made sure no seal is in flight.
+func (w *Writer) startSeal() error {
+	job := &sealJob{seg: w.seg, j: w.j, rows: w.rows, big: w.isBig()}
+	w.j, w.rows, w.held, w.spilled = nil, make([]openRow, 0, cap(job.rows)), 0, false
+	err := w.open()
+	done := make(chan error, 1)
+	w.sealing = done
+	go func() { done <- w.seal(job) }()
+	return err
+}
+
+// pollSeal reports whether a seal is still running, and the error of one
+// that has ended since the last call.
+func (w *Writer) pollSeal() (busy bool, err error) {
+	if w.sealing == nil {
+		return false, nil
+	}
+	select {
+	case err := <-w.sealing:
+		w.sealing = nil
+		return false, err
+	default:
+		return true, nil
+	}
+}
+
+// waitSeal waits for the seal in flight, if any.
+func (w *Writer) waitSeal() error {
+	if w.sealing == nil {
+		return nil
+	}
+	err := <-w.sealing
+	w.sealing = nil
+	return err
+}
+
+// seal writes job's segment, removes its journal and hands the rows to
+// compaction. On error the journal stays on disk for recovery.
+func (w *Writer) seal(job *sealJob) error {
+	base := filepath.Join(w.dir, segmentBase(w.run, job.seg))
+	// A segment that compaction will merge lives for minutes and is
+	// written with zstd's fastest level; the merged file gets the better
+	// one. A segment that stays as it is gets the better one, unless it is
+	// large: then speed matters more.
+	codec := zstdBetter
+	if w.compactEvery > 1 || job.big {
+		codec = zstdFast
+	}
+	w.enc.setCodec(codec)
+	slices.SortStableFunc(job.rows, func(a, b openRow) int { return compareRows(&a.s, &b.s) })
+	_, err := w.enc.write(base+".parquet", func(pw *parquet.GenericWriter[Scrape]) error {
+		return writeRows(pw, len(job.rows), func(i int) (Scrape, error) {
+			r := &job.rows[i]
+			if r.at < 0 {
+				return r.s, nil
+			}
+			s, err := job.j.readAt(r.at)
+			if err == nil {
+				ParseCapped(&s, nil, w.limits)
+			}
+			return s, err
+		})
+	})
+	if err != nil {
+		job.j.close()
+		return err
+	}
+	// Removed while still locked: no reader sees an unlocked journal of a
+	// sealed segment.
+	err = removeJournal(job.j)
+	job.j.close()
+	if err != nil {
+		return err
+	}
+	w.seals.Add(1)
+	if w.compactEvery <= 1 {
+		return nil
+	}
+	if job.big {
+		// Merging adds little to a file of large bodies and would hold
+		// them: the group so far is merged without it, and it stays as it is.
+		return w.startCompaction()
+	}
+	rows := make([]Scrape, len(job.rows))
+	for i := range job.rows {
+		rows[i] = job.rows[i].s
+	}
+	w.sealed = append(w.sealed, job.seg)
+	w.kept.add(rows, w.keepBudget)
+	if len(w.sealed) >= w.compactEvery {
+		return w.startCompaction()
+	}
+	return nil
+}
+
+// startCompaction merges the sealed group in the background, after the
+// merge before it; a group of one stays as it is.
+func (w *Writer) startCompaction() error {
+	segs, kept := w.sealed, w.kept
+	w.sealed, w.kept = nil, &keptGroup{}
+	if len(segs) < 2 {
+		return nil
+	}
+	// One compaction at a time; it runs beside the sealer and the journal,
+	// never holding up the next scrape's write.
+	w.compacting.Wait()
+	if err := w.compactErr; err != nil {
+		return err
+	}
+	w.compacting.Go(func() { w.compactErr = compact(&w.cenc, w.dir, w.run, segs, kept) })
+	return nil
+}
+
+// removeJournal removes j's file. One already gone (removed by hand) is
+// not an error: its rows are in the segment.
+func removeJournal(j *journal) error {
+	if err := os.Remove(j.f.Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove sealed journal: %w", err)
+	}
+	return nil
+}
+
+// checkJournal makes sure the open journal is still in the folder: one
+// removed by someone else keeps taking writes that a crash would lose. It
+// opens a new journal and writes the open segment's rows into it again,
+// and returns an error wrapping ErrJournalReplaced.
+func (w *Writer) checkJournal() (replaced error, err error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(w.j.f.Fd()), &st); err != nil {
+		return nil, fmt.Errorf("stat journal %s: %w", w.j.f.Name(), err)
+	}
+	if st.Nlink > 0 {
+		return nil, nil
+	}
+	old, opened := w.j, w.opened
+	defer old.close()
+	if err := w.open(); err != nil {
+		return nil, err
+	}
+	w.opened = opened
+	for i := range w.rows {
+		r := &w.rows[i]
+		s := &r.s
+		if r.at >= 0 {
+			// Its body is in the removed file, still open.
+			rs, err := old.readAt(r.at)
+			if err != nil {
+				return nil, err
+			}
+			s = &rs
+		}
+		at, err := w.j.appendAt(s)
+		if err != nil {
+			return nil, err
+		}
+		if r.at >= 0 {
+			r.at = at
+		}
+	}
+	return fmt.Errorf("%w: %s; its %d rows were journaled again into %s", ErrJournalReplaced,
+		filepath.Base(old.f.Name()), len(w.rows), filepath.Base(w.j.f.Name())), nil
+}
+
+// compareRows orders a segment's rows: by run, target, endpoint and seq.
+func compareRows(a, b *Scrape) int {
+	return cmp.Or(strings.Compare(a.RunID, b.RunID), strings.Compare(a.Target, b.Target),
+		strings.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Seq, b.Seq))
+}
+
+// writeRows writes the n rows row(0), ..., row(n-1) to pw in batches, and
+// ends a row group whenever the rows since the last one hold rowGroupBytes:
+// parquet-go holds a row group's pages until it is flushed.
+func writeRows(pw *parquet.GenericWriter[Scrape], n int, row func(int) (Scrape, error)) error {
+	batch := make([]Scrape, 0, writeBatch)
+	var batchBytes, groupBytes int64
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if _, err := pw.Write(batch); err != nil {
+			return err
+		}
+		clear(batch) // let go of bodies read back from a journal
+		batch = batch[:0]
+		groupBytes += batchBytes
+		batchBytes = 0
+		if groupBytes < rowGroupBytes {
+			return nil
+		}
+		groupBytes = 0
+		return pw.Flush()
+	}
+	for i := range n {
+		s, err := row(i)
+		if err != nil {
+			return err
+		}
+		batch = append(batch, s)
+		if batchBytes += rowBytes(&s); len(batch) == writeBatch || batchBytes >= writeBatchBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
