@@ -19,6 +19,11 @@ journals, time range, and per target and endpoint the rows by outcome (ok,
 parse_error, http_error, error, missed) with the distinct error messages.
 A crashed session's journal is recovered into a closed segment first.
 
+Each segment is checked against its seal (size, CRC-32C and rows, recorded
+when it was written: docs/capture-format.md); one recorded before seals
+existed is listed as unverified. A damaged segment is skipped, not counted,
+and listed under problems; the exit status is then 1.
+
 Examples:
   llmrec inspect runs/bench1
   llmrec inspect runs/bench1 --json | jq '.targets[].endpoints[].outcomes'
@@ -41,11 +46,14 @@ func inspectRun(_ context.Context, stdout, stderr io.Writer, args []string) erro
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printReport(stdout, rep)
 	}
-	printReport(stdout, rep)
 	if len(rep.Problems) > 0 {
-		return fmt.Errorf("%d segment(s) could not be read (listed above)", len(rep.Problems))
+		return fmt.Errorf("%d problem(s): file(s) skipped, not counted (listed under problems)", len(rep.Problems))
 	}
 	return nil
 }
@@ -58,6 +66,16 @@ func printReport(w io.Writer, rep capture.Report) {
 		bytes += s.Bytes
 	}
 	fmt.Fprintf(w, "segments   %d closed (%s), %d live journal(s)\n", len(rep.Segments), byteCount(bytes), len(rep.Live))
+	var unverified []string
+	for _, s := range rep.Segments {
+		if !s.Verified {
+			unverified = append(unverified, s.File)
+		}
+	}
+	if len(unverified) > 0 {
+		// Recorded before the seal ledger: read as they are.
+		fmt.Fprintf(w, "unverified %d segment(s) without a seal: %s\n", len(unverified), strings.Join(unverified, ", "))
+	}
 	for _, rc := range rep.Recovered {
 		if rc.Journal == "" {
 			fmt.Fprintf(w, "recovered  %s: %s\n", rc.Segment, rc.Note)

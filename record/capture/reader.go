@@ -68,7 +68,11 @@ func Open(dir string) (*Run, error) {
 
 // ReadSegment reads every row of a segment into T, which is Scrape or a
 // projection of it: a struct with a subset of Scrape's columns, read
-// without decoding the others (leave out Body to skip the bodies).
+// without decoding the others (leave out Body to skip the bodies). A file
+// parquet-go cannot make sense of is an error wrapping ErrDamaged that
+// names it and the row it stopped at; rows before it were delivered. (Check
+// a file against its seal first, with Seals.Verify, to read a damaged file
+// not at all.)
 func ReadSegment[T any](path string, fn func(*T) error) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -79,33 +83,71 @@ func ReadSegment[T any](path string, fn func(*T) error) error {
 	if err != nil {
 		return fmt.Errorf("open segment: %w", err)
 	}
-	pf, err := parquet.OpenFile(f, st.Size())
+	pf, r, err := openSegment[T](f, st.Size())
 	if err != nil {
 		return fmt.Errorf("segment %s: %w", path, err)
 	}
-	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != SchemaVersion {
-		return fmt.Errorf("segment %s: schema version %s, this llmrec reads %s", path, v, SchemaVersion)
-	}
-	r := parquet.NewGenericReader[T](pf)
-	defer r.Close()
+	defer closeReader(r)
 	buf := make([]T, 64)
+	var rows int64
 	for {
-		n, err := r.Read(buf)
+		n, err := readRows(r, buf)
 		for i := range n {
 			if ferr := fn(&buf[i]); ferr != nil {
 				return ferr
 			}
 		}
+		rows += int64(n)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("segment %s: %w", path, err)
+			return fmt.Errorf("segment %s: row %d%s: %w", path, rows, inGroup(pf, rows), err)
 		}
 		if n == 0 {
 			return nil
 		}
 	}
+}
+
+// openSegment opens a segment's footer and a reader of T over it. Every
+// call here into parquet-go on the file's bytes is guarded: a damaged file
+// is an error, never a panic.
+func openSegment[T any](f io.ReaderAt, size int64) (pf *parquet.File, r *parquet.GenericReader[T], err error) {
+	defer recoverDamage(&err)
+	pf, err = parquet.OpenFile(f, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != SchemaVersion {
+		return nil, nil, fmt.Errorf("schema version %s, this llmrec reads %s", v, SchemaVersion)
+	}
+	return pf, parquet.NewGenericReader[T](pf), nil
+}
+
+// readRows is r.Read, a panic over the file's bytes an error.
+func readRows[T any](r *parquet.GenericReader[T], buf []T) (n int, err error) {
+	defer recoverDamage(&err)
+	return r.Read(buf)
+}
+
+// closeReader is r.Close, a panic over the file's bytes ignored: the file
+// was read or failed already.
+func closeReader[T any](r *parquet.GenericReader[T]) {
+	defer func() { _ = recover() }()
+	r.Close()
+}
+
+// inGroup names the row group holding row i of pf: ", row group G".
+func inGroup(pf *parquet.File, i int64) (where string) {
+	defer func() { _ = recover() }()
+	for g, rg := range pf.RowGroups() {
+		if i < rg.NumRows() {
+			return fmt.Sprintf(" (row group %d)", g)
+		}
+		i -= rg.NumRows()
+	}
+	return ""
 }
 
 // ReadLive reads the rows of a live journal without recovering it.
