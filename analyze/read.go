@@ -179,6 +179,9 @@ func openSegment(f io.ReaderAt, size int64) (pf *parquet.File, leaves [nColumns]
 	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != capture.SchemaVersion {
 		return nil, leaves, fmt.Errorf("schema version %s, this llmrec reads %s", v, capture.SchemaVersion)
 	}
+	if err := capture.CheckFooter(pf); err != nil {
+		return nil, leaves, err
+	}
 	for i, p := range columns {
 		leaf, ok := pf.Schema().Lookup(p...)
 		// An optional column the file lacks reads as null.

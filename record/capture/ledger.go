@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // The seal ledger. Parquet checks little of what it reads: a flipped bit in
@@ -117,6 +118,9 @@ func footerRows(r io.ReaderAt, size int64) (rows int64, err error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := CheckFooter(pf); err != nil {
+		return 0, err
+	}
 	var sum int64
 	for _, rg := range pf.RowGroups() {
 		sum += rg.NumRows()
@@ -125,6 +129,26 @@ func footerRows(r io.ReaderAt, size int64) (rows int64, err error) {
 		return 0, fmt.Errorf("%w: the footer states %d rows, its row groups %d", ErrDamaged, pf.NumRows(), sum)
 	}
 	return sum, nil
+}
+
+// CheckFooter refuses a footer whose column chunks name a codec llmrec never
+// writes (it writes zstd; tests and tools write uncompressed, snappy or
+// gzip pages). A flipped bit in a chunk's codec turns zstd pages into
+// LZ4_RAW ones, and parquet-go's LZ4 decoder doubles its buffer on every
+// failure until the process runs out of memory: a fatal error no recover
+// catches. Call it after parquet.OpenFile, before reading pages.
+func CheckFooter(pf *parquet.File) (err error) {
+	defer recoverDamage(&err)
+	for g, rg := range pf.Metadata().RowGroups {
+		for _, cc := range rg.Columns {
+			switch c := cc.MetaData.Codec; c {
+			case format.Uncompressed, format.Snappy, format.Gzip, format.Zstd:
+			default:
+				return fmt.Errorf("%w: row group %d, column %s: codec %v, which llmrec never writes", ErrDamaged, g, strings.Join(cc.MetaData.PathInSchema, "."), c)
+			}
+		}
+	}
+	return nil
 }
 
 // recoverDamage turns a panic of parquet-go over a file's bytes into an

@@ -122,8 +122,21 @@ func openSegment[T any](f io.ReaderAt, size int64) (pf *parquet.File, r *parquet
 	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != SchemaVersion {
 		return nil, nil, fmt.Errorf("schema version %s, this llmrec reads %s", v, SchemaVersion)
 	}
+	if err := CheckFooter(pf); err != nil {
+		return nil, nil, err
+	}
+	// A column T has and the file lacks reads as zero: a row's identity
+	// must not (a flipped bit in a column's name in the footer did that).
+	for _, c := range identity {
+		if _, ok := pf.Schema().Lookup(c); !ok {
+			return nil, nil, fmt.Errorf("%w: no column %s", ErrDamaged, c)
+		}
+	}
 	return pf, parquet.NewGenericReader[T](pf), nil
 }
+
+// identity are the columns every segment has had: a row's identity.
+var identity = []string{"run_id", "target", "endpoint", "seq", "outcome"}
 
 // readRows is r.Read, a panic over the file's bytes an error.
 func readRows[T any](r *parquet.GenericReader[T], buf []T) (n int, err error) {
