@@ -115,7 +115,10 @@ func ReadSegment[T any](path string, fn func(*T) error) error {
 // is an error, never a panic.
 func openSegment[T any](f io.ReaderAt, size int64) (pf *parquet.File, r *parquet.GenericReader[T], err error) {
 	defer recoverDamage(&err)
-	pf, err = parquet.OpenFile(f, size)
+	// Nothing here reads the page index or the bloom filters; the page
+	// index's length, from the footer, was allocated and zeroed whole
+	// before anything checked it (a flipped bit: 2 GB).
+	pf, err = parquet.OpenFile(f, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, nil, err
 	}
