@@ -62,6 +62,8 @@ func everyReader(t *testing.T, dir string) map[string]error {
 
 // Why item 4: random byte flips in a segment of a recording made before
 // seals (a deterministic seeded set of positions) make no command panic.
+// Seeds 102, 130 and 155 made inspect, export, analyze and render panic
+// inside parquet-go before its calls were guarded.
 func TestDamagedSegmentNoCommandPanics(t *testing.T) {
 	data, err := os.ReadFile(shippedSegment)
 	if err != nil {
@@ -72,11 +74,11 @@ func TestDamagedSegmentNoCommandPanics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for seed := range uint64(6) {
+	for _, seed := range []uint64{0, 1, 2, 102, 130, 155} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, filepath.Base(manifest[0])), m, 0o644)
 		seg := filepath.Join(dir, filepath.Base(shippedSegment))
-		os.WriteFile(seg, flipBytes(data, seed, 1+int(seed)), 0o644)
+		os.WriteFile(seg, flipBytes(data, seed, 1+int(seed%8)), 0o644)
 		for name, err := range everyReader(t, dir) {
 			if err != nil && name != "export" && !strings.Contains(err.Error(), "could not be read") && !strings.Contains(err.Error(), "problem") {
 				t.Errorf("seed %d: %s: %v, want the damaged file reported", seed, name, err)
