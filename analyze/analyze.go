@@ -71,7 +71,8 @@ type Progress struct {
 // Analyze reads every segment of the run folders and replays each target's
 // polls through its engine reader and estimator. A folder that cannot be
 // opened is an error; a file that cannot be read is a Problem in the result
-// and the rest is analysed.
+// and the rest is analysed. Each segment is checked against its seal
+// first (capture.Seals.Verify): one that differs is skipped whole.
 func Analyze(opts Options) (*Result, error) {
 	if len(opts.Dirs) == 0 {
 		return nil, errors.New("analyze: no run folder")
@@ -88,7 +89,15 @@ func Analyze(opts Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		seals, err := capture.ReadSeals(dir)
+		if err != nil {
+			// The files of a bad line read as unverified.
+			res.Problems = append(res.Problems, Problem{File: dir, Error: err.Error(), Kind: ProblemSeals})
+		}
 		in, fs := inputOf(run)
+		for i := range fs {
+			fs[i].seals = seals
+		}
 		res.Inputs = append(res.Inputs, in)
 		files = append(files, fs...)
 		metaOf(run, metas)
@@ -102,15 +111,25 @@ func Analyze(opts Options) (*Result, error) {
 	an.metas = metas
 	for i, f := range files {
 		var err error
+		before := an.rows
 		if f.live {
 			var rows []capture.Scrape
 			rows, err = capture.ReadLive(f.path)
 			an.r.journal(rows, an.row)
+		} else if seal, verr := f.seals.Verify(f.path); verr != nil {
+			res.Problems = append(res.Problems, Problem{File: f.path, Error: verr.Error(), Kind: ProblemSkipped})
 		} else {
 			err = an.r.read(f.path, an.row)
+			if err == nil {
+				err = seal.CheckRows(f.path, an.rows-before)
+			}
 		}
 		if err != nil {
-			res.Problems = append(res.Problems, Problem{File: f.path, Error: err.Error()})
+			p := Problem{File: f.path, Error: err.Error(), Kind: ProblemSkipped, RowsRead: an.rows - before}
+			if p.RowsRead > 0 {
+				p.Kind = ProblemPartial
+			}
+			res.Problems = append(res.Problems, p)
 		}
 		if opts.Progress != nil {
 			opts.Progress(Progress{File: f.path, Done: i + 1, Total: len(files), Rows: an.rows, Samples: an.samples})
@@ -142,6 +161,7 @@ type file struct {
 	seg   int
 	start int64 // the session's start from its manifest; 0 when unknown
 	live  bool
+	seals capture.Seals // of the file's folder
 }
 
 // inputOf lists a run folder's files and describes it.

@@ -144,7 +144,9 @@ func newSegReader(tab *strtab) *segReader {
 }
 
 // read calls fn with each row of the segment at path. Errors name the file
-// and what is wrong with it; rows before the error have been delivered.
+// and what is wrong with it (the row group and column where known); rows
+// before the error have been delivered. A file parquet-go cannot make sense
+// of, panicking, is an error wrapping capture.ErrDamaged.
 func (r *segReader) read(path string, fn func(*row)) (err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -155,36 +157,13 @@ func (r *segReader) read(path string, fn func(*row)) (err error) {
 	if err != nil {
 		return fmt.Errorf("open segment: %w", err)
 	}
-	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	pf, leaves, err := openSegment(f, st.Size())
 	if err != nil {
 		return fmt.Errorf("segment %s: %w", path, err)
-	}
-	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != capture.SchemaVersion {
-		return fmt.Errorf("segment %s: schema version %s, this llmrec reads %s", path, v, capture.SchemaVersion)
-	}
-	var leaves [nColumns]parquet.LeafColumn
-	for i, p := range columns {
-		leaf, ok := pf.Schema().Lookup(p...)
-		// An optional column the file lacks reads as null.
-		if !ok && i >= firstOptional {
-			leaves[i] = parquet.LeafColumn{ColumnIndex: -1}
-			continue
-		}
-		if !ok {
-			return fmt.Errorf("segment %s: no column %s", path, strings.Join(p, "."))
-		}
-		if k := leaf.Node.Type().Kind(); k != kinds[i] {
-			return fmt.Errorf("segment %s: column %s is %v, want %v", path, strings.Join(p, "."), k, kinds[i])
-		}
-		leaves[i] = leaf
 	}
 	r.bodyCol = -1
 	if leaf, ok := pf.Schema().Lookup("body"); ok && leaf.Node.Type().Kind() == parquet.ByteArray && leaf.MaxRepetitionLevel == 0 {
 		r.bodyCol = leaf.ColumnIndex
-	}
-	// Rows are delimited by the repeated name column's levels.
-	if leaves[cName].MaxRepetitionLevel != 1 {
-		return fmt.Errorf("segment %s: column %s is not a list of samples", path, strings.Join(columns[cName], "."))
 	}
 	for gi, rg := range pf.RowGroups() {
 		if err := r.rowGroup(rg, leaves[:], fn); err != nil {
@@ -194,25 +173,83 @@ func (r *segReader) read(path string, fn func(*row)) (err error) {
 	return nil
 }
 
-// rowGroup delivers the rows of one row group.
-func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, fn func(*row)) (err error) {
+// recoverDamage turns a panic of parquet-go over a file's bytes (or of
+// this reader's decoding of them) into an error. It is deferred only by
+// functions that do not call a reader's consumer.
+func recoverDamage(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%w: parquet-go panicked: %v", capture.ErrDamaged, p)
+	}
+}
+
+// openSegment opens a segment's footer and finds the projection's leaf
+// columns in its schema.
+func openSegment(f io.ReaderAt, size int64) (pf *parquet.File, leaves [nColumns]parquet.LeafColumn, err error) {
+	defer recoverDamage(&err)
+	pf, err = parquet.OpenFile(f, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, leaves, err
+	}
+	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != capture.SchemaVersion {
+		return nil, leaves, fmt.Errorf("schema version %s, this llmrec reads %s", v, capture.SchemaVersion)
+	}
+	if err := capture.CheckFooter(pf); err != nil {
+		return nil, leaves, err
+	}
+	for i, p := range columns {
+		leaf, ok := pf.Schema().Lookup(p...)
+		// An optional column the file lacks reads as null.
+		if !ok && i >= firstOptional {
+			leaves[i] = parquet.LeafColumn{ColumnIndex: -1}
+			continue
+		}
+		if !ok {
+			return nil, leaves, fmt.Errorf("no column %s", strings.Join(p, "."))
+		}
+		if k := leaf.Node.Type().Kind(); k != kinds[i] {
+			return nil, leaves, fmt.Errorf("column %s is %v, want %v", strings.Join(p, "."), k, kinds[i])
+		}
+		leaves[i] = leaf
+	}
+	// Rows are delimited by the repeated name column's levels.
+	if leaves[cName].MaxRepetitionLevel != 1 {
+		return nil, leaves, fmt.Errorf("column %s is not a list of samples", strings.Join(columns[cName], "."))
+	}
+	return pf, leaves, nil
+}
+
+// openGroup opens a cursor on each of the row group's leaf columns and
+// returns its row count.
+func (r *segReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn) (n int64, err error) {
+	defer recoverDamage(&err)
 	cc := rg.ColumnChunks()
 	for i := range r.cur {
 		if leaves[i].ColumnIndex < 0 {
 			r.cur[i].openMissing()
 			continue
 		}
+		if leaves[i].ColumnIndex >= len(cc) {
+			return 0, fmt.Errorf("%w: column %s: chunk %d of %d", capture.ErrDamaged, strings.Join(columns[i], "."), leaves[i].ColumnIndex, len(cc))
+		}
 		r.cur[i].open(cc[leaves[i].ColumnIndex], leaves[i])
 	}
+	return rg.NumRows(), nil
+}
+
+// rowGroup delivers the rows of one row group.
+func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, fn func(*row)) (err error) {
 	defer func() {
 		for i := range r.cur {
 			r.cur[i].close()
 		}
 	}()
+	n, err := r.openGroup(rg, leaves)
+	if err != nil {
+		return err
+	}
 	c := &r.cur
 	w := &r.row
 	r.vals, r.kindsAt = 0, 0
-	n := rg.NumRows()
 	for k := int64(0); k < n; k++ {
 		if w.run, err = c[cRun].str(); err != nil {
 			return colErr(cRun, err)
@@ -267,7 +304,7 @@ func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, f
 		r.vals += m
 		w.body = nil
 		if r.bodyCol >= 0 && r.wantBody != nil && r.wantBody(w) {
-			if w.body, err = bodyAt(cc[r.bodyCol], k); err != nil {
+			if w.body, err = bodyAt(rg, r.bodyCol, k); err != nil {
 				return fmt.Errorf("column body: %w", err)
 			}
 		}
@@ -278,8 +315,13 @@ func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, f
 
 // bodyAt reads the body of row k of a row group, nil when it is null.
 // It is for the rare rows whose body matters: it seeks its own pages.
-func bodyAt(cc parquet.ColumnChunk, k int64) ([]byte, error) {
-	pages := cc.Pages()
+func bodyAt(rg parquet.RowGroup, col int, k int64) (_ []byte, err error) {
+	defer recoverDamage(&err)
+	cc := rg.ColumnChunks()
+	if col >= len(cc) {
+		return nil, fmt.Errorf("%w: chunk %d of %d", capture.ErrDamaged, col, len(cc))
+	}
+	pages := cc[col].Pages()
 	defer pages.Close()
 	if err := pages.SeekToRow(k); err != nil {
 		return nil, err
@@ -377,6 +419,8 @@ func (c *cursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
 }
 
 func (c *cursor) close() {
+	// The file was read, or failed already.
+	defer func() { _ = recover() }()
 	if c.page != nil {
 		parquet.Release(c.page)
 		c.page = nil
@@ -391,7 +435,8 @@ func (c *cursor) close() {
 var errShort = errors.New("fewer values than rows")
 
 // load reads the next page and decodes its values.
-func (c *cursor) load() error {
+func (c *cursor) load() (err error) {
+	defer recoverDamage(&err)
 	if c.page != nil {
 		parquet.Release(c.page)
 		c.page = nil
@@ -406,6 +451,10 @@ func (c *cursor) load() error {
 	c.page = p
 	c.defs, c.reps = p.DefinitionLevels(), p.RepetitionLevels()
 	c.lv, c.nlv, c.vi = 0, int(p.NumValues()), 0
+	// The cursor walks the levels a column's schema says it has.
+	if (c.maxDef > 0 && len(c.defs) != c.nlv) || (c.leaf.MaxRepetitionLevel > 0 && len(c.reps) != c.nlv) {
+		return fmt.Errorf("%w: %d definition and %d repetition levels for %d values", capture.ErrDamaged, len(c.defs), len(c.reps), c.nlv)
+	}
 	want := c.nlv
 	if len(c.defs) > 0 {
 		if len(c.defs) != c.nlv || (len(c.reps) > 0 && len(c.reps) != c.nlv) {
@@ -562,10 +611,13 @@ func (c *cursor) rowStrs(dst []int32) ([]int32, error) {
 		for end < c.nlv && c.reps[end] != 0 {
 			end++
 		}
-		n := 0
-		for _, d := range c.defs[c.lv:end] {
-			if d == c.maxDef {
-				n++
+		n := end - c.lv
+		if c.defs != nil {
+			n = 0
+			for _, d := range c.defs[c.lv:end] {
+				if d == c.maxDef {
+					n++
+				}
 			}
 		}
 		dst = c.appendStrs(dst, n)

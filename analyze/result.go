@@ -86,7 +86,25 @@ type Recording struct {
 type Problem struct {
 	File  string `json:"file"`
 	Error string `json:"error"`
+	// Kind is ProblemSkipped, ProblemPartial or ProblemSeals.
+	Kind     string `json:"kind"`
+	RowsRead int64  `json:"rows_read"` // rows of the file analysed, before the damage
 }
+
+// The kinds of Problem.
+const (
+	// ProblemSkipped: none of the file's rows were analysed. It differs
+	// from its seal (size, CRC-32C, row count: see docs/capture-format.md),
+	// or failed before its first row.
+	ProblemSkipped = "skipped"
+	// ProblemPartial: the rows before the damage were analysed, the rest
+	// of the file was not. Only a file without a seal (recorded before the
+	// ledger existed) or a live journal is read in part.
+	ProblemPartial = "partial"
+	// ProblemSeals: a line of a folder's seal ledger is damaged; the files
+	// it sealed were read unverified.
+	ProblemSeals = "seals"
+)
 
 // Target is one recorded target, across every folder and session that has
 // it.

@@ -180,12 +180,16 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	if len(r.Problems) > 0 {
 		fmt.Fprintf(bw, "\n%d file(s) could not be read; the rest was analysed:\n", len(r.Problems))
 		for _, p := range r.Problems {
+			kind := p.Kind
+			if p.Kind == ProblemPartial {
+				kind = fmt.Sprintf("partial, %d rows before the damage analysed", p.RowsRead)
+			}
 			// Errors name their file already, as errors should.
 			if strings.Contains(p.Error, p.File) {
-				fmt.Fprintf(bw, "  %s\n", p.Error)
+				fmt.Fprintf(bw, "  %s (%s)\n", p.Error, kind)
 				continue
 			}
-			fmt.Fprintf(bw, "  %s: %s\n", p.File, p.Error)
+			fmt.Fprintf(bw, "  %s: %s (%s)\n", p.File, p.Error, kind)
 		}
 	}
 	if err := bw.Flush(); err != nil {

@@ -189,8 +189,17 @@ func num(n rate.Num, unit string) string {
 func verdicts(res *analyze.Result) []Verdict {
 	var vs []Verdict
 	for _, p := range res.Problems {
-		vs = append(vs, Verdict{Topic: "unreadable", Class: ClassFail, Text: p.File + ": " + p.Error,
-			Prov: "this file was not analysed; the rest was"})
+		v := Verdict{Topic: "skipped file", Class: ClassFail, Text: p.File + ": " + p.Error,
+			Prov: "this file was skipped, none of its rows analysed; the rest was"}
+		switch p.Kind {
+		case analyze.ProblemPartial:
+			v.Topic = "file read in part"
+			v.Prov = fmt.Sprintf("%d rows of this file, before the damage, were analysed; the rest of it was not", p.RowsRead)
+		case analyze.ProblemSeals:
+			v.Topic = "seal ledger"
+			v.Prov = "the files this line sealed were read unverified"
+		}
+		vs = append(vs, v)
 	}
 	normal := map[string]int{}
 	for _, t := range res.Targets {

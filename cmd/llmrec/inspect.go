@@ -21,6 +21,11 @@ It never changes the folder: a crashed session's journal is read in memory
 (llmrec repair seals it), and files llmrec did not write are listed, not
 read.
 
+Each segment is checked against its seal (size, CRC-32C and rows, recorded
+when it was written: docs/capture-format.md); one recorded before seals
+existed is listed as unverified. A damaged segment is skipped, not counted,
+and listed under problems; the exit status is then 1.
+
 Examples:
   llmrec inspect runs/bench1
   llmrec inspect runs/bench1 --json | jq '.targets[].endpoints[].outcomes'
@@ -43,11 +48,14 @@ func inspectRun(_ context.Context, stdout, stderr io.Writer, args []string) erro
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printReport(stdout, rep)
 	}
-	printReport(stdout, rep)
 	if len(rep.Problems) > 0 {
-		return fmt.Errorf("%d file(s) could not be read (listed above)", len(rep.Problems))
+		return fmt.Errorf("%d problem(s): file(s) skipped, not counted (listed under problems)", len(rep.Problems))
 	}
 	return nil
 }
@@ -64,6 +72,16 @@ func printReport(w io.Writer, rep capture.Report) {
 		fmt.Fprintf(w, ", %d crashed session journal(s) read in memory", len(rep.Crashed))
 	}
 	fmt.Fprintln(w)
+	var unverified []string
+	for _, s := range rep.Segments {
+		if !s.Verified {
+			unverified = append(unverified, s.File)
+		}
+	}
+	if len(unverified) > 0 {
+		// Recorded before the seal ledger: read as they are.
+		fmt.Fprintf(w, "unverified %d segment(s) without a seal: %s\n", len(unverified), strings.Join(unverified, ", "))
+	}
 	for _, rc := range rep.Recovered {
 		fmt.Fprintf(w, "recovered  %s: %s\n", rc.Name(), rc)
 	}

@@ -74,6 +74,7 @@ type source struct {
 	path string
 	kept []keptRow // as sorted in the file; nil: read path
 	g    *keptGroup
+	seal *Seal // path's seal, when read from path and sealed
 }
 
 // merge hands the Parquet writer mergeBatch rows at a time. One row at a
@@ -96,13 +97,15 @@ func merge(e *encoder, dst string, srcs []source) (int64, error) {
 		g    *keptGroup
 		buf  []Scrape // rows read from f
 		i, n int
-		eof  bool // f has no more rows
+		eof  bool  // f has no more rows
+		rows int64 // read from f
+		seal *Seal
 	}
 	var curs []*cursor
 	defer func() {
 		for _, c := range curs {
 			if c.f != nil {
-				c.r.Close()
+				closeReader(c.r)
 				c.f.Close()
 			}
 		}
@@ -121,12 +124,12 @@ func merge(e *encoder, dst string, srcs []source) (int64, error) {
 			f.Close()
 			return 0, fmt.Errorf("compact: %w", err)
 		}
-		pf, err := parquet.OpenFile(f, st.Size())
+		_, r, err := openSegment[Scrape](f, st.Size())
 		if err != nil {
 			f.Close()
 			return 0, fmt.Errorf("compact %s: %w", s.path, err)
 		}
-		curs = append(curs, &cursor{name: s.path, f: f, r: parquet.NewGenericReader[Scrape](pf), buf: make([]Scrape, mergeRead)})
+		curs = append(curs, &cursor{name: s.path, f: f, r: r, buf: make([]Scrape, mergeRead), seal: s.seal})
 	}
 	// head is c's next row, or nil when c is done. A file cursor reads its
 	// next rows into its buffer first: the rows batched before must be
@@ -148,12 +151,18 @@ func merge(e *encoder, dst string, srcs []source) (int64, error) {
 		if err := flush(); err != nil {
 			return nil, err
 		}
-		n, err := c.r.Read(c.buf)
+		n, err := readRows(c.r, c.buf)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("compact %s: %w", c.name, err)
 		}
 		c.i, c.n = 0, n
+		c.rows += int64(n)
 		if n == 0 {
+			// A source short of its sealed rows must not be laundered
+			// into a merged file with a seal of its own.
+			if err := c.seal.CheckRows(c.name, c.rows); err != nil {
+				return nil, fmt.Errorf("compact: %w", err)
+			}
 			c.eof = true
 			return nil, nil
 		}
@@ -217,11 +226,25 @@ func compact(e *encoder, dir, run string, segs []int, kept *keptGroup) error {
 		return nil
 	}
 	srcs := make([]source, len(segs))
+	var seals Seals
 	for i, n := range segs {
 		srcs[i].path = filepath.Join(dir, segName{run, n, n}.file())
 		if kept != nil && i < len(kept.segs) {
 			srcs[i].kept, srcs[i].g = kept.segs[i], kept
 		}
+		if srcs[i].kept != nil {
+			continue
+		}
+		// A source read back from its file is checked against its seal
+		// first: a damaged one stops the merge, and stays as it is.
+		if seals == nil {
+			seals, _ = ReadSeals(dir) // a bad line leaves its file unverified
+		}
+		s, err := seals.Verify(srcs[i].path)
+		if err != nil {
+			return fmt.Errorf("compact: %w", err)
+		}
+		srcs[i].seal = s
 	}
 	dst := filepath.Join(dir, segName{run, segs[0], segs[len(segs)-1]}.file())
 	if _, err := merge(e, dst, srcs); err != nil {

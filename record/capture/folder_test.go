@@ -187,8 +187,9 @@ func TestRecoverTouchesOnlyOwnFiles(t *testing.T) {
 			own = append(own, name)
 		}
 	}
-	if !slices.Equal(own, []string{runB + "-000001.parquet"}) {
-		t.Errorf("own files after recovery %v, want the sealed journal alone", own)
+	slices.Sort(own)
+	if !slices.Equal(own, []string{runB + "-000001.parquet", runB + ".seals"}) {
+		t.Errorf("own files after recovery %v, want the sealed journal and its seal alone", own)
 	}
 }
 
@@ -245,7 +246,7 @@ func TestReadDuringCloseKeepsTheMerge(t *testing.T) {
 		}
 	}
 	before := snapshot(t, dir)
-	if len(before) != 7 {
+	if len(before) != 8 { // six segments, the open journal, the seal ledger
 		t.Fatalf("folder before close: %v", before)
 	}
 	closed := make(chan error)
@@ -278,6 +279,7 @@ func TestParseOwnName(t *testing.T) {
 		runR + "-1234567.journal":           {kindJournal, segName{runR, 1234567, 1234567}},
 		runR + ".manifest.json":             {kindManifest, segName{run: runR}},
 		runR + ".manifest.json.tmp":         {kindManifestTmp, segName{run: runR}},
+		runR + ".seals":                     {kindSeals, segName{run: runR}},
 	} {
 		if got, ok := parseOwnName(name); !ok || got != want {
 			t.Errorf("%s: %+v %v, want %+v", name, got, ok, want)
@@ -286,7 +288,7 @@ func TestParseOwnName(t *testing.T) {
 	for _, bad := range []string{"sales-000001.parquet", "data.parquet", "export.parquet.tmp", "mine.journal",
 		runR + "-000001.journal.tmp", runR + "-0000001.parquet", runR + "-+00001.parquet", runR + "-000001.json",
 		"20261341T000000Z-0000000a-000001.parquet", "20260101T000000Z-0000000A.manifest.json",
-		"20260101T000000Z-0000000a0-000001.parquet", "20260101T000000-0000000a-000001.parquet", ".manifest.json"} {
+		"20260101T000000Z-0000000a0-000001.parquet", "20260101T000000-0000000a-000001.parquet", ".manifest.json", "data.seals", runR + "-000001.seals"} {
 		if got, ok := parseOwnName(bad); ok {
 			t.Errorf("%s parsed as %+v", bad, got)
 		}

@@ -16,6 +16,7 @@ import (
 //	RUN-NNNNNN.parquet               RUN-NNNNNN.parquet.tmp
 //	RUN-NNNNNN_MMMMMM.parquet        RUN-NNNNNN_MMMMMM.parquet.tmp
 //	RUN-NNNNNN.journal
+//	RUN.seals                        (the seal ledger, see ledger.go)
 //
 // where RUN is 20060102T150405Z-hhhhhhhh (UTC start, 8 lowercase hex
 // digits) and NNNNNN a segment number printed with %06d.
@@ -47,6 +48,7 @@ const (
 	kindJournal            // RUN-N.journal
 	kindManifest           // RUN.manifest.json
 	kindManifestTmp        // RUN.manifest.json.tmp
+	kindSeals              // RUN.seals
 )
 
 // ownName is a parsed name of a file llmrec writes.
@@ -63,6 +65,9 @@ func parseOwnName(name string) (ownName, bool) {
 	}
 	if run, ok := strings.CutSuffix(name, manifestSuffix); ok && IsRunID(run) {
 		return ownName{kindManifest, segName{run: run}}, true
+	}
+	if run, ok := strings.CutSuffix(name, sealsSuffix); ok && IsRunID(run) {
+		return ownName{kindSeals, segName{run: run}}, true
 	}
 	kind := kindSegment
 	if stem, ok := strings.CutSuffix(name, ".tmp"); ok {

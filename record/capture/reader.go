@@ -118,7 +118,11 @@ func (r *Run) Journals() []string { return append(slices.Clone(r.Live), r.Crashe
 
 // ReadSegment reads every row of a segment into T, which is Scrape or a
 // projection of it: a struct with a subset of Scrape's columns, read
-// without decoding the others (leave out Body to skip the bodies).
+// without decoding the others (leave out Body to skip the bodies). A file
+// parquet-go cannot make sense of is an error wrapping ErrDamaged that
+// names it and the row it stopped at; rows before it were delivered. (Check
+// a file against its seal first, with Seals.Verify, to read a damaged file
+// not at all.)
 func ReadSegment[T any](path string, fn func(*T) error) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -129,33 +133,87 @@ func ReadSegment[T any](path string, fn func(*T) error) error {
 	if err != nil {
 		return fmt.Errorf("open segment: %w", err)
 	}
-	pf, err := parquet.OpenFile(f, st.Size())
+	pf, r, err := openSegment[T](f, st.Size())
 	if err != nil {
 		return fmt.Errorf("segment %s: %w", path, err)
 	}
-	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != SchemaVersion {
-		return fmt.Errorf("segment %s: schema version %s, this llmrec reads %s", path, v, SchemaVersion)
-	}
-	r := parquet.NewGenericReader[T](pf)
-	defer r.Close()
+	defer closeReader(r)
 	buf := make([]T, 64)
+	var rows int64
 	for {
-		n, err := r.Read(buf)
+		n, err := readRows(r, buf)
 		for i := range n {
 			if ferr := fn(&buf[i]); ferr != nil {
 				return ferr
 			}
 		}
+		rows += int64(n)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("segment %s: %w", path, err)
+			return fmt.Errorf("segment %s: row %d%s: %w", path, rows, inGroup(pf, rows), err)
 		}
 		if n == 0 {
 			return nil
 		}
 	}
+}
+
+// openSegment opens a segment's footer and a reader of T over it. Every
+// call here into parquet-go on the file's bytes is guarded: a damaged file
+// is an error, never a panic.
+func openSegment[T any](f io.ReaderAt, size int64) (pf *parquet.File, r *parquet.GenericReader[T], err error) {
+	defer recoverDamage(&err)
+	// Nothing here reads the page index or the bloom filters; the page
+	// index's length, from the footer, was allocated and zeroed whole
+	// before anything checked it (a flipped bit: 2 GB).
+	pf, err = parquet.OpenFile(f, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, nil, err
+	}
+	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != SchemaVersion {
+		return nil, nil, fmt.Errorf("schema version %s, this llmrec reads %s", v, SchemaVersion)
+	}
+	if err := CheckFooter(pf); err != nil {
+		return nil, nil, err
+	}
+	// A column T has and the file lacks reads as zero: a row's identity
+	// must not (a flipped bit in a column's name in the footer did that).
+	for _, c := range identity {
+		if _, ok := pf.Schema().Lookup(c); !ok {
+			return nil, nil, fmt.Errorf("%w: no column %s", ErrDamaged, c)
+		}
+	}
+	return pf, parquet.NewGenericReader[T](pf), nil
+}
+
+// identity are the columns every segment has had: a row's identity.
+var identity = []string{"run_id", "target", "endpoint", "seq", "outcome"}
+
+// readRows is r.Read, a panic over the file's bytes an error.
+func readRows[T any](r *parquet.GenericReader[T], buf []T) (n int, err error) {
+	defer recoverDamage(&err)
+	return r.Read(buf)
+}
+
+// closeReader is r.Close, a panic over the file's bytes ignored: the file
+// was read or failed already.
+func closeReader[T any](r *parquet.GenericReader[T]) {
+	defer func() { _ = recover() }()
+	r.Close()
+}
+
+// inGroup names the row group holding row i of pf: ", row group G".
+func inGroup(pf *parquet.File, i int64) (where string) {
+	defer func() { _ = recover() }()
+	for g, rg := range pf.RowGroups() {
+		if i < rg.NumRows() {
+			return fmt.Sprintf(" (row group %d)", g)
+		}
+		i -= rg.NumRows()
+	}
+	return ""
 }
 
 // ReadLive reads the rows of a live or crashed journal, in memory.

@@ -312,8 +312,8 @@ func (e *encoder) writeSegment(path string, rows []Scrape) (int64, error) {
 }
 
 // write creates path through a temporary file: fill writes the rows, then
-// the footer is written, the file fsynced and renamed, and the folder
-// fsynced. It returns the file's size.
+// the footer is written, the file fsynced, its seal recorded (ledger.go)
+// and the file renamed, and the folder fsynced. It returns the file's size.
 func (e *encoder) write(path string, fill func(*parquet.GenericWriter[Scrape]) error) (int64, error) {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
@@ -351,6 +351,11 @@ func (e *encoder) write(path string, fill func(*parquet.GenericWriter[Scrape]) e
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
 		return 0, fmt.Errorf("close segment %s: %w", path, err)
+	}
+	// The seal ledger's line is durable before the file is in place.
+	if err := recordSeal(tmp, path); err != nil {
+		os.Remove(tmp)
+		return 0, err
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
