@@ -121,7 +121,7 @@ func TestSealsRecordEveryFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{runR+"-000001.parquet", runR+"-000002.parquet"} {
+	for _, name := range []string{runR + "-000001.parquet", runR + "-000002.parquet"} {
 		if s := seals[name]; len(s) != 1 || s[0].Rows != rows/2 {
 			t.Errorf("seal of %s: %+v, want one of %d rows", name, s, rows/2)
 		}
@@ -218,7 +218,7 @@ func TestReadSealsDamagedLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString(`{"file":"`+runR+`-000003.parq`)
+	f.WriteString(`{"file":"` + runR + `-000003.parq`)
 	f.Close()
 	seals, err := ReadSeals(dir)
 	if err != nil {
