@@ -64,7 +64,7 @@ func TestBlockedWriterDelaysNoTick(t *testing.T) {
 // reading the rows channel, a hundred missed ticks are handed over at once,
 // and all reach the writer when it reads again.
 func TestMissedTickNeverBlocks(t *testing.T) {
-	r := &recorder{clock: NewClock(), runID: "R", rows: make(chan capture.Scrape), stats: make([]TargetStats, 1)}
+	r := &recorder{clock: NewClock(), runID: "R", rows: make(chan queued), stats: make([]TargetStats, 1)}
 	tg := &Target{Name: "a", URL: "http://127.0.0.1:9/metrics"}
 	ep := &endpointState{name: capture.EndpointMetrics, url: tg.URL}
 	done := make(chan struct{})
@@ -85,7 +85,7 @@ func TestMissedTickNeverBlocks(t *testing.T) {
 	}()
 	seqs := map[int64]bool{}
 	for row := range r.rows {
-		seqs[row.Seq] = true
+		seqs[row.s.Seq] = true
 	}
 	if len(seqs) != 100 {
 		t.Fatalf("%d of 100 missed ticks reached the writer", len(seqs))

@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	scrapeCtx, stopScrapes := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopScrapes(nil)
 	rec := &recorder{client: client, runID: runID, maxBody: cfg.MaxBody, limits: cfg.Limits(), scrapeCtx: scrapeCtx,
-		abort: opt.Abort, rows: make(chan capture.Scrape, cmp.Or(opt.rowsBuffer, 256)),
+		abort: opt.Abort, rows: make(chan queued, cmp.Or(opt.rowsBuffer, 256)),
 		bodies: newBodyReader(), parses: newParseGate(), stats: make([]TargetStats, len(cfg.Targets))}
 	stop := func(cause error) {
 		rec.stoppedNs.CompareAndSwap(0, rec.clock.Ns(time.Now()))
@@ -190,7 +190,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		var err error
 		var seals int64
 		for {
-			var row capture.Scrape
+			var row queued
 			var ok bool
 			select {
 			case row, ok = <-rec.rows:
@@ -207,7 +207,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 			if opt.beforeAppend != nil {
 				opt.beforeAppend()
 			}
-			err = w.Append(row)
+			err = w.AppendPending(row.s, row.p)
 			if errors.Is(err, capture.ErrJournalReplaced) {
 				if opt.Warnings != nil {
 					fmt.Fprintf(opt.Warnings, "warning: %v\n", err)
@@ -323,7 +323,7 @@ type recorder struct {
 	scrapeCtx context.Context
 	stoppedNs atomic.Int64
 	abort     <-chan struct{}
-	rows      chan capture.Scrape
+	rows      chan queued
 	bodies    *bodyReader
 	parses    parseGate
 	inflight  sync.WaitGroup
@@ -404,14 +404,32 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 	r.inflight.Add(1)
 	go func() {
 		defer r.inflight.Done()
-		row := scrape(r.scrapeCtx, r.client, r.clock, request{target: t, endpoint: ep.name, url: ep.url,
-			seq: k, scheduled: at, maxBody: r.maxBody, limits: r.limits, runID: r.runID, interner: &ep.interner,
-			bodies: r.bodies, parses: r.parses})
-		ep.busy.Store(false)
+		q := request{target: t, endpoint: ep.name, url: ep.url, seq: k, scheduled: at, maxBody: r.maxBody,
+			limits: r.limits, runID: r.runID, interner: &ep.interner, bodies: r.bodies, parses: r.parses}
+		row := fetch(r.scrapeCtx, r.client, r.clock, q)
 		r.markShutdown(&row, t.Timeout.D())
+		// Journaled before it is parsed: a kill during a long parse loses
+		// nothing. The parse's result follows through p; the endpoint stays
+		// busy until then, since its interner parses one page at a time.
+		var p *capture.Pending
+		if row.Outcome == capture.OutcomeOK {
+			p = capture.NewPending()
+		}
+		r.put(queued{s: row, p: p})
+		if p != nil {
+			q.parses.parse(&row, q.interner, q.limits)
+			p.Done(&row)
+		}
+		ep.busy.Store(false)
 		r.account(ti, &row)
-		r.put(row)
 	}()
+}
+
+// queued is a row on its way to the writer, with the parse still to come
+// when p is not nil.
+type queued struct {
+	s capture.Scrape
+	p *capture.Pending
 }
 
 // markShutdown says so in the error of a scrape that the end of the run
@@ -435,7 +453,7 @@ func (r *recorder) markShutdown(row *capture.Scrape, timeout time.Duration) {
 
 // put hands a finished row to the writer; after Abort, a row that finds
 // the channel full is dropped.
-func (r *recorder) put(row capture.Scrape) {
+func (r *recorder) put(row queued) {
 	select {
 	case r.rows <- row:
 		return
@@ -455,12 +473,12 @@ func (r *recorder) missed(ti int, t *Target, ep *endpointState, k int64, at time
 		URL: redact.URL(ep.url), Seq: k, ScheduledNs: r.clock.Ns(at), Outcome: capture.OutcomeMissed, Error: &why}
 	r.account(ti, &row)
 	select {
-	case r.rows <- row:
+	case r.rows <- queued{s: row}:
 	default:
 		r.inflight.Add(1)
 		go func() {
 			defer r.inflight.Done()
-			r.put(row)
+			r.put(queued{s: row})
 		}()
 	}
 }
@@ -478,7 +496,7 @@ func Phases(targets []Target) []time.Duration {
 // abandon journals the rows finished by now or within abortDrain (the
 // scrapes cancelled by Abort, with their times), syncs the journal and
 // leaves it unsealed, for a Run aborted; err is the writer's earlier error.
-func abandon(w *capture.Writer, rows <-chan capture.Scrape, err error) error {
+func abandon(w *capture.Writer, rows <-chan queued, err error) error {
 	deadline := time.After(abortDrain)
 drain:
 	for {
@@ -488,7 +506,7 @@ drain:
 				break drain
 			}
 			if err == nil {
-				err = w.Append(row)
+				err = w.AppendPending(row.s, row.p)
 			}
 		case <-deadline:
 			break drain

@@ -154,6 +154,17 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // scrape performs one request and returns its row, samples parsed. It
 // never fails: every problem is a row with its error.
 func scrape(ctx context.Context, client *http.Client, clock Clock, q request) capture.Scrape {
+	row := fetch(ctx, client, clock, q)
+	if row.Outcome == capture.OutcomeOK {
+		q.parses.parse(&row, q.interner, q.limits)
+	}
+	return row
+}
+
+// fetch performs one request and returns its row, its body not parsed yet
+// (outcome ok for a complete 200 answer). It never fails: every problem is
+// a row with its error.
+func fetch(ctx context.Context, client *http.Client, clock Clock, q request) capture.Scrape {
 	t := q.target
 	row := capture.Scrape{
 		RunID: q.runID, Target: t.Name, Engine: t.Engine, Endpoint: q.endpoint,
@@ -252,7 +263,6 @@ func scrape(ctx context.Context, client *http.Client, clock Clock, q request) ca
 		return fail(capture.OutcomeHTTPError, fmt.Errorf("HTTP %s", resp.Status))
 	}
 	row.Outcome = capture.OutcomeOK
-	q.parses.parse(&row, q.interner, q.limits)
 	return row
 }
 

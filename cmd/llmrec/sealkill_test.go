@@ -79,12 +79,12 @@ func (l *servedLog) serveBig(t *testing.T, name string) string {
 }
 
 // sealEpsilon is how long a recorder may take, after a target finished
-// writing a response, to read it, parse it (20-40 ms of CPU for these
-// pages) and journal it: a scrape served earlier than this before a SIGKILL
-// must survive it. On a host busy with other work the recorder is slow to
-// read a response, and slower still to parse it (which comes before the
-// journal): twice the longest it took to read a stored one is added.
-const sealEpsilon = 150 * time.Millisecond
+// writing a response, to hand it to the writer and journal it (the parse
+// comes after the journal): a scrape served earlier than this before a
+// SIGKILL must survive it. On a host busy with other work the recorder is
+// slow to read a response: twice the longest it took to read a stored one
+// is added.
+const sealEpsilon = 50 * time.Millisecond
 
 // SIGKILL of a real recorder at moments chosen to fall inside seals and
 // merges (a *.parquet.tmp is being written), with three targets serving

@@ -56,7 +56,8 @@ var ErrJournalReplaced = errors.New("journal was removed from the run folder")
 // openRow is a row of the open segment.
 type openRow struct {
 	s  Scrape
-	at int64 // where its journal record starts when s holds no body and samples (read back at the seal); -1 when it does
+	at int64    // where its journal record starts when s holds no body and samples (read back at the seal); -1 when it does
+	p  *Pending // the parse of s still running when it was journaled; nil when s came parsed
 }
 
 // sealJob is a segment handed to the sealer.
@@ -131,6 +132,10 @@ func (w *Writer) seal(job *sealJob) error {
 		return writeRows(pw, len(job.rows), func(i int) (Scrape, error) {
 			r := &job.rows[i]
 			if r.at < 0 {
+				if r.p != nil {
+					r.p.apply(&r.s)
+					r.p = nil
+				}
 				return r.s, nil
 			}
 			s, err := job.j.readAt(r.at)

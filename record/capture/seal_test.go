@@ -191,3 +191,62 @@ func TestParseCappedStoresRaw(t *testing.T) {
 		t.Fatalf("within the limit: %s, %d samples", s.Outcome, len(s.Samples))
 	}
 }
+
+// A row appended before its parse has ended is sealed with the parse's
+// result: the seal waits for it. Its journal record, written first, says
+// ok; a body that then fails to parse is parse_error in the segment, and
+// the journal alone (as a kill during the parse leaves it) reads the same.
+func TestAppendPendingSealsTheParse(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir, runR, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetCompactEvery(0)
+	good, bad := row(runR, "a", 0), row(runR, "a", 1)
+	bad.Body = []byte("not exposition {{{\n")
+	for _, s := range []Scrape{good, bad} {
+		s.Samples, s.ParseError, s.Outcome = nil, nil, OutcomeOK
+		p := NewPending()
+		if err := w.AppendPending(s, p); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(50 * time.Millisecond) // the seal starts before the parse ends
+			Parse(&s)
+			p.Done(&s)
+		}()
+	}
+	js, _ := filepath.Glob(filepath.Join(dir, "*.journal"))
+	if len(js) != 1 {
+		t.Fatalf("journals %v", js)
+	}
+	data, err := os.ReadFile(js[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, rows []Scrape) {
+		t.Helper()
+		if len(rows) != 2 || rows[0].Outcome != OutcomeOK || len(rows[0].Samples) != len(good.Samples) || len(good.Samples) == 0 ||
+			rows[1].Outcome != OutcomeParseError || rows[1].ParseError == nil || len(rows[1].Samples) != 0 {
+			t.Errorf("%s: %d rows %+v", what, len(rows), rows)
+		}
+	}
+	check("sealed", readAll(t, dir))
+	raw, _, err := parseJournal(js[0], data)
+	if err != nil || len(raw) != 2 || raw[0].Outcome != OutcomeOK || raw[1].Outcome != OutcomeOK {
+		t.Fatalf("journal records: %d rows, %v", len(raw), err)
+	}
+	copyPath := filepath.Join(t.TempDir(), filepath.Base(js[0]))
+	if err := os.WriteFile(copyPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows, _, err := readJournal(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("journal alone", rows)
+}

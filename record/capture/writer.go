@@ -163,7 +163,12 @@ func (w *Writer) open() error {
 // must not change.
 //
 // An error wrapping ErrJournalReplaced is not fatal: s is journaled.
-func (w *Writer) Append(s Scrape) error {
+func (w *Writer) Append(s Scrape) error { return w.AppendPending(s, nil) }
+
+// AppendPending is Append for a row journaled before it is parsed: its
+// samples, parse error and final outcome come from p (see Pending), which
+// the seal waits for. A nil p is Append.
+func (w *Writer) AppendPending(s Scrape, p *Pending) error {
 	if w.j == nil {
 		return errors.New("append to a closed writer")
 	}
@@ -177,14 +182,17 @@ func (w *Writer) Append(s Scrape) error {
 	}
 	busy, sealErr := w.pollSeal()
 	cost := rowBytes(&s)
+	if p != nil {
+		cost += int64(len(s.Body)) // its samples, to come: about the body's size
+	}
 	if busy && w.held+cost > w.segBytes {
 		// Over budget while the last segment is still being sealed: the
 		// journal has the row; memory keeps only what sorts it.
 		s.Body, s.Samples = nil, nil
-		w.rows = append(w.rows, openRow{s: s, at: at})
+		w.rows = append(w.rows, openRow{s: s, at: at}) // the seal parses it from the journal
 		w.spilled = true
 	} else {
-		w.rows = append(w.rows, openRow{s: s, at: -1})
+		w.rows = append(w.rows, openRow{s: s, at: -1, p: p})
 		w.held += cost
 	}
 	if sealErr != nil {
