@@ -112,9 +112,13 @@ func TestEndToEndAgainstSimulator(t *testing.T) {
 		}
 		lags = append(lags, time.Duration(r.StartNs-r.ScheduledNs))
 	}
+	// On time means within the late tolerance, the rule that makes a later
+	// tick a missed one: a catch-up would be an interval late. How close
+	// to the tick is a figure of the host's load, measured by
+	// BenchmarkCadenceHostile, not asserted here.
 	slices.Sort(lags)
-	if p99 := lags[len(lags)*99/100]; p99 >= 20*time.Millisecond {
-		t.Errorf("healthy scheduled-to-start lag p99 %s, want under 20ms", p99)
+	if p99 := lags[len(lags)*99/100]; p99 >= lateTolerance(intervals["healthy"]) {
+		t.Errorf("healthy scheduled-to-start lag p99 %s, want under %s", p99, lateTolerance(intervals["healthy"]))
 	}
 	if served["healthy"][200] != len(h) {
 		t.Errorf("healthy: %d ok rows, simulator served %d", len(h), served["healthy"][200])
@@ -135,7 +139,7 @@ func TestEndToEndAgainstSimulator(t *testing.T) {
 			ok++
 		}
 		// Every fired scrape starts at its own tick: none is a late catch-up.
-		if lag := time.Duration(r.StartNs - r.ScheduledNs); lag > 20*time.Millisecond {
+		if lag := time.Duration(r.StartNs - r.ScheduledNs); lag >= lateTolerance(intervals["hung"]) {
 			t.Errorf("hung seq %d fired %s after its tick: a catch-up", r.Seq, lag)
 		}
 	}
