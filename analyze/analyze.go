@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/capture"
 )
@@ -50,6 +51,9 @@ type Options struct {
 	// goroutine, and a poll's cells are valid only during the call: a
 	// report keeps what it draws (render.Polls).
 	Polls func(target string, p *Poll)
+	// Phases are named phases given at analysis time (--phases FILE);
+	// marks in the run folders add theirs (see package phases).
+	Phases []phases.Phase
 }
 
 // DefaultSpans are the counterfactual spans when none are given: a window
@@ -80,11 +84,18 @@ func Analyze(opts Options) (*Result, error) {
 	}
 	var files []file
 	metas := map[string]*targetMeta{}
+	var marks []capture.Mark
+	var markProblems []string
 	for _, dir := range opts.Dirs {
 		run, err := capture.Open(dir)
 		if err != nil {
 			return nil, err
 		}
+		ms, bad, err := capture.ReadMarks(dir)
+		if err != nil {
+			markProblems = append(markProblems, err.Error())
+		}
+		marks, markProblems = append(marks, ms...), append(markProblems, bad...)
 		in, fs := inputOf(run)
 		res.Inputs = append(res.Inputs, in)
 		files = append(files, fs...)
@@ -120,6 +131,7 @@ func Analyze(opts Options) (*Result, error) {
 		return nil, an.err
 	}
 	res.Findings = *findings.Analyze(an.run())
+	an.phases(res, marks, markProblems)
 	res.Spans = append([]float64{}, an.spans...)
 	res.Caps = append([]findings.Cap{}, opts.Caps...)
 	return res, nil
@@ -249,6 +261,7 @@ type targetState struct {
 	sink  func(string, *Poll) // Options.Polls
 	stats []headStat
 	fw    *findingsState // what the run findings keep of the target
+	ph    *phases.Log    // what the phase figures keep of it
 	spool *spool         // its polls, when spooled (Options.Spool)
 }
 
@@ -280,6 +293,7 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		sink:  a.opts.Polls,
 	}
 	st.fw = newFindingsState(st.out.Name, st.tr, a.cfg, a.spans)
+	st.ph = phases.NewLog()
 	if m := a.metas[st.out.Name]; m != nil && m.ticks > 0 {
 		// Sized once from the manifests: growing per-poll records is a
 		// good part of the replay's allocation.
@@ -361,6 +375,7 @@ func (st *targetState) register(tab *strtab, w *row, j int) {
 		id = st.tr.Key(s)
 		st.keyOf[k] = id
 		st.fw.key(id, s)
+		st.ph.Key(id, s)
 	}
 	st.prevI[j] = id
 }
@@ -404,6 +419,7 @@ func (a *analyzer) row(w *row) {
 		a.err = err
 	}
 	st.fw.end(st.cells)
+	st.ph.Poll(T, float64(w.start)/1e9, ids, w.value, st.cells, st.engineID())
 }
 
 // record keeps a poll's headline values and, unless skipped, its cells.

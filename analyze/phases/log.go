@@ -1,0 +1,321 @@
+package phases
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// Log keeps, compactly, what the phase figures need of one target's polls:
+// each poll's increments of the counter series its engine reader reads
+// (histogram buckets included), and the published cells the figures are
+// compared with that the findings' polls do not keep. Phases are known only
+// after the replay (their edges are found at its end), so the increments of
+// every poll are kept: a phase's Δ is their sum over the phase.
+//
+// Increments are Prometheus' increase between consecutive readings of one
+// series: a reading below the last is a reset, counted from 0, and the poll
+// is marked as holding one. A series' first reading is its baseline and
+// adds nothing. Only the nonzero ones are written: an idle poll costs a
+// few bytes.
+type Log struct {
+	// Series are the logged series, by log id.
+	Series []engine.Series
+	// T and Start are each poll's stamp (first byte) and request start (0
+	// unknown), Unix seconds.
+	T, Start []float64
+
+	off   []int64 // poll i's increments are buf[off[i]:off[i+1]] (or to the end)
+	buf   []byte
+	reset []uint64 // bit i: a logged series fell at poll i
+
+	// Per tracker id: the log id, lidNone for a series not logged,
+	// lidPending for one not classified yet (the engine is not known).
+	lid     []int32
+	pending []engine.Series // by tracker id, while pending
+	prev    []float64       // by log id: the last reading
+	seen    []bool
+	engine  string
+
+	// Published cells of PubCells, per poll: values (NaN when null) and
+	// their reasons' codes (0 valued).
+	pubV    []float64
+	pubR    []uint8
+	reasons []string
+	rcode   map[string]uint8
+
+	les []float64 // by log id: a bucket's le, NaN none; filled when first asked
+}
+
+const (
+	lidNone    = -1
+	lidPending = -2
+)
+
+// PubCells are the published cells a Log keeps per poll, besides the rate
+// cells the findings keep (findings.RateCells): the figures they are
+// compared with.
+var PubCells = []string{
+	engine.PrefixCacheHitRatio, engine.PerRequestDecodeTokensPerSecond,
+	engine.TTFT + engine.SuffixP50, engine.TTFT + engine.SuffixP99, engine.TPOT + engine.SuffixMean,
+	engine.ITL + engine.SuffixP50, engine.E2E + engine.SuffixP50, engine.Queue + engine.SuffixP50,
+}
+
+var pubAt = func() []int {
+	out := make([]int, len(PubCells))
+	for i, c := range PubCells {
+		out[i] = slices.Index(engine.Canonical, c)
+	}
+	return out
+}()
+
+// NewLog returns an empty log.
+func NewLog() *Log {
+	return &Log{reasons: []string{""}, rcode: map[string]uint8{"": 0}}
+}
+
+// Key registers series s under the main tracker's id.
+func (l *Log) Key(id int32, s engine.Series) {
+	for int(id) >= len(l.lid) {
+		l.lid = append(l.lid, lidNone)
+		l.pending = append(l.pending, engine.Series{})
+	}
+	if !counterLike(s) {
+		return
+	}
+	if l.engine == "" {
+		l.lid[id], l.pending[id] = lidPending, s
+		return
+	}
+	l.classify(id, s)
+}
+
+// counterLike reports whether s is a counter or a part of a histogram or
+// summary that counts: the series an increase is taken of.
+func counterLike(s engine.Series) bool {
+	// A creation time is a stamp, not a count.
+	if strings.HasSuffix(s.Name, "_created") {
+		return false
+	}
+	switch s.Type {
+	case "counter":
+		return true
+	case "histogram":
+		return strings.HasSuffix(s.Name, "_bucket") || strings.HasSuffix(s.Name, "_count") || strings.HasSuffix(s.Name, "_sum")
+	case "summary":
+		return strings.HasSuffix(s.Name, "_count") || strings.HasSuffix(s.Name, "_sum")
+	case "untyped", "unknown", "":
+		return strings.HasSuffix(s.Name, "_total")
+	}
+	return false
+}
+
+// classify logs s when its engine's reader reads its family (every counter
+// for the generic reader) or it counts engine steps.
+func (l *Log) classify(id int32, s engine.Series) {
+	l.lid[id] = lidNone
+	if l.engine != engine.Generic && !feeds(l.engine, s.Family) && !findings.StepCounters[s.Name] {
+		return
+	}
+	l.lid[id] = int32(len(l.Series))
+	l.Series = append(l.Series, s)
+	l.prev = append(l.prev, 0)
+	l.seen = append(l.seen, false)
+}
+
+var (
+	feedsMu  sync.Mutex
+	feedsMap = map[string]map[string]bool{}
+)
+
+// feeds reports whether engine id's reader reads family into a cell.
+func feeds(id, family string) bool {
+	feedsMu.Lock()
+	defer feedsMu.Unlock()
+	m, ok := feedsMap[id]
+	if !ok {
+		m = map[string]bool{}
+		fams, _ := engine.Catalog(id)
+		for _, k := range fams {
+			if k.Feeds != "" {
+				m[k.Family] = true
+			}
+		}
+		feedsMap[id] = m
+	}
+	return m[family]
+}
+
+// Poll logs one poll: the samples vals[i] of tracker ids ids[i], the
+// published cells, and the engine the main tracker reads it as ("" or
+// generic until it knows).
+func (l *Log) Poll(T, start float64, ids []int32, vals []float64, cells engine.Cells, eng string) {
+	if l.engine == "" && eng != "" && eng != engine.Generic {
+		l.engine = eng
+		for id, x := range l.lid {
+			if x == lidPending {
+				l.classify(int32(id), l.pending[id])
+			}
+		}
+		l.pending = nil
+	}
+	i := len(l.T)
+	l.T, l.Start = append(l.T, T), append(l.Start, start)
+	l.off = append(l.off, int64(len(l.buf)))
+	if i/64 >= len(l.reset) {
+		l.reset = append(l.reset, 0)
+	}
+	last := int32(-1)
+	vals = vals[:len(ids)]
+	for k, id := range ids {
+		if int(id) >= len(l.lid) {
+			continue
+		}
+		x := l.lid[id]
+		// Not logged (or not classified yet: the engine is still unknown).
+		if x < 0 {
+			continue
+		}
+		v := vals[k]
+		// A value that is not a number is no reading.
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		p, seen := l.prev[x], l.seen[x]
+		l.prev[x], l.seen[x] = v, true
+		var inc float64
+		switch {
+		case !seen:
+			// The first reading is the baseline.
+			continue
+		case v >= p:
+			inc = v - p
+		default:
+			// A fall is a reset: the counter counts from 0 again.
+			inc = v
+			l.reset[i/64] |= 1 << (i % 64)
+		}
+		if inc == 0 {
+			continue
+		}
+		// Entries go in rising log id (a poll lists a series once; a
+		// repeat or a series out of order starts a new run from its id).
+		if x <= last {
+			l.buf = binary.AppendUvarint(l.buf, 0) // run break
+			last = -1
+		}
+		l.buf = binary.AppendUvarint(l.buf, uint64(x-last))
+		last = x
+		l.buf = appendInc(l.buf, inc)
+	}
+	l.pub(cells)
+}
+
+// appendInc writes an increment: a whole number below 2^52 as a varint of
+// it shifted left once; anything else as 1 and its 8 bytes.
+func appendInc(b []byte, inc float64) []byte {
+	if inc == math.Trunc(inc) && inc > 0 && inc < 1<<52 {
+		return binary.AppendUvarint(b, uint64(inc)<<1)
+	}
+	b = binary.AppendUvarint(b, 1)
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(inc))
+}
+
+// pub keeps the poll's PubCells.
+func (l *Log) pub(cells engine.Cells) {
+	for _, at := range pubAt {
+		if at < 0 || at >= len(cells) {
+			l.pubV, l.pubR = append(l.pubV, math.NaN()), append(l.pubR, l.code(rate.ReasonAbsent))
+			continue
+		}
+		c := &cells[at].Cell
+		if c.Value.Valid {
+			l.pubV, l.pubR = append(l.pubV, c.Value.V), append(l.pubR, 0)
+			continue
+		}
+		l.pubV, l.pubR = append(l.pubV, math.NaN()), append(l.pubR, l.code(c.Reason))
+	}
+}
+
+func (l *Log) code(reason string) uint8 {
+	if c, ok := l.rcode[reason]; ok {
+		return c
+	}
+	// More distinct reasons than a byte holds: the last code stands for the rest.
+	if len(l.reasons) == 255 {
+		return 254
+	}
+	c := uint8(len(l.reasons))
+	l.reasons = append(l.reasons, reason)
+	l.rcode[reason] = c
+	return c
+}
+
+// Len is the number of polls logged.
+func (l *Log) Len() int { return len(l.T) }
+
+// Reset reports whether a logged series fell at poll i.
+func (l *Log) Reset(i int) bool { return l.reset[i/64]&(1<<(i%64)) != 0 }
+
+// Published returns poll i's value of PubCells[k], or its reason.
+func (l *Log) Published(i, k int) (rate.Num, string) {
+	j := i*len(PubCells) + k
+	if l.pubR[j] == 0 {
+		return rate.Some(l.pubV[j]), ""
+	}
+	return rate.Num{}, l.reasons[l.pubR[j]]
+}
+
+// Engine is the engine the log classified its series under ("" none).
+func (l *Log) Engine() string { return l.engine }
+
+// add adds poll i's increments to acc (by log id).
+func (l *Log) add(i int, acc []float64) {
+	end := int64(len(l.buf))
+	if i+1 < len(l.off) {
+		end = l.off[i+1]
+	}
+	b := l.buf[l.off[i]:end]
+	last := int32(-1)
+	for len(b) > 0 {
+		d, n := binary.Uvarint(b)
+		b = b[n:]
+		if d == 0 {
+			last = -1
+			continue
+		}
+		x := last + int32(d)
+		last = x
+		t, n := binary.Uvarint(b)
+		b = b[n:]
+		if t == 1 {
+			acc[x] += math.Float64frombits(binary.LittleEndian.Uint64(b))
+			b = b[8:]
+			continue
+		}
+		acc[x] += float64(t >> 1)
+	}
+}
+
+// Bytes is the memory the increments take.
+func (l *Log) Bytes() int { return len(l.buf) + 8*len(l.off) }
+
+// le is the le bound of logged series x; NaN when it has none.
+func (l *Log) le(x int) float64 {
+	if len(l.les) != len(l.Series) {
+		for y := len(l.les); y < len(l.Series); y++ {
+			le, ok := leOf(l.Series[y].Labels)
+			if !ok || !strings.HasSuffix(l.Series[y].Name, "_bucket") {
+				le = math.NaN()
+			}
+			l.les = append(l.les, le)
+		}
+	}
+	return l.les[x]
+}
