@@ -332,6 +332,11 @@ func (in *Input) figures(s *sums) Figures {
 			continue
 		}
 		f.Published = published(in, f.Name, tw, pollsIn)
+		// Nothing published and nothing measured: the reason says all.
+		if f.Published.Values == 0 && !f.Value.Valid {
+			f.Published = nil
+			continue
+		}
 		f.Disagrees = disagrees(f, ps, pollsIn, tw)
 	}
 	return out
