@@ -254,3 +254,39 @@ func generateIn(t *testing.T, sc *sim.Scenario, dir string, opts sim.GenerateOpt
 		t.Fatal(err)
 	}
 }
+
+// The idle engine keeps advertising its last speed: after a load ends, a
+// 10 s window publishes decode for 10 polls. The idle phase's figure from
+// the counters is 0, the published median is not, and that is a finding
+// naming the phase and the cell; the busy headline is the steady level,
+// while the whole recording's median is diluted by the idle half.
+func TestIdleDisagreement(t *testing.T) {
+	sc := &sim.Scenario{Name: "idle-after", Start: sim.DefaultStart, Duration: 100 * time.Second, Engines: []sim.EngineSpec{{
+		Name: "v", Format: sim.FormatVLLM, Phases: []sim.Phase{
+			{At: 0, DecodeTPS: 2000, PromptTPS: 4000, Running: 16, OutputLen: 200, KVUsage: -1},
+			{At: 30 * time.Second, Idle: true},
+		}}}}
+	dir := t.TempDir()
+	generateIn(t, sc, dir, sim.GenerateOptions{Interval: time.Second})
+	res, err := Analyze(Options{Dirs: []string{dir}, SkipPolls: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range res.Output.Disagreements {
+		if d.Kind == phases.KindIdle && d.Figure == engine.DecodeTokensPerSecond && d.Value.V == 0 && d.Median.V > 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no disagreement on the idle phase's decode: %+v", res.Output.Disagreements)
+	}
+	s := &res.Targets[0].Summary
+	busy, _ := s.Busy.Get(engine.DecodeTokensPerSecond)
+	if !busy.Value.Valid || math.Abs(busy.Value.V-2000) > 20 {
+		t.Errorf("busy decode %v, want 2000", busy.Value)
+	}
+	if h := s.Headlines[0]; !h.Median.Valid || h.Median.V > 1000 {
+		t.Errorf("the whole recording's median %v should be diluted by the idle half", h.Median)
+	}
+}
