@@ -256,15 +256,17 @@ func generateIn(t *testing.T, sc *sim.Scenario, dir string, opts sim.GenerateOpt
 }
 
 // The idle engine keeps advertising its last speed: after a load ends, a
-// 10 s window publishes decode for 10 polls. The idle phase's figure from
-// the counters is 0, the published median is not, and that is a finding
-// naming the phase and the cell; the busy headline is the steady level,
-// while the whole recording's median is diluted by the idle half.
+// 10 s window publishes decode for 10 polls. A 15 s idle phase's figure
+// from the counters is 0, its published median is not, and that is a
+// finding naming the phase and the cell; the busy headline is the steady
+// level, while the whole recording's median is diluted by the idle time.
 func TestIdleDisagreement(t *testing.T) {
-	sc := &sim.Scenario{Name: "idle-after", Start: sim.DefaultStart, Duration: 100 * time.Second, Engines: []sim.EngineSpec{{
+	sc := &sim.Scenario{Name: "idle-after", Start: sim.DefaultStart, Duration: 120 * time.Second, Engines: []sim.EngineSpec{{
 		Name: "v", Format: sim.FormatVLLM, Phases: []sim.Phase{
 			{At: 0, DecodeTPS: 2000, PromptTPS: 4000, Running: 16, OutputLen: 200, KVUsage: -1},
-			{At: 30 * time.Second, Idle: true},
+			{At: 20 * time.Second, Idle: true},
+			{At: 35 * time.Second, DecodeTPS: 2000, PromptTPS: 4000, Running: 16, OutputLen: 200, KVUsage: -1},
+			{At: 45 * time.Second, Idle: true},
 		}}}}
 	dir := t.TempDir()
 	generateIn(t, sc, dir, sim.GenerateOptions{Interval: time.Second})
