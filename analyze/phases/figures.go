@@ -645,11 +645,12 @@ func disagrees(f *Figure, ps []findings.Poll, idx []int, tw twin) string {
 		refused += n
 	}
 	var b strings.Builder
-	if v != 0 {
-		fmt.Fprintf(&b, "the published median %s is %+.0f %% off the phase figure %s", num(m), 100*(m-v)/math.Abs(v), num(v))
-	} else {
-		fmt.Fprintf(&b, "the published median %s is not the phase figure 0: the counters did not move", num(m))
+	if v == 0 {
+		fmt.Fprintf(&b, "the published median %s is not the phase figure 0: the counters did not move, and the published windows still reach back into the load before the phase (%d refused)",
+			num(m), refused)
+		return b.String()
 	}
+	fmt.Fprintf(&b, "the published median %s is %+.0f %% off the phase figure %s", num(m), 100*(m-v)/math.Abs(v), num(v))
 	side := "below"
 	if m < v {
 		side = "above"
