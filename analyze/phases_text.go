@@ -29,7 +29,7 @@ func writeBusy(w io.Writer, b *phases.Figures) {
 		return
 	}
 	fmt.Fprintf(w, "  busy (%d steady phase(s), %s differenced over %s, %d process(es)), from the engine's own counters:\n",
-		len(bd.Windows), pct(bd.Coverage.V, bd.Coverage.Valid), seconds(bd.Seconds, true), bd.Processes)
+		len(bd.Windows), pct(bd.Coverage.V, bd.Coverage.Valid), time.Duration(bd.Seconds*1e9).Round(time.Second), bd.Processes)
 	for _, name := range busyCells {
 		f, ok := b.Get(name)
 		// A quantity the engine does not publish is left out here, as in the medians.
