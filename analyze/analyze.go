@@ -419,7 +419,7 @@ func (a *analyzer) row(w *row) {
 		a.err = err
 	}
 	st.fw.end(st.cells)
-	st.ph.Poll(T, float64(w.start)/1e9, ids, w.value, st.cells, st.engineID())
+	st.ph.Poll(ids, w.value, st.cells, st.engineID())
 }
 
 // record keeps a poll's headline values and, unless skipped, its cells.

@@ -198,9 +198,9 @@ func (in *Input) prepare() {
 		in.cadence = spacing(t.Polls)
 	}
 	in.unsure = make([]float64, len(t.Polls))
-	for i := range t.Polls {
-		if l.Start[i] > 0 {
-			in.unsure[i] = max(0, l.T[i]-l.Start[i])
+	for i, p := range t.Polls {
+		if p.Start > 0 {
+			in.unsure[i] = max(0, p.T-p.Start)
 		}
 	}
 	in.restart = restarts(in)

@@ -27,9 +27,6 @@ import (
 type Log struct {
 	// Series are the logged series, by log id.
 	Series []engine.Series
-	// T and Start are each poll's stamp (first byte) and request start (0
-	// unknown), Unix seconds.
-	T, Start []float64
 
 	off   []int64 // poll i's increments are buf[off[i]:off[i+1]] (or to the end)
 	buf   []byte
@@ -154,8 +151,8 @@ func feeds(id, family string) bool {
 
 // Poll logs one poll: the samples vals[i] of tracker ids ids[i], the
 // published cells, and the engine the main tracker reads it as ("" or
-// generic until it knows).
-func (l *Log) Poll(T, start float64, ids []int32, vals []float64, cells engine.Cells, eng string) {
+// generic until it knows). Its times are the findings' (findings.Poll).
+func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) {
 	if l.engine == "" && eng != "" && eng != engine.Generic {
 		l.engine = eng
 		for id, x := range l.lid {
@@ -165,8 +162,7 @@ func (l *Log) Poll(T, start float64, ids []int32, vals []float64, cells engine.C
 		}
 		l.pending = nil
 	}
-	i := len(l.T)
-	l.T, l.Start = append(l.T, T), append(l.Start, start)
+	i := len(l.off)
 	l.off = append(l.off, int64(len(l.buf)))
 	if i/64 >= len(l.reset) {
 		l.reset = append(l.reset, 0)
@@ -258,7 +254,7 @@ func (l *Log) code(reason string) uint8 {
 }
 
 // Len is the number of polls logged.
-func (l *Log) Len() int { return len(l.T) }
+func (l *Log) Len() int { return len(l.off) }
 
 // Reset reports whether a logged series fell at poll i.
 func (l *Log) Reset(i int) bool { return l.reset[i/64]&(1<<(i%64)) != 0 }
