@@ -293,7 +293,7 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		sink:  a.opts.Polls,
 	}
 	st.fw = newFindingsState(st.out.Name, st.tr, a.cfg, a.spans)
-	st.ph = phases.NewLog()
+	st.ph = phases.NewLog(a.ticksHint(st.out.Name))
 	if m := a.metas[st.out.Name]; m != nil && m.ticks > 0 {
 		// Sized once from the manifests: growing per-poll records is a
 		// good part of the replay's allocation.

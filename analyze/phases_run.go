@@ -59,3 +59,12 @@ func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) 
 		}
 	}
 }
+
+// ticksHint is how many polls the manifests let a target expect, bounded
+// (see maxTicksHint); 0 unknown.
+func (a *analyzer) ticksHint(name string) int {
+	if m := a.metas[name]; m != nil {
+		return min(m.ticks, maxTicksHint)
+	}
+	return 0
+}

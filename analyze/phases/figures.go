@@ -606,23 +606,72 @@ func published(in *Input, name string, tw twin, idx []int) *Published {
 		xs = append(xs, v.V)
 	}
 	out.Values = len(xs)
-	slices.Sort(xs)
 	out.P5, out.P50, out.P95 = pct(xs, 0.05), pct(xs, 0.5), pct(xs, 0.95)
 	return out
 }
 
-// pct is the q-quantile of sorted xs by linear interpolation between
-// ranks; null for none.
+// pct is the q-quantile of xs (reordered) by linear interpolation between
+// ranks, as of xs sorted; null for none. It selects instead of sorting: a
+// day's busy phases are 43,200 polls for each of a dozen cells.
 func pct(xs []float64, q float64) rate.Num {
 	if len(xs) == 0 {
 		return rate.Num{}
 	}
 	pos := q * float64(len(xs)-1)
 	i := int(pos)
+	lo := nth(xs, i)
 	if i+1 >= len(xs) {
-		return rate.Some(xs[len(xs)-1])
+		return rate.Some(lo)
 	}
-	return rate.Some(xs[i] + (xs[i+1]-xs[i])*(pos-float64(i)))
+	// After the selection nothing past i is less than xs[i]: the next rank
+	// is the least of them.
+	hi := slices.Min(xs[i+1:])
+	return rate.Some(lo + (hi-lo)*(pos-float64(i)))
+}
+
+// nth reorders xs so that xs[k] is what sorting would put there, none
+// before it greater and none after it less, and returns it: Hoare's
+// selection with a median-of-three pivot, sorting what is left when the
+// range shrinks too slowly (values are finite: cells never hold NaN).
+func nth(xs []float64, k int) float64 {
+	lo, hi := 0, len(xs)-1
+	for budget := 64; hi-lo > 16 && budget > 0; budget-- {
+		m := lo + (hi-lo)/2
+		if xs[m] < xs[lo] {
+			xs[m], xs[lo] = xs[lo], xs[m]
+		}
+		if xs[hi] < xs[lo] {
+			xs[hi], xs[lo] = xs[lo], xs[hi]
+		}
+		if xs[hi] < xs[m] {
+			xs[hi], xs[m] = xs[m], xs[hi]
+		}
+		p := xs[m]
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] < p {
+				i++
+			}
+			for p < xs[j] {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return xs[k]
+		}
+	}
+	slices.Sort(xs[lo : hi+1])
+	return xs[k]
 }
 
 // disagrees says whether the published median is more than Disagreement

@@ -28,9 +28,14 @@ type Log struct {
 	// Series are the logged series, by log id.
 	Series []engine.Series
 
-	off   []int64 // poll i's increments are buf[off[i]:off[i+1]] (or to the end)
-	buf   []byte
-	reset []uint64 // bit i: a logged series fell at poll i
+	// Poll i's increments are in chunk off[i]>>32 from offset
+	// uint32(off[i]) to the next poll's start in that chunk, or its end:
+	// chunks of a megabyte are never copied to grow, and waste at most one
+	// chunk's free end.
+	off     []int64
+	chunks  [][]byte
+	scratch []byte
+	reset   []uint64 // bit i: a logged series fell at poll i
 
 	// Per tracker id: the log id, lidNone for a series not logged,
 	// lidPending for one not classified yet (the engine is not known).
@@ -72,9 +77,14 @@ var pubAt = func() []int {
 	return out
 }()
 
-// NewLog returns an empty log.
-func NewLog() *Log {
-	return &Log{reasons: []string{""}, rcode: map[string]uint8{"": 0}}
+// chunkSize is the size of the increments' chunks.
+const chunkSize = 1 << 20
+
+// NewLog returns an empty log with room for about polls polls (0 unknown).
+func NewLog(polls int) *Log {
+	return &Log{reasons: []string{""}, rcode: map[string]uint8{"": 0}, off: make([]int64, 0, polls),
+		reset: make([]uint64, 0, (polls+63)/64), pubV: make([]float64, 0, polls*len(PubCells)),
+		pubR: make([]uint8, 0, polls*len(PubCells))}
 }
 
 // Key registers series s under the main tracker's id.
@@ -163,7 +173,7 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) 
 		l.pending = nil
 	}
 	i := len(l.off)
-	l.off = append(l.off, int64(len(l.buf)))
+	b := l.scratch[:0]
 	if i/64 >= len(l.reset) {
 		l.reset = append(l.reset, 0)
 	}
@@ -203,13 +213,21 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) 
 		// Entries go in rising log id (a poll lists a series once; a
 		// repeat or a series out of order starts a new run from its id).
 		if x <= last {
-			l.buf = binary.AppendUvarint(l.buf, 0) // run break
+			b = binary.AppendUvarint(b, 0) // run break
 			last = -1
 		}
-		l.buf = binary.AppendUvarint(l.buf, uint64(x-last))
+		b = binary.AppendUvarint(b, uint64(x-last))
 		last = x
-		l.buf = appendInc(l.buf, inc)
+		b = appendInc(b, inc)
 	}
+	l.scratch = b
+	k := len(l.chunks) - 1
+	if k < 0 || len(l.chunks[k])+len(b) > cap(l.chunks[k]) {
+		l.chunks = append(l.chunks, make([]byte, 0, max(chunkSize, len(b))))
+		k++
+	}
+	l.off = append(l.off, int64(k)<<32|int64(len(l.chunks[k])))
+	l.chunks[k] = append(l.chunks[k], b...)
 	l.pub(cells)
 }
 
@@ -273,11 +291,13 @@ func (l *Log) Engine() string { return l.engine }
 
 // add adds poll i's increments to acc (by log id).
 func (l *Log) add(i int, acc []float64) {
-	end := int64(len(l.buf))
-	if i+1 < len(l.off) {
-		end = l.off[i+1]
+	k, from := l.off[i]>>32, int(uint32(l.off[i]))
+	c := l.chunks[k]
+	end := len(c)
+	if i+1 < len(l.off) && l.off[i+1]>>32 == k {
+		end = int(uint32(l.off[i+1]))
 	}
-	b := l.buf[l.off[i]:end]
+	b := c[from:end]
 	last := int32(-1)
 	for len(b) > 0 {
 		d, n := binary.Uvarint(b)
@@ -300,7 +320,13 @@ func (l *Log) add(i int, acc []float64) {
 }
 
 // Bytes is the memory the increments take.
-func (l *Log) Bytes() int { return len(l.buf) + 8*len(l.off) }
+func (l *Log) Bytes() int {
+	n := 8 * cap(l.off)
+	for _, c := range l.chunks {
+		n += cap(c)
+	}
+	return n
+}
 
 // le is the le bound of logged series x; NaN when it has none.
 func (l *Log) le(x int) float64 {
