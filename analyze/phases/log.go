@@ -177,7 +177,7 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) 
 	if i/64 >= len(l.reset) {
 		l.reset = append(l.reset, 0)
 	}
-	last := int32(-1)
+	last, lastInc := int32(-1), 0.0
 	vals = vals[:len(ids)]
 	for k, id := range ids {
 		if int(id) >= len(l.lid) {
@@ -216,9 +216,15 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) 
 			b = binary.AppendUvarint(b, 0) // run break
 			last = -1
 		}
-		b = binary.AppendUvarint(b, uint64(x-last))
-		last = x
-		b = appendInc(b, inc)
+		// An entry is (id step)<<1, with the low bit set when its increment
+		// is the entry's before: a histogram's upper buckets rise alike.
+		if inc == lastInc && last >= 0 {
+			b = binary.AppendUvarint(b, uint64(x-last)<<1|1)
+		} else {
+			b = binary.AppendUvarint(b, uint64(x-last)<<1)
+			b = appendInc(b, inc)
+		}
+		last, lastInc = x, inc
 	}
 	l.scratch = b
 	k := len(l.chunks) - 1
@@ -298,7 +304,7 @@ func (l *Log) add(i int, acc []float64) {
 		end = int(uint32(l.off[i+1]))
 	}
 	b := c[from:end]
-	last := int32(-1)
+	last, inc := int32(-1), 0.0
 	for len(b) > 0 {
 		d, n := binary.Uvarint(b)
 		b = b[n:]
@@ -306,16 +312,18 @@ func (l *Log) add(i int, acc []float64) {
 			last = -1
 			continue
 		}
-		x := last + int32(d)
+		x := last + int32(d>>1)
 		last = x
-		t, n := binary.Uvarint(b)
-		b = b[n:]
-		if t == 1 {
-			acc[x] += math.Float64frombits(binary.LittleEndian.Uint64(b))
-			b = b[8:]
-			continue
+		if d&1 == 0 {
+			t, n := binary.Uvarint(b)
+			b = b[n:]
+			inc = float64(t >> 1)
+			if t == 1 {
+				inc = math.Float64frombits(binary.LittleEndian.Uint64(b))
+				b = b[8:]
+			}
 		}
-		acc[x] += float64(t >> 1)
+		acc[x] += inc
 	}
 }
 

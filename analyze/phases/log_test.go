@@ -10,7 +10,7 @@ import (
 
 // The log's increments, summed over any run of polls, are the counters'
 // rise (a fall counted from 0, and marked), whole or fractional, across
-// the megabyte chunks they are kept in; series its engine does not read
+// the megabyte chunks they are kept in, repeats included; series its engine does not read
 // into a cell are not kept.
 func TestLogSums(t *testing.T) {
 	l := NewLog(0)
@@ -38,6 +38,10 @@ func TestLogSums(t *testing.T) {
 			case r < 0.0005 && i > 0:
 				vals[k] = float64(rng.IntN(5)) // a restart
 				rise[k], resets[i] = vals[k], true
+			case k == 1 && r < 0.5:
+				// The same rise as the series before: written as a repeat.
+				vals[k] += rise[0]
+				rise[k] = vals[k] - old
 			case k == 2:
 				vals[k] += rng.Float64() * 1e3
 				rise[k] = vals[k] - old
