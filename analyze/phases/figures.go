@@ -56,7 +56,8 @@ type Input struct {
 	unsure  []float64  // by poll: first byte − request start, 0 unknown
 	cadence float64    // seconds
 	restart []bool     // by poll: the interval ending at it crosses a restart
-	xs      []float64  // scratch of published
+	xs      []float64   // scratch of published
+	rxs     [][]float64 // scratch of publishedRates
 }
 
 // Figures are one target's figures over one or more windows (one phase, or
@@ -325,13 +326,18 @@ func (in *Input) figures(s *sums) Figures {
 		out.Figures = append(out.Figures, histFigures(l, base, cells, acc)...)
 	}
 	out.Figures = append(out.Figures, gaugeFigures(ps, pollsIn)...)
+	rates := in.publishedRates(pollsIn)
 	for k := range out.Figures {
 		f := &out.Figures[k]
 		tw, ok := twins[f.Name]
 		if !ok {
 			continue
 		}
-		f.Published = published(in, f.Name, tw, pollsIn)
+		if tw.rate >= 0 {
+			f.Published = rates[tw.rate]
+		} else {
+			f.Published = in.published(f.Name, tw.pub, pollsIn)
+		}
 		// Nothing published and nothing measured: the reason says all.
 		if f.Published.Values == 0 && !f.Value.Valid {
 			f.Published = nil
@@ -585,29 +591,55 @@ func gaugeFigures(ps []findings.Poll, idx []int) []Figure {
 	return out
 }
 
-// published is the distribution of a figure's per-poll twin over idx.
-func published(in *Input, name string, tw twin, idx []int) *Published {
+// published is the distribution of PubCells[k] over idx.
+func (in *Input) published(name string, k int, idx []int) *Published {
 	out := &Published{Cell: name, Nulls: map[string]int{}}
 	xs := in.xs[:0]
-	defer func() { in.xs = xs[:0] }()
 	for _, i := range idx {
-		var v rate.Num
-		var reason string
-		if tw.rate >= 0 {
-			r := in.Target.Polls[i].Rates[tw.rate]
-			v, reason = r.V, r.Reason
-		} else {
-			v, reason = in.Log.Published(i, tw.pub)
-		}
+		v, reason := in.Log.Published(i, k)
 		if !v.Valid {
 			out.Nulls[reason]++
 			continue
 		}
 		xs = append(xs, v.V)
 	}
-	out.Values = len(xs)
-	out.P5, out.P50, out.P95 = pct(xs, 0.05), pct(xs, 0.5), pct(xs, 0.95)
+	out.finish(xs)
+	in.xs = xs[:0]
 	return out
+}
+
+// publishedRates are the distributions of the findings' rate cells over
+// idx, gathered in one pass over the polls.
+func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
+	var out [findings.NRates]*Published
+	if len(in.rxs) < findings.NRates {
+		in.rxs = make([][]float64, findings.NRates)
+	}
+	for k := range out {
+		out[k] = &Published{Cell: findings.RateCells[k], Nulls: map[string]int{}}
+		in.rxs[k] = in.rxs[k][:0]
+	}
+	for _, i := range idx {
+		p := &in.Target.Polls[i]
+		for k := range out {
+			r := &p.Rates[k]
+			if !r.V.Valid {
+				out[k].Nulls[r.Reason]++
+				continue
+			}
+			in.rxs[k] = append(in.rxs[k], r.V.V)
+		}
+	}
+	for k := range out {
+		out[k].finish(in.rxs[k])
+	}
+	return out
+}
+
+// finish sets the counts and percentiles of values xs (reordered).
+func (p *Published) finish(xs []float64) {
+	p.Values = len(xs)
+	p.P5, p.P50, p.P95 = pct(xs, 0.05), pct(xs, 0.5), pct(xs, 0.95)
 }
 
 // pct is the q-quantile of xs (reordered) by linear interpolation between

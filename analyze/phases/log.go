@@ -53,6 +53,11 @@ type Log struct {
 	rcode   map[string]uint8
 
 	les []float64 // by log id: a bucket's le, NaN none; filled when first asked
+
+	// The positions of the logged series in the last poll's ids; posOK is
+	// false when a classification may have changed them.
+	lastIDs, pos []int32
+	posOK        bool
 }
 
 const (
@@ -98,6 +103,7 @@ func (l *Log) Key(id int32, s engine.Series) {
 	}
 	if l.engine == "" {
 		l.lid[id], l.pending[id] = lidPending, s
+		l.posOK = false
 		return
 	}
 	l.classify(id, s)
@@ -127,6 +133,7 @@ func counterLike(s engine.Series) bool {
 // for the generic reader) or it counts engine steps.
 func (l *Log) classify(id int32, s engine.Series) {
 	l.lid[id] = lidNone
+	l.posOK = false
 	if l.engine != engine.Generic && !feeds(l.engine, s.Family) && !findings.StepCounters[s.Name] {
 		return
 	}
@@ -179,15 +186,8 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) 
 	}
 	last, lastInc := int32(-1), 0.0
 	vals = vals[:len(ids)]
-	for k, id := range ids {
-		if int(id) >= len(l.lid) {
-			continue
-		}
-		x := l.lid[id]
-		// Not logged (or not classified yet: the engine is still unknown).
-		if x < 0 {
-			continue
-		}
+	for _, k := range l.positions(ids) {
+		x := l.lid[ids[k]]
 		v := vals[k]
 		// A value that is not a number is no reading.
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -235,6 +235,25 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) 
 	l.off = append(l.off, int64(k)<<32|int64(len(l.chunks[k])))
 	l.chunks[k] = append(l.chunks[k], b...)
 	l.pub(cells)
+}
+
+// positions are the positions in ids of the series logged. A target
+// prints its series in the same order every poll: the last poll's answer
+// stands while its ids are the same.
+func (l *Log) positions(ids []int32) []int32 {
+	if l.posOK && slices.Equal(ids, l.lastIDs) {
+		return l.pos
+	}
+	l.lastIDs = append(l.lastIDs[:0], ids...)
+	l.pos = l.pos[:0]
+	for k, id := range ids {
+		// Not logged (or not classified yet: the engine is still unknown).
+		if int(id) < len(l.lid) && l.lid[id] >= 0 {
+			l.pos = append(l.pos, int32(k))
+		}
+	}
+	l.posOK = true
+	return l.pos
 }
 
 // appendInc writes an increment: a whole number below 2^52 as a varint of
