@@ -52,10 +52,10 @@ type Input struct {
 	// process start that moved are read here too.
 	Restarts []float64
 
-	ev      *evaluator // reads the phases' deltas
-	unsure  []float64  // by poll: first byte − request start, 0 unknown
-	cadence float64    // seconds
-	restart []bool     // by poll: the interval ending at it crosses a restart
+	ev      *evaluator  // reads the phases' deltas
+	unsure  []float64   // by poll: first byte − request start, 0 unknown
+	cadence float64     // seconds
+	restart []bool      // by poll: the interval ending at it crosses a restart
 	xs      []float64   // scratch of published
 	rxs     [][]float64 // scratch of publishedRates
 }
