@@ -595,6 +595,9 @@ func gaugeFigures(ps []findings.Poll, idx []int) []Figure {
 func (in *Input) published(name string, k int, idx []int) *Published {
 	out := &Published{Cell: name, Nulls: map[string]int{}}
 	xs := in.xs[:0]
+	if cap(xs) < len(idx) {
+		xs = make([]float64, 0, len(idx))
+	}
 	for _, i := range idx {
 		v, reason := in.Log.Published(i, k)
 		if !v.Valid {
@@ -618,6 +621,9 @@ func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
 	for k := range out {
 		out[k] = &Published{Cell: findings.RateCells[k], Nulls: map[string]int{}}
 		in.rxs[k] = in.rxs[k][:0]
+		if cap(in.rxs[k]) < len(idx) {
+			in.rxs[k] = make([]float64, 0, len(idx))
+		}
 	}
 	for _, i := range idx {
 		p := &in.Target.Polls[i]

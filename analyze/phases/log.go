@@ -41,8 +41,7 @@ type Log struct {
 	// lidPending for one not classified yet (the engine is not known).
 	lid     []int32
 	pending []engine.Series // by tracker id, while pending
-	prev    []float64       // by log id: the last reading
-	seen    []bool
+	prev    []float64       // by log id: the last reading, NaN before the first
 	engine  string
 
 	// Published cells of PubCells, per poll: values (NaN when null) and
@@ -139,8 +138,7 @@ func (l *Log) classify(id int32, s engine.Series) {
 	}
 	l.lid[id] = int32(len(l.Series))
 	l.Series = append(l.Series, s)
-	l.prev = append(l.prev, 0)
-	l.seen = append(l.seen, false)
+	l.prev = append(l.prev, math.NaN()) // no reading yet
 }
 
 var (
@@ -193,12 +191,12 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) 
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			continue
 		}
-		p, seen := l.prev[x], l.seen[x]
-		l.prev[x], l.seen[x] = v, true
+		p := l.prev[x]
+		l.prev[x] = v
 		var inc float64
 		switch {
-		case !seen:
-			// The first reading is the baseline.
+		case math.IsNaN(p):
+			// No reading before: the first is the baseline.
 			continue
 		case v >= p:
 			inc = v - p
