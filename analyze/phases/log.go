@@ -188,7 +188,7 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) 
 		x := l.lid[ids[k]]
 		v := vals[k]
 		// A value that is not a number is no reading.
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if v-v != 0 { // NaN or ±Inf
 			continue
 		}
 		p := l.prev[x]
