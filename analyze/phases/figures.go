@@ -598,13 +598,19 @@ func (in *Input) published(name string, k int, idx []int) *Published {
 	if cap(xs) < len(idx) {
 		xs = make([]float64, 0, len(idx))
 	}
+	var nulls [256]int
 	for _, i := range idx {
-		v, reason := in.Log.Published(i, k)
-		if !v.Valid {
-			out.Nulls[reason]++
+		v, code := in.Log.publishedCode(i, k)
+		if code != 0 {
+			nulls[code]++
 			continue
 		}
-		xs = append(xs, v.V)
+		xs = append(xs, v)
+	}
+	for c, n := range nulls {
+		if n > 0 {
+			out.Nulls[in.Log.Reason(uint8(c))] += n
+		}
 	}
 	out.finish(xs)
 	in.xs = xs[:0]
@@ -625,15 +631,31 @@ func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
 			in.rxs[k] = make([]float64, 0, len(idx))
 		}
 	}
+	// Nulls are counted by reason as they come, in runs: a run of polls
+	// refused for one reason costs one map update.
+	var run [findings.NRates]struct {
+		reason string
+		n      int
+	}
 	for _, i := range idx {
 		p := &in.Target.Polls[i]
 		for k := range out {
 			r := &p.Rates[k]
 			if !r.V.Valid {
-				out[k].Nulls[r.Reason]++
+				if run[k].n > 0 && run[k].reason != r.Reason {
+					out[k].Nulls[run[k].reason] += run[k].n
+					run[k].n = 0
+				}
+				run[k].reason = r.Reason
+				run[k].n++
 				continue
 			}
 			in.rxs[k] = append(in.rxs[k], r.V.V)
+		}
+	}
+	for k := range out {
+		if run[k].n > 0 {
+			out[k].Nulls[run[k].reason] += run[k].n
 		}
 	}
 	for k := range out {

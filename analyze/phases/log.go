@@ -281,6 +281,12 @@ func (l *Log) pub(cells engine.Cells) {
 }
 
 func (l *Log) code(reason string) uint8 {
+	// A handful of reasons ever: a scan is cheaper than hashing.
+	for c, r := range l.reasons[:min(len(l.reasons), 16)] {
+		if r == reason {
+			return uint8(c)
+		}
+	}
 	if c, ok := l.rcode[reason]; ok {
 		return c
 	}
@@ -308,6 +314,16 @@ func (l *Log) Published(i, k int) (rate.Num, string) {
 	}
 	return rate.Num{}, l.reasons[l.pubR[j]]
 }
+
+// publishedCode returns poll i's value of PubCells[k], or the code of its
+// reason (Reason turns it into text); code 0 is a value.
+func (l *Log) publishedCode(i, k int) (float64, uint8) {
+	j := i*len(PubCells) + k
+	return l.pubV[j], l.pubR[j]
+}
+
+// Reason is the reason of a code publishedCode returned.
+func (l *Log) Reason(code uint8) string { return l.reasons[code] }
 
 // Engine is the engine the log classified its series under ("" none).
 func (l *Log) Engine() string { return l.engine }
