@@ -262,7 +262,9 @@ type targetState struct {
 	stats []headStat
 	fw    *findingsState // what the run findings keep of the target
 	ph    *phases.Log    // what the phase figures keep of it
-	spool *spool         // its polls, when spooled (Options.Spool)
+	// idsChanged says prevI changed since the last poll was logged.
+	idsChanged bool
+	spool      *spool // its polls, when spooled (Options.Spool)
 }
 
 // headStat gathers one headline cell over the polls.
@@ -355,6 +357,7 @@ func (st *targetState) lookup(w *row) bool {
 		if !ok {
 			id, all = -1, false
 		}
+		st.idsChanged = true
 		if j < len(st.prevK) {
 			st.prevK[j], st.prevI[j] = k, id
 		} else {
@@ -419,7 +422,8 @@ func (a *analyzer) row(w *row) {
 		a.err = err
 	}
 	st.fw.end(st.cells)
-	st.ph.Poll(ids, w.value, st.cells, st.engineID())
+	st.ph.Poll(ids, w.value, st.cells, st.engineID(), st.idsChanged)
+	st.idsChanged = false
 }
 
 // record keeps a poll's headline values and, unless skipped, its cells.

@@ -53,10 +53,11 @@ type Log struct {
 
 	les []float64 // by log id: a bucket's le, NaN none; filled when first asked
 
-	// The positions of the logged series in the last poll's ids; posOK is
-	// false when a classification may have changed them.
-	lastIDs, pos []int32
-	posOK        bool
+	// The positions of the logged series in the last poll's lastN ids;
+	// posOK is false when a classification may have changed them.
+	pos   []int32
+	lastN int
+	posOK bool
 }
 
 const (
@@ -167,7 +168,11 @@ func feeds(id, family string) bool {
 // Poll logs one poll: the samples vals[i] of tracker ids ids[i], the
 // published cells, and the engine the main tracker reads it as ("" or
 // generic until it knows). Its times are the findings' (findings.Poll).
-func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) {
+//
+// changed says whether ids may differ from the last poll's beyond their
+// length (false when the caller knows they are the same series in the
+// same order).
+func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, changed bool) {
 	if l.engine == "" && eng != "" && eng != engine.Generic {
 		l.engine = eng
 		for id, x := range l.lid {
@@ -184,7 +189,7 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) 
 	}
 	last, lastInc := int32(-1), 0.0
 	vals = vals[:len(ids)]
-	for _, k := range l.positions(ids) {
+	for _, k := range l.positions(ids, changed) {
 		x := l.lid[ids[k]]
 		v := vals[k]
 		// A value that is not a number is no reading.
@@ -211,15 +216,15 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) 
 		// Entries go in rising log id (a poll lists a series once; a
 		// repeat or a series out of order starts a new run from its id).
 		if x <= last {
-			b = binary.AppendUvarint(b, 0) // run break
+			b = append(b, 0) // run break
 			last = -1
 		}
 		// An entry is (id step)<<1, with the low bit set when its increment
 		// is the entry's before: a histogram's upper buckets rise alike.
 		if inc == lastInc && last >= 0 {
-			b = binary.AppendUvarint(b, uint64(x-last)<<1|1)
+			b = appendUvarint(b, uint64(x-last)<<1|1)
 		} else {
-			b = binary.AppendUvarint(b, uint64(x-last)<<1)
+			b = appendUvarint(b, uint64(x-last)<<1)
 			b = appendInc(b, inc)
 		}
 		last, lastInc = x, inc
@@ -237,12 +242,12 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string) 
 
 // positions are the positions in ids of the series logged. A target
 // prints its series in the same order every poll: the last poll's answer
-// stands while its ids are the same.
-func (l *Log) positions(ids []int32) []int32 {
-	if l.posOK && slices.Equal(ids, l.lastIDs) {
+// stands while its ids are unchanged and as many.
+func (l *Log) positions(ids []int32, changed bool) []int32 {
+	if l.posOK && !changed && len(ids) == l.lastN {
 		return l.pos
 	}
-	l.lastIDs = append(l.lastIDs[:0], ids...)
+	l.lastN = len(ids)
 	l.pos = l.pos[:0]
 	for k, id := range ids {
 		// Not logged (or not classified yet: the engine is still unknown).
@@ -258,9 +263,9 @@ func (l *Log) positions(ids []int32) []int32 {
 // it shifted left once; anything else as 1 and its 8 bytes.
 func appendInc(b []byte, inc float64) []byte {
 	if inc == math.Trunc(inc) && inc > 0 && inc < 1<<52 {
-		return binary.AppendUvarint(b, uint64(inc)<<1)
+		return appendUvarint(b, uint64(inc)<<1)
 	}
-	b = binary.AppendUvarint(b, 1)
+	b = append(b, 1)
 	return binary.LittleEndian.AppendUint64(b, math.Float64bits(inc))
 }
 
@@ -339,8 +344,8 @@ func (l *Log) add(i int, acc []float64) {
 	b := c[from:end]
 	last, inc := int32(-1), 0.0
 	for len(b) > 0 {
-		d, n := binary.Uvarint(b)
-		b = b[n:]
+		var d uint64
+		d, b = uvarint(b)
 		if d == 0 {
 			last = -1
 			continue
@@ -348,8 +353,8 @@ func (l *Log) add(i int, acc []float64) {
 		x := last + int32(d>>1)
 		last = x
 		if d&1 == 0 {
-			t, n := binary.Uvarint(b)
-			b = b[n:]
+			var t uint64
+			t, b = uvarint(b)
 			inc = float64(t >> 1)
 			if t == 1 {
 				inc = math.Float64frombits(binary.LittleEndian.Uint64(b))
@@ -358,6 +363,23 @@ func (l *Log) add(i int, acc []float64) {
 		}
 		acc[x] += inc
 	}
+}
+
+// uvarint reads a varint off b: most are one byte.
+func uvarint(b []byte) (uint64, []byte) {
+	if b[0] < 0x80 {
+		return uint64(b[0]), b[1:]
+	}
+	v, n := binary.Uvarint(b)
+	return v, b[n:]
+}
+
+// appendUvarint appends v as a varint: most are one byte.
+func appendUvarint(b []byte, v uint64) []byte {
+	if v < 0x80 {
+		return append(b, byte(v))
+	}
+	return binary.AppendUvarint(b, v)
 }
 
 // Bytes is the memory the increments take.

@@ -55,7 +55,7 @@ func TestLogSums(t *testing.T) {
 			rise = [3]float64{}
 		}
 		want = append(want, rise)
-		l.Poll(ids, vals, nil, engine.VLLM)
+		l.Poll(ids, vals, nil, engine.VLLM, false)
 	}
 	if len(l.Series) != 3 || len(l.chunks) < 2 {
 		t.Fatalf("%d series kept (want 3), %d chunks (want more than one)", len(l.Series), len(l.chunks))
