@@ -10,7 +10,8 @@ import (
 
 // The log's increments, summed over any run of polls, are the counters'
 // rise (a fall counted from 0, and marked), whole or fractional, across
-// the megabyte chunks they are kept in, repeats included; series its engine does not read
+// the megabyte chunks they are kept in, repeats included, and a reading
+// that is not a number skipped; series its engine does not read
 // into a cell are not kept.
 func TestLogSums(t *testing.T) {
 	l := NewLog(0)
@@ -30,14 +31,16 @@ func TestLogSums(t *testing.T) {
 	vals := make([]float64, len(ids))
 	var want [][3]float64 // per poll: the rises of the three kept series
 	resets := map[int]bool{}
+	carry := 0.0 // a rise held back by a reading that was not a number
 	for i := range n {
 		var rise [3]float64
+		var fell [3]bool
 		for k := range 3 {
 			old := vals[k]
 			switch r := rng.Float64(); {
 			case r < 0.0005 && i > 0:
 				vals[k] = float64(rng.IntN(5)) // a restart
-				rise[k], resets[i] = vals[k], true
+				rise[k], resets[i], fell[k] = vals[k], true, true
 			case k == 1 && r < 0.5:
 				// The same rise as the series before: written as a repeat.
 				vals[k] += rise[0]
@@ -54,8 +57,23 @@ func TestLogSums(t *testing.T) {
 		if i == 0 {
 			rise = [3]float64{}
 		}
+		in := vals
+		if i > 0 && rng.Float64() < 0.001 && !resets[i] {
+			// A reading that is not a number is none: its rise comes with
+			// the next reading.
+			in = append([]float64{}, vals...)
+			in[0] = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[rng.IntN(3)]
+			carry = rise[0]
+			rise[0] = 0
+		} else if carry != 0 {
+			// A fall counts from 0: what the skipped reading held back is lost.
+			if !fell[0] {
+				rise[0] += carry
+			}
+			carry = 0
+		}
 		want = append(want, rise)
-		l.Poll(ids, vals, nil, engine.VLLM, false)
+		l.Poll(ids, in, nil, engine.VLLM, false)
 	}
 	if len(l.Series) != 3 || len(l.chunks) < 2 {
 		t.Fatalf("%d series kept (want 3), %d chunks (want more than one)", len(l.Series), len(l.chunks))
