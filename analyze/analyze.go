@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/redact"
@@ -53,6 +54,9 @@ type Options struct {
 	// goroutine, and a poll's cells are valid only during the call: a
 	// report keeps what it draws (render.Polls).
 	Polls func(target string, p *Poll)
+	// Phases are named phases given at analysis time (--phases FILE);
+	// marks in the run folders add theirs (see package phases).
+	Phases []phases.Phase
 }
 
 // DefaultSpans are the counterfactual spans when none are given: a window
@@ -84,6 +88,8 @@ func Analyze(opts Options) (*Result, error) {
 	}
 	var files []file
 	metas := map[string]*targetMeta{}
+	var marks []capture.Mark
+	var markProblems []string
 	for _, dir := range opts.Dirs {
 		run, err := capture.Open(dir)
 		if err != nil {
@@ -94,6 +100,11 @@ func Analyze(opts Options) (*Result, error) {
 			// The files of a bad line read as unverified.
 			res.Problems = append(res.Problems, Problem{File: dir, Error: err.Error(), Kind: ProblemSeals})
 		}
+		ms, bad, err := capture.ReadMarks(dir)
+		if err != nil {
+			markProblems = append(markProblems, err.Error())
+		}
+		marks, markProblems = append(marks, ms...), append(markProblems, bad...)
 		in, fs := inputOf(run)
 		for i := range fs {
 			fs[i].seals = seals
@@ -142,6 +153,7 @@ func Analyze(opts Options) (*Result, error) {
 		return nil, an.err
 	}
 	res.Findings = *findings.Analyze(an.run())
+	an.phases(res, marks, markProblems)
 	res.Spans = append([]float64{}, an.spans...)
 	res.Caps = append([]findings.Cap{}, opts.Caps...)
 	return res, nil
@@ -285,7 +297,10 @@ type targetState struct {
 	// last poll, "" none: the next poll is a new process's.
 	loading string
 	fw      *findingsState // what the run findings keep of the target
-	spool   *spool         // its polls, when spooled (Options.Spool)
+	ph      *phases.Log    // what the phase figures keep of it
+	// idsChanged says prevI changed since the last poll was logged.
+	idsChanged bool
+	spool      *spool // its polls, when spooled (Options.Spool)
 	// interval is the target's cadence from its manifest, seconds (0
 	// unknown); lastT the time of its last poll: a longer hole breaks lines.
 	interval, lastT float64
@@ -332,6 +347,7 @@ func (a *analyzer) target(id, hint int32) *targetState {
 	if m := a.metas[st.out.Name]; m != nil {
 		st.interval = m.interval
 	}
+	st.ph = phases.NewLog(a.ticksHint(st.out.Name))
 	if m := a.metas[st.out.Name]; m != nil && m.ticks > 0 {
 		// Sized once from the manifests: growing per-poll records is a
 		// good part of the replay's allocation.
@@ -414,6 +430,7 @@ func (st *targetState) lookup(w *row) bool {
 		if !ok {
 			id, all = -1, false
 		}
+		st.idsChanged = true
 		if j < len(st.prevK) {
 			st.prevK[j], st.prevI[j] = k, id
 		} else {
@@ -434,6 +451,7 @@ func (st *targetState) register(tab *strtab, w *row, j int) {
 		id = st.tr.Key(s)
 		st.keyOf[k] = id
 		st.fw.key(id, s)
+		st.ph.Key(id, s)
 	}
 	st.prevI[j] = id
 }
@@ -484,6 +502,8 @@ func (a *analyzer) row(w *row) {
 		a.err = err
 	}
 	st.fw.end(st.cells)
+	st.ph.Poll(ids, w.value, st.cells, st.engineID(), st.idsChanged)
+	st.idsChanged = false
 }
 
 // record keeps a poll's headline values and, unless skipped, its cells.

@@ -3,6 +3,7 @@ package analyze
 import (
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/capture"
 )
@@ -29,6 +30,10 @@ type Result struct {
 	// Findings are the run's story: incidents, edges, settle, rollups,
 	// fleet, seams, facts, drift and energy, as top-level keys.
 	findings.Findings
+	// Phases are the run's phases with their figures from the engines'
+	// own counters, and the figures their published values disagree with
+	// (phases, phase_disagreements, phase_problems).
+	phases.Output
 	Targets []Target `json:"targets"`
 }
 
@@ -154,7 +159,11 @@ type Summary struct {
 	Polls int     `json:"polls"`
 	First float64 `json:"first"` // t of the first and last poll, 0 without polls
 	Last  float64 `json:"last"`
-	// Headlines are the medians of the headline cells over the polls that
+	// Busy is the headline: the target's figures over all its steady
+	// phases together, from its own counters (see package phases).
+	Busy phases.Figures `json:"busy"`
+	// Headlines are the whole recording's medians, idle included: a
+	// secondary table. They are the medians of the headline cells over the polls that
 	// have a value, with the median window they were measured over.
 	Headlines []Headline `json:"headlines"`
 	// Refusals counts the headline cells the estimator's gates refused

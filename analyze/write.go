@@ -142,6 +142,8 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		for _, line := range r.Findings.TargetLines(t.Name) {
 			fmt.Fprintf(bw, "  %s\n", line)
 		}
+		writeBusy(bw, &s.Busy)
+		fmt.Fprintf(bw, "  whole recording (idle included), medians of the published values:\n")
 		for _, h := range s.Headlines {
 			if h.Values == 0 && onlyNotExported(h.Nulls) {
 				continue
@@ -177,6 +179,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		}
 	}
 	r.Findings.WriteText(bw)
+	writePhases(bw, &r.Output)
 	if len(r.Problems) > 0 {
 		fmt.Fprintf(bw, "\n%d file(s) could not be read; the rest was analysed:\n", len(r.Problems))
 		for _, p := range r.Problems {

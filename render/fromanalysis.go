@@ -85,6 +85,9 @@ func FromAnalysis(in Input) (Report, error) {
 		return Report{}, err
 	}
 	r.Sections = append(r.Sections, story...)
+	if ph, ok := phasesSection(res); ok {
+		r.Sections = append(r.Sections, ph)
+	}
 	config := in.Config
 	if config == "" {
 		config = recordingConfigs(res)
@@ -279,7 +282,8 @@ func targetSection(t analyze.Target, ps *Polls, marks []Mark) (Section, error) {
 	if n := t.Notes["engine"]; n != "" {
 		s.Notes = append(s.Notes, n)
 	}
-	head := Table{Title: "Headline medians", Summary: true, Columns: []Column{{Title: "cell"}, {Title: "median", Num: true},
+	s.Tables = append(s.Tables, busyTable(&t))
+	head := Table{Title: "Whole recording (idle included): medians of the published values", Summary: true, Columns: []Column{{Title: "cell"}, {Title: "median", Num: true},
 		{Title: "window", Prov: "median window the values were measured over"}, {Title: "values", Num: true}, {Title: "withheld, by reason"}}}
 	for _, h := range t.Summary.Headlines {
 		c := rate.Cell{Value: h.Median, Window: h.Window, Source: tp.sources[h.Cell], Derived: h.Window.Valid}

@@ -17,12 +17,13 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/llmrec/llmrec/analyze"
 	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record"
 )
 
 const analyzeUsage = `Usage: llmrec analyze RUN... [--span D] [--min-window D] [--spans D,D...] [--cap [ENGINE.]CELL=MAX]...
-                      [--config FILE] [--json FILE]
+                      [--phases FILE] [--config FILE] [--json FILE]
 
 Replays one or more run folders offline: every segment, per target in time
 order (a crashed session's journal is recovered first, a live one read as it
@@ -68,11 +69,22 @@ Then the run's story (docs/analysis-format.md has every key):
              series under renamed names
   energy     joules per generated token over the busy windows, when a DCGM
              (or Triton, nvidia_gpu_exporter) target was recorded too
+  phases     idle, ramp and steady phases found at each target's load edges,
+             and named phases (--phases FILE, and the marks of llmrec mark
+             in the run folder), which come first and span every target;
+             each measured from the engines' own counters: Δcounter/Δt
+             between its first and last good polls (per process across a
+             restart), request rate, running and waiting, KV, prefix hits,
+             TTFT/TPOT/ITL/e2e/queue p50, p90 and p99 from the histograms'
+             bucket deltas, beside the distribution of the values published
+             per poll; a median more than 10 % off is a finding
 
 On stdout: per target the engine, what it said about itself (the ceiling
-first), the polls, the median of each headline cell with the window it was
-measured over, nulls by reason and the series the engine's reader does not
-know; then the findings. A file that cannot be read is reported by name and
+first), the polls, its busy figures (its steady phases together, from its
+own counters), then the whole recording's median of each headline cell
+(idle included) with the window it was measured over, nulls by reason and
+the series the engine's reader does not know; then the findings and the
+phases. A file that cannot be read is reported by name and
 the rest is analysed; the exit status is then 1. With --json FILE every
 poll's cells go to FILE (schema: docs/analysis-format.md); while the run is
 replayed they wait in a temporary folder beside FILE, removed afterwards.
@@ -89,6 +101,9 @@ The gates (see package analyze/rate):
 A negative value turns a gate off.
   --spans D,D      counterfactual spans replayed for the edges (default
                    2s,10s; a --span given is left out; "none": none)
+  --phases FILE    named phases, CSV with the header name,start,end (times in
+                   RFC 3339 or Unix seconds) or a JSON array of
+                   {"name", "start", "end"}
   --cap [ENGINE.]CELL=MAX
                    a plausibility cap, repeatable: decode=5000,
                    llamacpp.decode=300. CELL is a rate cell or decode, prompt,
@@ -211,6 +226,7 @@ func analysisFlags(fs *flag.FlagSet, stderr io.Writer) (build func(cmd string, d
 	configPath := fs.String("config", "", "TOML file with the gates, spans and caps")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	spansFlag := fs.String("spans", "", `counterfactual spans, e.g. 2s,10s (default 2s,10s, or the config's; "none": none)`)
+	phasesPath := fs.String("phases", "", "named phases: CSV name,start,end (RFC 3339 or Unix seconds) or the same as a JSON array")
 	var capFlags multiFlag
 	fs.Var(&capFlags, "cap", "a plausibility cap [ENGINE.]CELL=MAX, e.g. decode=5000 (repeatable; the config's are added)")
 	return func(cmd string, dirs []string) (analyze.Options, error) {
@@ -251,6 +267,13 @@ func analysisFlags(fs *flag.FlagSet, stderr io.Writer) (build func(cmd string, d
 			return analyze.Options{}, fmt.Errorf("%w: %s: the span must be positive", errUsage, cmd)
 		}
 		opts := analyze.Options{Dirs: dirs, Gates: gates, Spans: spans, Caps: caps}
+		if *phasesPath != "" {
+			ps, err := phases.ReadFile(*phasesPath)
+			if err != nil {
+				return analyze.Options{}, err
+			}
+			opts.Phases = ps
+		}
 		if !*quiet {
 			opts.Progress = progressPrinter(stderr)
 		}

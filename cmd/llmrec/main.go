@@ -6,6 +6,7 @@
 //	llmrec inspect  summarise a recording: segments, counts, errors
 //	llmrec export   print one captured body byte-exact
 //	llmrec repair   seal a crashed recording's journals (only record and repair write a folder)
+//	llmrec mark     mark the start or end of a named phase while recording
 //	llmrec analyze  replay captures through the engine readers and the gated estimator
 //	llmrec render   one offline HTML report and a Markdown summary
 //	llmrec sim      serve simulated engines on loopback
@@ -41,6 +42,7 @@ func commands() map[string]command {
 		"render":  {renderRun, "write one offline HTML report and a Markdown summary of a recording"},
 		"inspect": {inspectRun, "summarise a recording: segments, time range, counts, errors"},
 		"analyze": {analyzeRun, "replay recordings offline into cells with provenance (rates, ratios, latencies)"},
+		"mark":    {markRun, "mark the start or end of a named phase of a run being recorded"},
 		"export":  {exportRun, "print one captured body byte-exact (make a test fixture)"},
 		"repair":  {repairRun, "seal a crashed recording's journals into segments (reads never change a folder)"},
 		"sim": {func(ctx context.Context, stdout, stderr io.Writer, args []string) error {

@@ -71,6 +71,10 @@ Config file (TOML):
   path = "/slots"
   once = false
 
+Phases: --mark-listen ADDR serves POST /mark?name=NAME[&end=1] (loopback only
+unless --mark-public); each mark is appended to DIR/marks.jsonl, as
+llmrec mark DIR NAME [--end] does.
+
 Afterwards: llmrec inspect DIR; query with DuckDB: SELECT * FROM read_parquet('DIR/*.parquet').
 `
 
@@ -89,6 +93,8 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	maxLabelValue := fs.Int("max-label-value-bytes", 0, "store pages with a longer label value unparsed (default 16384, or the config's)")
 	maxLabels := fs.Int64("max-label-bytes", 0, "store pages with more label bytes in all unparsed (default 33554432, or the config's)")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	markListen := fs.String("mark-listen", "", "serve the mark endpoint (POST /mark?name=NAME[&end=1]) on this address, e.g. 127.0.0.1:9464")
+	markPublic := fs.Bool("mark-public", false, "let --mark-listen take an address that is not loopback (the endpoint has no authentication)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -154,6 +160,13 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		opt.Progress = stderr
 		opt.Live = isTerminal(stderr)
 	}
+	if *markListen != "" {
+		stop, err := serveMarks(*markListen, *out, *markPublic, stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	fmt.Fprintf(stderr, "recording %d target(s) into %s; Ctrl-C to stop\n", len(cfg.Targets), *out)
 	ctx, abort, release := stopOnSignals(ctx, stderr)
 	opt.Abort = abort
@@ -195,6 +208,20 @@ func stopOnSignals(ctx context.Context, stderr io.Writer) (_ context.Context, ab
 		}
 	}()
 	return ctx, ab, func() { close(done); cancel() }
+}
+
+// serveMarks starts the recorder's mark endpoint on addr for the run
+// folder dir (created if missing); stop closes it.
+func serveMarks(addr, dir string, public bool, stderr io.Writer) (stop func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	m, err := record.ListenMarks(addr, dir, public)
+	if err != nil {
+		return nil, fmt.Errorf("%w: record: %v", errUsage, err)
+	}
+	fmt.Fprintf(stderr, "marks: POST http://%s/mark?name=NAME (add &end=1 to end the phase)\n", m.Addr())
+	return func() { m.Close() }, nil
 }
 
 func isTerminal(w io.Writer) bool {

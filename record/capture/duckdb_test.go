@@ -79,3 +79,20 @@ func TestDuckDBReadsMergedFile(t *testing.T) {
 
 // duckdb runs SQL in DuckDB itself (see package duckdbtest).
 func duckdb(t *testing.T, sql ...string) [][]map[string]any { return duckdbtest.Query(t, sql...) }
+
+// DuckDB reads the marks file as newline-delimited JSON, each key typed,
+// and skips nothing it should read.
+func TestDuckDBReadsMarks(t *testing.T) {
+	dir := t.TempDir()
+	for i, name := range []string{"warmup", "load-8", "load-8"} {
+		if _, err := AppendMark(dir, Mark{TNs: int64(1e18) + int64(i)*1e9, Name: name, End: i == 2, Source: "cli"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := duckdb(t, fmt.Sprintf("SELECT name, \"end\", t_ns, time FROM read_json('%s', format = 'newline_delimited') ORDER BY t_ns",
+		filepath.Join(dir, MarksFile)))
+	rows := res[0]
+	if len(rows) != 3 || rows[1]["name"] != "load-8" || rows[2]["end"] != true || fmt.Sprint(rows[0]["t_ns"]) != "1000000000000000000" {
+		t.Errorf("rows %v", rows)
+	}
+}

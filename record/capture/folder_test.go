@@ -280,6 +280,7 @@ func TestParseOwnName(t *testing.T) {
 		runR + ".manifest.json":             {kindManifest, segName{run: runR}},
 		runR + ".manifest.json.tmp":         {kindManifestTmp, segName{run: runR}},
 		runR + ".seals":                     {kindSeals, segName{run: runR}},
+		MarksFile:                           {kind: kindMarks},
 	} {
 		if got, ok := parseOwnName(name); !ok || got != want {
 			t.Errorf("%s: %+v %v, want %+v", name, got, ok, want)

@@ -17,6 +17,7 @@ import (
 //	RUN-NNNNNN_MMMMMM.parquet        RUN-NNNNNN_MMMMMM.parquet.tmp
 //	RUN-NNNNNN.journal
 //	RUN.seals                        (the seal ledger, see ledger.go)
+//	marks.jsonl                      (phase marks, see marks.go)
 //
 // where RUN is 20060102T150405Z-hhhhhhhh (UTC start, 8 lowercase hex
 // digits) and NNNNNN a segment number printed with %06d.
@@ -49,6 +50,7 @@ const (
 	kindManifest           // RUN.manifest.json
 	kindManifestTmp        // RUN.manifest.json.tmp
 	kindSeals              // RUN.seals
+	kindMarks              // marks.jsonl
 )
 
 // ownName is a parsed name of a file llmrec writes.
@@ -60,6 +62,9 @@ type ownName struct {
 // parseOwnName parses a name of one of the forms above; ok is false for a
 // foreign name.
 func parseOwnName(name string) (ownName, bool) {
+	if name == MarksFile {
+		return ownName{kind: kindMarks}, true
+	}
 	if run, ok := strings.CutSuffix(name, manifestSuffix+".tmp"); ok && IsRunID(run) {
 		return ownName{kindManifestTmp, segName{run: run}}, true
 	}

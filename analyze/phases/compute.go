@@ -1,0 +1,157 @@
+package phases
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// Output is the run's phases with their figures, plain data for JSON.
+// Slices are never nil.
+type Output struct {
+	// Phases are the named phases (by start), then the found ones (by
+	// target, then start).
+	Phases []Measured `json:"phases"`
+	// Busy is each target's headline: its figures over all its steady
+	// phases together.
+	Busy []Figures `json:"-"`
+	// Disagreements list the figures whose published median is more than
+	// 10 % off, in the order of Phases.
+	Disagreements []Finding `json:"phase_disagreements"`
+	// Problems are marks that could not be paired or read.
+	Problems []string `json:"phase_problems"`
+}
+
+// Measured is a phase with its figures per target it covers and, for a
+// named phase, for the fleet.
+type Measured struct {
+	Phase
+	Targets []Figures `json:"targets"`
+	// Fleet sums the targets' throughput figures and gauge means over a
+	// named phase; null for a found phase (one target's).
+	Fleet *Fleet `json:"fleet"`
+}
+
+// Fleet is the sum of the targets' figures over one named phase.
+type Fleet struct {
+	Figures []Figure `json:"figures"`
+}
+
+// fleetSums are the figures the fleet adds up: per-second counts and gauge
+// means, which add across engines; ratios, latencies and maxima do not.
+var fleetSums = []string{
+	"decode_tokens_per_second", "prompt_tokens_per_second", "prompt_tokens_computed_per_second",
+	"requests_finished_per_second", "preemptions_per_second", "requests_running__mean", "requests_waiting__mean",
+}
+
+// Finding is one figure that disagrees with its published values.
+type Finding struct {
+	Phase   string   `json:"phase"`
+	Kind    string   `json:"kind"`
+	Target  string   `json:"target"`
+	Start   float64  `json:"start"`
+	End     float64  `json:"end"`
+	Figure  string   `json:"figure"`
+	Value   rate.Num `json:"value"`
+	Median  rate.Num `json:"published_median"`
+	Refused int      `json:"refused"`
+	Detail  string   `json:"detail"`
+}
+
+// Compute measures the named phases on every target and each target's
+// found phases on it, and each target's busy headline. inputs are the
+// targets; found maps a target name to its found phases.
+func Compute(named []Phase, found map[string][]Phase, inputs []*Input, problems []string) Output {
+	out := Output{Phases: []Measured{}, Busy: []Figures{}, Disagreements: []Finding{}, Problems: problems}
+	if out.Problems == nil {
+		out.Problems = []string{}
+	}
+	ins := slices.Clone(inputs)
+	slices.SortFunc(ins, func(a, b *Input) int { return strings.Compare(a.Target.Name, b.Target.Name) })
+	ns := slices.Clone(named)
+	slices.SortStableFunc(ns, func(a, b Phase) int { return cmp.Compare(a.Start, b.Start) })
+	for _, p := range ns {
+		m := Measured{Phase: p, Targets: []Figures{}}
+		for _, in := range ins {
+			m.Targets = append(m.Targets, Measure(in, []Phase{p}))
+		}
+		m.Fleet = fleet(m.Targets)
+		out.Phases = append(out.Phases, m)
+	}
+	for _, in := range ins {
+		steady := in.sum(nil)
+		n := 0
+		for _, p := range found[in.Target.Name] {
+			s := in.sum([]Phase{p})
+			if p.Kind == KindSteady {
+				steady.merge(s)
+				n++
+			}
+			out.Phases = append(out.Phases, Measured{Phase: p, Targets: []Figures{in.figures(s)}})
+		}
+		busy := in.figures(steady)
+		if n == 0 {
+			busy.Bounds.Reason = ReasonNoSteady
+			for k := range busy.Figures {
+				busy.Figures[k].Value, busy.Figures[k].Reason, busy.Figures[k].Bucket = rate.Num{}, ReasonNoSteady, nil
+			}
+		}
+		out.Busy = append(out.Busy, busy)
+	}
+	for _, m := range out.Phases {
+		for _, tf := range m.Targets {
+			for _, f := range tf.Figures {
+				if f.Disagrees == "" {
+					continue
+				}
+				refused := 0
+				for _, n := range f.Published.Nulls {
+					refused += n
+				}
+				out.Disagreements = append(out.Disagreements, Finding{Phase: m.Name, Kind: m.Kind, Target: tf.Target,
+					Start: m.Start, End: m.End, Figure: f.Name, Value: f.Value, Median: f.Published.P50, Refused: refused,
+					Detail: fmt.Sprintf("%s, %s on %s: %s", m.Name, f.Name, tf.Target, f.Disagrees)})
+			}
+		}
+	}
+	return out
+}
+
+// fleet adds the targets' fleetSums: the sum over the targets that have a
+// value, which the source names; null when none has.
+func fleet(ts []Figures) *Fleet {
+	fl := &Fleet{Figures: []Figure{}}
+	for _, name := range fleetSums {
+		f := Figure{Name: name}
+		sum, n := 0.0, 0
+		for _, t := range ts {
+			for _, g := range t.Figures {
+				if g.Name == name && g.Value.Valid {
+					sum += g.Value.V
+					n++
+				}
+			}
+		}
+		f.Source = fmt.Sprintf("sum over %d of %d targets", n, len(ts))
+		if n == 0 {
+			f.Reason = rate.ReasonAbsent
+		} else {
+			f.Value = rate.Some(sum)
+		}
+		fl.Figures = append(fl.Figures, f)
+	}
+	return fl
+}
+
+// Get returns the figure called name.
+func (f *Figures) Get(name string) (Figure, bool) {
+	for _, g := range f.Figures {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return Figure{}, false
+}

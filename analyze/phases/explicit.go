@@ -1,0 +1,240 @@
+package phases
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+// ReadFile reads named phases from a file: CSV with the header
+// name,start,end, or a JSON array of {"name", "start", "end"}, times in
+// RFC 3339 or Unix seconds (a JSON number or string). Errors name the file
+// and line.
+func ReadFile(path string) ([]Phase, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("phases: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse reads named phases from data (see ReadFile); file names it in
+// errors.
+func Parse(data []byte, file string) ([]Phase, error) {
+	trim := bytes.TrimSpace(data)
+	if len(trim) > 0 && trim[0] == '[' {
+		return parseJSON(data, file)
+	}
+	return parseCSV(data, file)
+}
+
+func parseCSV(data []byte, file string) ([]Phase, error) {
+	r := csv.NewReader(bytes.NewReader(data))
+	r.FieldsPerRecord = -1
+	r.TrimLeadingSpace = true
+	r.Comment = '#'
+	var out []Phase
+	header := false
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		line, _ := r.FieldPos(0)
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				return nil, fmt.Errorf("%s:%d: %v", file, pe.Line, pe.Err)
+			}
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if !header {
+			for i := range rec {
+				rec[i] = strings.ToLower(strings.TrimSpace(rec[i]))
+			}
+			if !slices.Equal(rec, []string{"name", "start", "end"}) {
+				return nil, fmt.Errorf("%s:%d: want the header name,start,end, got %q", file, line, strings.Join(rec, ","))
+			}
+			header = true
+			continue
+		}
+		if len(rec) != 3 {
+			return nil, fmt.Errorf("%s:%d: want 3 fields (name,start,end), got %d", file, line, len(rec))
+		}
+		p, err := phaseOf(rec[0], rec[1], rec[2])
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", file, line, err)
+		}
+		p.Why = fmt.Sprintf("%s:%d", file, line)
+		out = append(out, p)
+	}
+	if !header {
+		return nil, fmt.Errorf("%s:1: empty: want the header name,start,end", file)
+	}
+	return out, nil
+}
+
+func parseJSON(data []byte, file string) ([]Phase, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	lineAt := func(off int64) int { return 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n")) }
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", file, lineAt(dec.InputOffset()), err)
+	}
+	var out []Phase
+	for dec.More() {
+		// The element starts after the separator the decoder has passed.
+		start := dec.InputOffset()
+		for start < int64(len(data)) && strings.IndexByte(", \t\r\n", data[start]) >= 0 {
+			start++
+		}
+		line := lineAt(start)
+		var raw struct {
+			Name  *string         `json:"name"`
+			Start json.RawMessage `json:"start"`
+			End   json.RawMessage `json:"end"`
+		}
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", file, line, err)
+		}
+		if raw.Name == nil {
+			return nil, fmt.Errorf("%s:%d: a phase without a name", file, line)
+		}
+		s, err := jsonTime(raw.Start)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: start: %w", file, line, err)
+		}
+		e, err := jsonTime(raw.End)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: end: %w", file, line, err)
+		}
+		p, err := phaseOf(*raw.Name, s, e)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", file, line, err)
+		}
+		p.Why = fmt.Sprintf("%s:%d", file, line)
+		out = append(out, p)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", file, lineAt(dec.InputOffset()), err)
+	}
+	return out, nil
+}
+
+// jsonTime turns a JSON number or string into the text parseTime reads.
+func jsonTime(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", errors.New("missing")
+	}
+	var s string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", err
+		}
+		return s, nil
+	}
+	return string(raw), nil
+}
+
+// phaseOf checks and makes one named phase.
+func phaseOf(name, start, end string) (Phase, error) {
+	name = strings.TrimSpace(name)
+	if err := capture.CheckMarkName(name); err != nil {
+		return Phase{}, errors.New(strings.TrimPrefix(err.Error(), "mark: "))
+	}
+	s, err := parseTime(start)
+	if err != nil {
+		return Phase{}, fmt.Errorf("start: %w", err)
+	}
+	e, err := parseTime(end)
+	if err != nil {
+		return Phase{}, fmt.Errorf("end: %w", err)
+	}
+	if e <= s {
+		return Phase{}, fmt.Errorf("phase %q ends (%s) before it starts (%s)", name, end, start)
+	}
+	return Phase{Name: name, Kind: KindNamed, Source: SourceFile, Start: s, End: e}, nil
+}
+
+// parseTime reads RFC 3339 or Unix seconds.
+func parseTime(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return float64(t.UnixNano()) / 1e9, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return 0, fmt.Errorf("%q is neither RFC 3339 nor Unix seconds", s)
+	}
+	return v, nil
+}
+
+// FromMarks pairs marks into named phases. A phase starts at a mark
+// without --end and ends at the next --end mark of its name, or else at the
+// next mark that starts any phase, or else at end (the recording's last
+// poll). An --end mark with no phase of its name open is named in bad.
+func FromMarks(marks []capture.Mark, end float64) (out []Phase, bad []string) {
+	ms := slices.Clone(marks)
+	slices.SortStableFunc(ms, func(a, b capture.Mark) int { return cmp.Compare(a.TNs, b.TNs) })
+	open := map[string]int{} // name → index in out
+	var order []string       // open names, oldest first
+	closeAt := func(name string, t float64, why string) {
+		i := open[name]
+		out[i].End = t
+		out[i].Why += "; " + why
+		delete(open, name)
+		order = slices.DeleteFunc(order, func(n string) bool { return n == name })
+	}
+	for _, m := range ms {
+		t := float64(m.TNs) / 1e9
+		if m.End {
+			if _, ok := open[m.Name]; !ok {
+				bad = append(bad, fmt.Sprintf("an end mark of %q at %s with no such phase open", m.Name, m.Time))
+				continue
+			}
+			closeAt(m.Name, t, "ended by its end mark at "+m.Time)
+			continue
+		}
+		// A start ends every open phase that has no end mark of its own to come.
+		for _, name := range slices.Clone(order) {
+			if !endsLater(ms, name, m.TNs) {
+				closeAt(name, t, "ended by the start of "+strconv.Quote(m.Name))
+			}
+		}
+		if _, ok := open[m.Name]; ok {
+			closeAt(m.Name, t, "ended by its own restart")
+		}
+		open[m.Name] = len(out)
+		order = append(order, m.Name)
+		out = append(out, Phase{Name: m.Name, Kind: KindNamed, Source: SourceMark, Start: t, End: math.Inf(1),
+			Why: fmt.Sprintf("%s mark at %s", m.Source, m.Time)})
+	}
+	for _, name := range order {
+		closeAt(name, end, "open at the end of the recording")
+	}
+	out = slices.DeleteFunc(out, func(p Phase) bool { return !(p.End > p.Start) })
+	return out, bad
+}
+
+// endsLater reports whether an end mark of name follows t before another
+// start of name.
+func endsLater(ms []capture.Mark, name string, t int64) bool {
+	for _, m := range ms {
+		if m.TNs <= t || m.Name != name {
+			continue
+		}
+		return m.End
+	}
+	return false
+}

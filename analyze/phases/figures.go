@@ -1,0 +1,786 @@
+package phases
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/record/expo"
+)
+
+// Reasons a phase figure is null, besides the estimator's (empty: no
+// observation in the phase; not_exported, absent).
+const (
+	// ReasonFewPolls: the phase has fewer than two good polls of the
+	// target, or none of its intervals is free of a restart.
+	ReasonFewPolls = "few_polls"
+	// ReasonNoSteady: the target has no steady phase (a headline only).
+	ReasonNoSteady = "no_steady_phase"
+)
+
+// Disagreement is how far apart a figure and the published median may be,
+// as a fraction of the figure, before it is a finding.
+const Disagreement = 0.10
+
+// A good poll is one whose stamp (the first byte) is sure: its timing
+// uncertainty (first byte − request start) is at most GoodStamp of the
+// cadence and at most StampShare of the phase, so that the boundary polls
+// move a phase's Δt by at most StampShare at each end. A late answer (a
+// stale body, an engine too busy to answer at once) is no boundary; the
+// next good poll is.
+const (
+	GoodStamp  = 0.25
+	StampShare = 0.005
+)
+
+// Input is one target as the phase figures read it.
+type Input struct {
+	// Target is the findings' record of the target: its polls in the same
+	// order as Log's (the gauges, the published rate cells, the
+	// ungated per-interval decode rate, the process start).
+	Target *findings.Target
+	Log    *Log
+	// Restarts are restarts found by any other evidence, as the time of
+	// the first poll after each (a restart incident's end): the interval
+	// ending at that poll is left out. A counter that fell (Log) and a
+	// process start that moved are read here too.
+	Restarts []float64
+
+	ev      *evaluator  // reads the phases' deltas
+	unsure  []float64   // by poll: first byte − request start, 0 unknown
+	cadence float64     // seconds
+	restart []bool      // by poll: the interval ending at it crosses a restart
+	xs      []float64   // scratch of published
+	rxs     [][]float64 // scratch of publishedRates
+}
+
+// Figures are one target's figures over one or more windows (one phase, or
+// every steady phase of a headline).
+type Figures struct {
+	Target  string   `json:"target"`
+	Bounds  Bounds   `json:"bounds"`
+	Figures []Figure `json:"figures"`
+}
+
+// Bounds say what a target's figures were measured over.
+type Bounds struct {
+	// Windows are the phases measured, with the good polls used.
+	Windows []Window `json:"windows"`
+	// Polls are the target's polls inside the windows; Good those with a
+	// sure stamp; Intervals the poll intervals summed.
+	Polls     int `json:"polls"`
+	Good      int `json:"good"`
+	Intervals int `json:"intervals"`
+	// Seconds is the time the counters were differenced over; Coverage
+	// that as a fraction of the windows' length.
+	Seconds  float64  `json:"seconds"`
+	Coverage rate.Num `json:"coverage"`
+	// Processes is how many engine processes the counters were read
+	// from; RestartsLeftOut the intervals across a restart, left out
+	// (their tokens and their time), by the poll ending each.
+	Processes       int       `json:"processes"`
+	RestartsLeftOut []float64 `json:"restarts_left_out"`
+	// Spans are the stretches differenced, from one good poll to another
+	// of the same process: Seconds is their sum.
+	Spans [][2]float64 `json:"spans"`
+	// Refusals counts the published rate cells the gates refused inside
+	// the windows, by reason.
+	Refusals map[string]int `json:"refusals"`
+	// Reason says why there are no counter figures (few_polls).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Window is one phase's bounds and the good polls its Δ runs between.
+type Window struct {
+	Start float64  `json:"start"`
+	End   float64  `json:"end"`
+	First rate.Num `json:"first"`
+	Last  rate.Num `json:"last"`
+}
+
+// Figure is one number of a phase, with its provenance.
+type Figure struct {
+	// Name is a canonical cell name; for a histogram quantile base +
+	// "__p50", "__p90" or "__p99"; for a gauge's statistic the cell name
+	// + "__mean" or "__max".
+	Name   string   `json:"name"`
+	Value  rate.Num `json:"value"`
+	Reason string   `json:"reason,omitempty"`
+	// Source is the series or formula, as the cells name theirs.
+	Source string `json:"source"`
+	// Bucket is the bucket a quantile fell in: its lower and upper bound
+	// (null upper: past the last finite bound, which is the value).
+	Bucket *[2]rate.Num `json:"bucket,omitempty"`
+	// Published is the distribution of the per-poll published values of
+	// the cell inside the windows; nil for figures with no per-poll twin.
+	Published *Published `json:"published,omitempty"`
+	// Disagrees says, when the published median is more than 10 % off the
+	// figure, by how much and on which side the left-out windows lay.
+	Disagrees string `json:"disagrees,omitempty"`
+}
+
+// Published is the distribution of one cell's published values.
+type Published struct {
+	Cell   string         `json:"cell"`
+	P5     rate.Num       `json:"p5"`
+	P50    rate.Num       `json:"p50"`
+	P95    rate.Num       `json:"p95"`
+	Values int            `json:"values"` // polls with a value
+	Nulls  map[string]int `json:"nulls"`  // polls without one, by reason
+}
+
+// counterFigures are the cells the counters' Δ across a phase gives, read
+// by the engine's own reader.
+var counterFigures = []string{
+	engine.DecodeTokensPerSecond, engine.PromptTokensPerSecond, engine.PromptTokensComputedPerSecond,
+	engine.RequestsFinishedPerSecond, engine.PreemptionsPerSecond, engine.PrefixCacheHitRatio,
+	engine.SpecAcceptRatio, engine.PerRequestDecodeTokensPerSecond,
+}
+
+// quantiles of the histogram figures.
+var quantiles = []struct {
+	suffix string
+	q      float64
+}{{"__p50", 0.5}, {"__p90", 0.9}, {"__p99", 0.99}}
+
+// twin is the per-poll published cell a figure is compared with: a rate
+// cell of the findings' polls, or one of PubCells.
+type twin struct {
+	rate int // findings rate index, -1 none
+	pub  int // PubCells index, -1 none
+}
+
+var twins = func() map[string]twin {
+	m := map[string]twin{}
+	for k, c := range findings.RateCells {
+		m[c] = twin{k, -1}
+	}
+	for k, c := range PubCells {
+		m[c] = twin{-1, k}
+	}
+	return m
+}()
+
+// offGates read one interval with every gate off: the figure is the
+// counters' Δ, whatever a window would have been refused for.
+var offGates = rate.Config{Span: 1e-6, MinWindow: -1, CeilingFactor: -1, JumpFactor: -1, JumpFloor: -1, StaleFraction: -1}
+
+// Measure measures one target over windows.
+func Measure(in *Input, windows []Phase) Figures {
+	return in.figures(in.sum(windows))
+}
+
+// sums are the counters' Δ over windows and what they were read over.
+type sums struct {
+	acc     []float64 // by log id
+	dt, len float64   // seconds differenced; the windows' length
+	b       Bounds
+	pollsIn []int // polls inside the windows [start, end)
+}
+
+// prepare checks the input and marks its good polls and restarts once.
+func (in *Input) prepare() {
+	if in.unsure != nil {
+		return
+	}
+	t, l := in.Target, in.Log
+	// The log and the findings record the same polls; anything else is a bug.
+	if l == nil || l.Len() != len(t.Polls) {
+		panic("phases: the log and the findings' polls differ for " + t.Name)
+	}
+	in.cadence = t.Interval
+	if in.cadence <= 0 {
+		in.cadence = spacing(t.Polls)
+	}
+	in.unsure = make([]float64, len(t.Polls))
+	for i, p := range t.Polls {
+		if p.Start > 0 {
+			in.unsure[i] = max(0, p.T-p.Start)
+		}
+	}
+	in.restart = restarts(in)
+}
+
+// sum adds up the counters' Δ over windows.
+func (in *Input) sum(windows []Phase) *sums {
+	in.prepare()
+	l, ps := in.Log, in.Target.Polls
+	s := &sums{acc: make([]float64, len(l.Series)),
+		b: Bounds{Windows: []Window{}, RestartsLeftOut: []float64{}, Spans: [][2]float64{}, Refusals: map[string]int{}}}
+	b := &s.b
+	for _, w := range windows {
+		s.len += w.Duration()
+		win := Window{Start: w.Start, End: w.End}
+		lo := searchT(ps, w.Start)
+		hi := searchT(ps, math.Nextafter(w.End, math.Inf(1))) // first poll after End
+		limit := min(in.cadence*GoodStamp, StampShare*w.Duration())
+		good := func(i int) bool { return in.unsure[i] <= limit }
+		a, z := -1, -1
+		for i := lo; i < hi; i++ {
+			b.Polls++
+			if ps[i].T < w.End {
+				s.pollsIn = append(s.pollsIn, i)
+				for k := range findings.NRates {
+					if r := ps[i].Rates[k].Reason; gateReasons[r] {
+						b.Refusals[r]++
+					}
+				}
+			}
+			if !good(i) {
+				continue
+			}
+			b.Good++
+			if a < 0 {
+				a = i
+			}
+			z = i
+		}
+		if a >= 0 && z > a {
+			win.First, win.Last = rate.Some(ps[a].T), rate.Some(ps[z].T)
+			// Each process is differenced between its own first and last
+			// good polls: the interval across a restart is left out, and so
+			// is any part of a process's run that ends on an unsure stamp.
+			for p := a; p < z; {
+				q := p + 1
+				for q <= z && !in.restart[q] {
+					q++
+				}
+				// Polls p..q-1 are one process; q (if ≤ z) the first of the next.
+				g1, g2 := p, q-1
+				for g1 < g2 && !good(g1) {
+					g1++
+				}
+				for g2 > g1 && !good(g2) {
+					g2--
+				}
+				if g2 > g1 {
+					b.Spans = append(b.Spans, [2]float64{ps[g1].T, ps[g2].T})
+				}
+				for i := g1 + 1; i <= g2; i++ {
+					l.add(i, s.acc)
+					s.dt += ps[i].T - ps[i-1].T
+					b.Intervals++
+				}
+				if q <= z {
+					b.RestartsLeftOut = append(b.RestartsLeftOut, ps[q].T)
+				}
+				p = q
+			}
+		}
+		b.Windows = append(b.Windows, win)
+	}
+	return s
+}
+
+// merge adds o's windows to s.
+func (s *sums) merge(o *sums) {
+	for x, v := range o.acc {
+		s.acc[x] += v
+	}
+	s.dt, s.len = s.dt+o.dt, s.len+o.len
+	s.pollsIn = append(s.pollsIn, o.pollsIn...)
+	b := &s.b
+	b.Windows = append(b.Windows, o.b.Windows...)
+	b.Polls, b.Good, b.Intervals = b.Polls+o.b.Polls, b.Good+o.b.Good, b.Intervals+o.b.Intervals
+	b.RestartsLeftOut = append(b.RestartsLeftOut, o.b.RestartsLeftOut...)
+	b.Spans = append(b.Spans, o.b.Spans...)
+	for r, n := range o.b.Refusals {
+		b.Refusals[r] += n
+	}
+}
+
+// figures are the figures of the sums.
+func (in *Input) figures(s *sums) Figures {
+	t, l := in.Target, in.Log
+	ps := t.Polls
+	out := Figures{Target: t.Name, Bounds: s.b, Figures: make([]Figure, 0, 48)}
+	b := &out.Bounds
+	acc, dt, pollsIn := s.acc, s.dt, s.pollsIn
+	b.Seconds = dt
+	b.Processes = len(b.RestartsLeftOut) + 1
+	if s.len > 0 {
+		b.Coverage = rate.Some(dt / s.len)
+	}
+	var cells engine.Cells
+	if b.Intervals == 0 || dt <= 0 {
+		b.Reason = ReasonFewPolls
+	} else {
+		cells = in.evaluate(dt, acc)
+	}
+	for _, name := range counterFigures {
+		f := Figure{Name: name}
+		if cells == nil {
+			f.Reason = ReasonFewPolls
+		} else if c, ok := cells.Get(name); ok {
+			f.Value, f.Reason, f.Source = c.Value, c.Reason, c.Source
+		}
+		out.Figures = append(out.Figures, f)
+	}
+	for _, base := range engine.Histograms {
+		out.Figures = append(out.Figures, histFigures(l, base, cells, acc)...)
+	}
+	out.Figures = append(out.Figures, gaugeFigures(ps, pollsIn)...)
+	rates := in.publishedRates(pollsIn)
+	for k := range out.Figures {
+		f := &out.Figures[k]
+		tw, ok := twins[f.Name]
+		if !ok {
+			continue
+		}
+		if tw.rate >= 0 {
+			f.Published = rates[tw.rate]
+		} else {
+			f.Published = in.published(f.Name, tw.pub, pollsIn)
+		}
+		// Nothing published and nothing measured: the reason says all.
+		if f.Published.Values == 0 && !f.Value.Valid {
+			f.Published = nil
+			continue
+		}
+		f.Disagrees = disagrees(f, ps, pollsIn, tw)
+	}
+	return out
+}
+
+// gateReasons are the estimator's refusals.
+var gateReasons = map[string]bool{
+	rate.ReasonOrder: true, rate.ReasonNoBaseline: true, rate.ReasonReset: true, rate.ReasonCeiling: true,
+	rate.ReasonFloor: true, rate.ReasonStale: true, rate.ReasonJump: true,
+}
+
+// searchT is the index of the first poll not before t.
+func searchT(ps []findings.Poll, t float64) int {
+	i, _ := slices.BinarySearchFunc(ps, t, func(p findings.Poll, x float64) int { return cmp.Compare(p.T, x) })
+	return i
+}
+
+// spacing is the median spacing of the polls; 1 s without two.
+func spacing(ps []findings.Poll) float64 {
+	if len(ps) < 2 {
+		return 1
+	}
+	d := make([]float64, len(ps)-1)
+	for i := 1; i < len(ps); i++ {
+		d[i-1] = ps[i].T - ps[i-1].T
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// restarts marks the intervals across a restart, by the poll ending each:
+// a logged counter fell, the process start moved, or other evidence said
+// so (Input.Restarts).
+func restarts(in *Input) []bool {
+	ps := in.Target.Polls
+	out := make([]bool, len(ps))
+	for i := 1; i < len(ps); i++ {
+		p, q := ps[i-1].ProcessStart, ps[i].ProcessStart
+		out[i] = in.Log.Reset(i) || (p.Valid && q.Valid && p.V != q.V)
+	}
+	for _, t := range in.Restarts {
+		if i := searchT(ps, t); i > 0 && i < len(ps) && ps[i].T == t {
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// evaluator reads counter deltas through the engine's own reader, every
+// gate off: one tracker per target, fed each phase's Δ as one more
+// interval on top of the ones before (cumulative values, time moving on by
+// the phase's Δt), so the cells of each poll are one phase's figures and
+// the series are registered once.
+type evaluator struct {
+	tr  *engine.Tracker
+	ids []int32
+	cum []float64
+	t   float64
+	dst engine.Cells
+	eng string
+}
+
+// evaluate returns the cells of Δ acc over dt seconds. They are valid
+// until the next call.
+func (in *Input) evaluate(dt float64, acc []float64) engine.Cells {
+	l := in.Log
+	ev := in.ev
+	if ev == nil {
+		ev = &evaluator{eng: cmp.Or(l.Engine(), in.Target.Engine), t: 1}
+		in.ev = ev
+	}
+	if ev.tr == nil {
+		ev.tr = engine.NewTracker(ev.eng, offGates)
+		ev.ids = make([]int32, len(l.Series))
+		for x, s := range l.Series {
+			ev.ids[x] = ev.tr.Key(s)
+		}
+		ev.cum = make([]float64, len(l.Series))
+		ev.tr.Begin(ev.t, 0)
+		ev.tr.SetAll(ev.ids, ev.cum)
+		ev.dst = ev.tr.End(ev.dst)
+	}
+	for x, d := range acc {
+		ev.cum[x] += d
+	}
+	ev.t += dt
+	ev.tr.Begin(ev.t, 0)
+	ev.tr.SetAll(ev.ids, ev.cum)
+	ev.dst = ev.tr.End(ev.dst)
+	return ev.dst
+}
+
+// histFigures are a histogram's count and mean as the reader makes them
+// from the phase's Δ, and its quantiles from the bucket deltas.
+func histFigures(l *Log, base string, cells engine.Cells, acc []float64) []Figure {
+	hc := engine.HistCells(base)
+	out := make([]Figure, 0, 5)
+	for _, name := range hc[:2] {
+		f := Figure{Name: name, Reason: ReasonFewPolls}
+		if c, ok := cells.Get(name); ok {
+			f.Value, f.Reason, f.Source = c.Value, c.Reason, c.Source
+		}
+		out = append(out, f)
+	}
+	p50, _ := cells.Get(hc[2])
+	series, ok := histSeries(p50.Source)
+	for _, q := range quantiles {
+		f := Figure{Name: base + q.suffix}
+		switch {
+		case cells == nil:
+			f.Reason = ReasonFewPolls
+		case !ok:
+			// The reader makes no quantile here: its reason is the figure's.
+			f.Reason, f.Source = p50.Reason, p50.Source
+		default:
+			f.Source = "computed:histogram_quantile(" + strconv.FormatFloat(q.q, 'g', -1, 64) + ", Δ" + series + " across the phase)"
+			f.Value, f.Bucket, f.Reason = quantile(l, series, q.q, acc)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// histSeries is the bucket series a reader's quantile cell names in its
+// source ("computed:histogram_quantile(0.5, ΔNAME_bucket)").
+func histSeries(src string) (string, bool) {
+	_, rest, ok := strings.Cut(src, ", Δ")
+	if !ok || !strings.HasPrefix(src, "computed:histogram_quantile(") {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(rest, ")")
+	return name, ok && strings.HasSuffix(name, "_bucket")
+}
+
+// quantile is Prometheus' histogram_quantile of the bucket deltas of
+// series (summed over label sets by le) and the bucket it fell in.
+func quantile(l *Log, series string, q float64, acc []float64) (rate.Num, *[2]rate.Num, string) {
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	for x, s := range l.Series {
+		if s.Name != series {
+			continue
+		}
+		le := l.le(x)
+		if math.IsNaN(le) {
+			continue
+		}
+		bs = append(bs, bucket{le, acc[x]})
+	}
+	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	merged := bs[:0]
+	for _, b := range bs {
+		if len(merged) > 0 && merged[len(merged)-1].le == b.le {
+			merged[len(merged)-1].n += b.n
+			continue
+		}
+		merged = append(merged, b)
+	}
+	bs = merged
+	// A quantile needs a +Inf bucket and a finite one to interpolate in.
+	if len(bs) < 2 || !math.IsInf(bs[len(bs)-1].le, 1) {
+		return rate.Num{}, nil, rate.ReasonBuckets
+	}
+	for i := 1; i < len(bs); i++ {
+		bs[i].n = max(bs[i].n, bs[i-1].n)
+	}
+	total := bs[len(bs)-1].n
+	// No observation in the phase: no quantile, not 0.
+	if total == 0 {
+		return rate.Num{}, nil, rate.ReasonEmpty
+	}
+	rank := q * total
+	k := 0
+	for k < len(bs)-1 && bs[k].n < rank {
+		k++
+	}
+	// Past every finite bound: the last one is all that can be said.
+	if k == len(bs)-1 {
+		lo := bs[k-1].le
+		return rate.Some(lo), &[2]rate.Num{rate.Some(lo), {}}, ""
+	}
+	lo, n, r := 0.0, bs[k].n, rank
+	if k > 0 {
+		lo, n, r = bs[k-1].le, n-bs[k-1].n, rank-bs[k-1].n
+	}
+	// A first bucket with a bound ≤ 0 has no lower bound to interpolate from.
+	if k == 0 && bs[0].le <= 0 {
+		return rate.Some(bs[0].le), &[2]rate.Num{rate.Some(bs[0].le), rate.Some(bs[0].le)}, ""
+	}
+	return rate.Some(lo + (bs[k].le-lo)*(r/n)), &[2]rate.Num{rate.Some(lo), rate.Some(bs[k].le)}, ""
+}
+
+// leOf reads the le label of a bucket series' canonical label set.
+func leOf(labels string) (float64, bool) {
+	m, err := expo.DecodeLabels(labels)
+	if err != nil {
+		return 0, false
+	}
+	le, err := strconv.ParseFloat(m["le"], 64)
+	if err != nil || math.IsNaN(le) {
+		return 0, false
+	}
+	return le, true
+}
+
+// gaugeFigures are the mean and max of the gauges over the polls inside
+// the windows: every poll counts the same (the cadence is fixed).
+func gaugeFigures(ps []findings.Poll, idx []int) []Figure {
+	type g struct {
+		name  string
+		src   string
+		read  func(*findings.Poll) rate.Num
+		stats []string
+	}
+	gs := []g{
+		{engine.RequestsRunning, engine.RequestsRunning, func(p *findings.Poll) rate.Num { return p.Running }, []string{"mean", "max"}},
+		{engine.RequestsWaiting, engine.RequestsWaiting, func(p *findings.Poll) rate.Num { return p.Waiting }, []string{"mean", "max"}},
+		{"waiting_capacity", engine.WaitingByReason + `{reason="capacity"}`, func(p *findings.Poll) rate.Num { return p.Capacity }, []string{"mean", "max"}},
+		{"waiting_deferred", engine.WaitingByReason + `{reason="deferred"}`, func(p *findings.Poll) rate.Num { return p.Deferred }, []string{"mean", "max"}},
+		{engine.KVCacheUsageRatio, engine.KVCacheUsageRatio, func(p *findings.Poll) rate.Num { return p.KV }, []string{"max"}},
+	}
+	var out []Figure
+	for _, x := range gs {
+		sum, hi, n := 0.0, math.Inf(-1), 0
+		for _, i := range idx {
+			v := x.read(&ps[i])
+			if !v.Valid {
+				continue
+			}
+			sum, hi, n = sum+v.V, max(hi, v.V), n+1
+		}
+		for _, st := range x.stats {
+			f := Figure{Name: x.name + "__" + st, Source: fmt.Sprintf("%s of %s over %d polls", st, x.src, n)}
+			switch {
+			case n == 0:
+				// Never published in the phase: absent, not 0.
+				f.Reason = rate.ReasonAbsent
+			case st == "mean":
+				f.Value = rate.Some(sum / float64(n))
+			default:
+				f.Value = rate.Some(hi)
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// published is the distribution of PubCells[k] over idx.
+func (in *Input) published(name string, k int, idx []int) *Published {
+	out := &Published{Cell: name, Nulls: map[string]int{}}
+	xs := in.xs[:0]
+	if cap(xs) < len(idx) {
+		xs = make([]float64, 0, len(idx))
+	}
+	var nulls [256]int
+	for _, i := range idx {
+		v, code := in.Log.publishedCode(i, k)
+		if code != 0 {
+			nulls[code]++
+			continue
+		}
+		xs = append(xs, v)
+	}
+	for c, n := range nulls {
+		if n > 0 {
+			out.Nulls[in.Log.Reason(uint8(c))] += n
+		}
+	}
+	out.finish(xs)
+	in.xs = xs[:0]
+	return out
+}
+
+// publishedRates are the distributions of the findings' rate cells over
+// idx, gathered in one pass over the polls.
+func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
+	var out [findings.NRates]*Published
+	if len(in.rxs) < findings.NRates {
+		in.rxs = make([][]float64, findings.NRates)
+	}
+	for k := range out {
+		out[k] = &Published{Cell: findings.RateCells[k], Nulls: map[string]int{}}
+		in.rxs[k] = in.rxs[k][:0]
+		if cap(in.rxs[k]) < len(idx) {
+			in.rxs[k] = make([]float64, 0, len(idx))
+		}
+	}
+	// Nulls are counted by reason as they come, in runs: a run of polls
+	// refused for one reason costs one map update.
+	var run [findings.NRates]struct {
+		reason string
+		n      int
+	}
+	for _, i := range idx {
+		p := &in.Target.Polls[i]
+		for k := range out {
+			r := &p.Rates[k]
+			if !r.V.Valid {
+				if run[k].n > 0 && run[k].reason != r.Reason {
+					out[k].Nulls[run[k].reason] += run[k].n
+					run[k].n = 0
+				}
+				run[k].reason = r.Reason
+				run[k].n++
+				continue
+			}
+			in.rxs[k] = append(in.rxs[k], r.V.V)
+		}
+	}
+	for k := range out {
+		if run[k].n > 0 {
+			out[k].Nulls[run[k].reason] += run[k].n
+		}
+	}
+	for k := range out {
+		out[k].finish(in.rxs[k])
+	}
+	return out
+}
+
+// finish sets the counts and percentiles of values xs (reordered).
+func (p *Published) finish(xs []float64) {
+	p.Values = len(xs)
+	p.P5, p.P50, p.P95 = pct(xs, 0.05), pct(xs, 0.5), pct(xs, 0.95)
+}
+
+// pct is the q-quantile of xs (reordered) by linear interpolation between
+// ranks, as of xs sorted; null for none. It selects instead of sorting: a
+// day's busy phases are 43,200 polls for each of a dozen cells.
+func pct(xs []float64, q float64) rate.Num {
+	if len(xs) == 0 {
+		return rate.Num{}
+	}
+	pos := q * float64(len(xs)-1)
+	i := int(pos)
+	lo := nth(xs, i)
+	if i+1 >= len(xs) {
+		return rate.Some(lo)
+	}
+	// After the selection nothing past i is less than xs[i]: the next rank
+	// is the least of them.
+	hi := slices.Min(xs[i+1:])
+	return rate.Some(lo + (hi-lo)*(pos-float64(i)))
+}
+
+// nth reorders xs so that xs[k] is what sorting would put there, none
+// before it greater and none after it less, and returns it: Hoare's
+// selection with a median-of-three pivot, sorting what is left when the
+// range shrinks too slowly (values are finite: cells never hold NaN).
+func nth(xs []float64, k int) float64 {
+	lo, hi := 0, len(xs)-1
+	for budget := 64; hi-lo > 16 && budget > 0; budget-- {
+		m := lo + (hi-lo)/2
+		if xs[m] < xs[lo] {
+			xs[m], xs[lo] = xs[lo], xs[m]
+		}
+		if xs[hi] < xs[lo] {
+			xs[hi], xs[lo] = xs[lo], xs[hi]
+		}
+		if xs[hi] < xs[m] {
+			xs[hi], xs[m] = xs[m], xs[hi]
+		}
+		p := xs[m]
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] < p {
+				i++
+			}
+			for p < xs[j] {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return xs[k]
+		}
+	}
+	slices.Sort(xs[lo : hi+1])
+	return xs[k]
+}
+
+// disagrees says whether the published median is more than Disagreement
+// off the figure, and on which side the windows the gates left out lay:
+// for the decode cell from the ungated per-interval rate of each refused
+// poll, for others from which side the published median errs.
+func disagrees(f *Figure, ps []findings.Poll, idx []int, tw twin) string {
+	pub := f.Published
+	if !f.Value.Valid || pub == nil || !pub.P50.Valid {
+		return ""
+	}
+	v, m := f.Value.V, pub.P50.V
+	off := math.Abs(m - v)
+	// Within the tolerance: no finding.
+	if (v != 0 && off <= Disagreement*math.Abs(v)) || (v == 0 && m == 0) {
+		return ""
+	}
+	refused := 0
+	for _, n := range pub.Nulls {
+		refused += n
+	}
+	var b strings.Builder
+	if v == 0 {
+		fmt.Fprintf(&b, "the published median %s is not the phase figure 0: the counters did not move, and the published windows still reach back into the load before the phase (%d refused)",
+			num(m), refused)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "the published median %s is %+.0f %% off the phase figure %s", num(m), 100*(m-v)/math.Abs(v), num(v))
+	side := "below"
+	if m < v {
+		side = "above"
+	}
+	if tw.rate == findings.Decode && refused > 0 {
+		below, above := 0, 0
+		for _, i := range idx {
+			p := &ps[i]
+			if p.Rates[findings.Decode].V.Valid || !p.Interval.V.Valid {
+				continue
+			}
+			if p.Interval.V.V < v {
+				below++
+			} else if p.Interval.V.V > v {
+				above++
+			}
+		}
+		fmt.Fprintf(&b, "; of the %d polls the gates refused, the ungated per-interval rate lay below the figure in %d and above it in %d", refused, below, above)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "; the published values lean %s it: the windows left out (%d refused, and those that lagged the phase) lay %s it",
+		map[bool]string{true: "above", false: "below"}[m > v], refused, side)
+	return b.String()
+}

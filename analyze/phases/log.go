@@ -1,0 +1,406 @@
+package phases
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// Log keeps, compactly, what the phase figures need of one target's polls:
+// each poll's increments of the counter series its engine reader reads
+// (histogram buckets included), and the published cells the figures are
+// compared with that the findings' polls do not keep. Phases are known only
+// after the replay (their edges are found at its end), so the increments of
+// every poll are kept: a phase's Δ is their sum over the phase.
+//
+// Increments are Prometheus' increase between consecutive readings of one
+// series: a reading below the last is a reset, counted from 0, and the poll
+// is marked as holding one. A series' first reading is its baseline and
+// adds nothing. Only the nonzero ones are written: an idle poll costs a
+// few bytes.
+type Log struct {
+	// Series are the logged series, by log id.
+	Series []engine.Series
+
+	// Poll i's increments are in chunk off[i]>>32 from offset
+	// uint32(off[i]) to the next poll's start in that chunk, or its end:
+	// chunks of a megabyte are never copied to grow, and waste at most one
+	// chunk's free end.
+	off     []int64
+	chunks  [][]byte
+	scratch []byte
+	reset   []uint64 // bit i: a logged series fell at poll i
+
+	// Per tracker id: the log id, lidNone for a series not logged,
+	// lidPending for one not classified yet (the engine is not known).
+	lid     []int32
+	pending []engine.Series // by tracker id, while pending
+	prev    []float64       // by log id: the last reading, NaN before the first
+	engine  string
+
+	// Published cells of PubCells, per poll: values (NaN when null) and
+	// their reasons' codes (0 valued).
+	pubV    []float64
+	pubR    []uint8
+	reasons []string
+	rcode   map[string]uint8
+
+	les []float64 // by log id: a bucket's le, NaN none; filled when first asked
+
+	// The positions of the logged series in the last poll's lastN ids;
+	// posOK is false when a classification may have changed them.
+	pos   []int32
+	lastN int
+	posOK bool
+}
+
+const (
+	lidNone    = -1
+	lidPending = -2
+)
+
+// PubCells are the published cells a Log keeps per poll, besides the rate
+// cells the findings keep (findings.RateCells): the figures they are
+// compared with.
+var PubCells = []string{
+	engine.PrefixCacheHitRatio, engine.PerRequestDecodeTokensPerSecond,
+	engine.TTFT + engine.SuffixP50, engine.TTFT + engine.SuffixP99, engine.TPOT + engine.SuffixMean,
+	engine.ITL + engine.SuffixP50, engine.E2E + engine.SuffixP50, engine.Queue + engine.SuffixP50,
+}
+
+var pubAt = func() []int {
+	out := make([]int, len(PubCells))
+	for i, c := range PubCells {
+		out[i] = slices.Index(engine.Canonical, c)
+	}
+	return out
+}()
+
+// chunkSize is the size of the increments' chunks.
+const chunkSize = 1 << 20
+
+// NewLog returns an empty log with room for about polls polls (0 unknown).
+func NewLog(polls int) *Log {
+	return &Log{reasons: []string{""}, rcode: map[string]uint8{"": 0}, off: make([]int64, 0, polls),
+		reset: make([]uint64, 0, (polls+63)/64), pubV: make([]float64, 0, polls*len(PubCells)),
+		pubR: make([]uint8, 0, polls*len(PubCells))}
+}
+
+// Key registers series s under the main tracker's id.
+func (l *Log) Key(id int32, s engine.Series) {
+	for int(id) >= len(l.lid) {
+		l.lid = append(l.lid, lidNone)
+		l.pending = append(l.pending, engine.Series{})
+	}
+	if !counterLike(s) {
+		return
+	}
+	if l.engine == "" {
+		l.lid[id], l.pending[id] = lidPending, s
+		l.posOK = false
+		return
+	}
+	l.classify(id, s)
+}
+
+// counterLike reports whether s is a counter or a part of a histogram or
+// summary that counts: the series an increase is taken of.
+func counterLike(s engine.Series) bool {
+	// A creation time is a stamp, not a count.
+	if strings.HasSuffix(s.Name, "_created") {
+		return false
+	}
+	switch s.Type {
+	case "counter":
+		return true
+	case "histogram":
+		return strings.HasSuffix(s.Name, "_bucket") || strings.HasSuffix(s.Name, "_count") || strings.HasSuffix(s.Name, "_sum")
+	case "summary":
+		return strings.HasSuffix(s.Name, "_count") || strings.HasSuffix(s.Name, "_sum")
+	case "untyped", "unknown", "":
+		return strings.HasSuffix(s.Name, "_total")
+	}
+	return false
+}
+
+// classify logs s when its engine's reader reads its family (every counter
+// for the generic reader) or it counts engine steps.
+func (l *Log) classify(id int32, s engine.Series) {
+	l.lid[id] = lidNone
+	l.posOK = false
+	if l.engine != engine.Generic && !feeds(l.engine, s.Family) && !findings.StepCounters[s.Name] {
+		return
+	}
+	l.lid[id] = int32(len(l.Series))
+	l.Series = append(l.Series, s)
+	l.prev = append(l.prev, math.NaN()) // no reading yet
+}
+
+var (
+	feedsMu  sync.Mutex
+	feedsMap = map[string]map[string]bool{}
+)
+
+// feeds reports whether engine id's reader reads family into a cell.
+func feeds(id, family string) bool {
+	feedsMu.Lock()
+	defer feedsMu.Unlock()
+	m, ok := feedsMap[id]
+	if !ok {
+		m = map[string]bool{}
+		fams, _ := engine.Catalog(id)
+		for _, k := range fams {
+			if k.Feeds != "" {
+				m[k.Family] = true
+			}
+		}
+		feedsMap[id] = m
+	}
+	return m[family]
+}
+
+// Poll logs one poll: the samples vals[i] of tracker ids ids[i], the
+// published cells, and the engine the main tracker reads it as ("" or
+// generic until it knows). Its times are the findings' (findings.Poll).
+//
+// changed says whether ids may differ from the last poll's beyond their
+// length (false when the caller knows they are the same series in the
+// same order).
+func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, changed bool) {
+	if l.engine == "" && eng != "" && eng != engine.Generic {
+		l.engine = eng
+		for id, x := range l.lid {
+			if x == lidPending {
+				l.classify(int32(id), l.pending[id])
+			}
+		}
+		l.pending = nil
+	}
+	i := len(l.off)
+	b := l.scratch[:0]
+	if i/64 >= len(l.reset) {
+		l.reset = append(l.reset, 0)
+	}
+	last, lastInc := int32(-1), 0.0
+	vals = vals[:len(ids)]
+	for _, k := range l.positions(ids, changed) {
+		x := l.lid[ids[k]]
+		v := vals[k]
+		// A value that is not a number is no reading.
+		if v-v != 0 { // NaN or ±Inf
+			continue
+		}
+		p := l.prev[x]
+		l.prev[x] = v
+		var inc float64
+		switch {
+		case math.IsNaN(p):
+			// No reading before: the first is the baseline.
+			continue
+		case v >= p:
+			inc = v - p
+		default:
+			// A fall is a reset: the counter counts from 0 again.
+			inc = v
+			l.reset[i/64] |= 1 << (i % 64)
+		}
+		if inc == 0 {
+			continue
+		}
+		// Entries go in rising log id (a poll lists a series once; a
+		// repeat or a series out of order starts a new run from its id).
+		if x <= last {
+			b = append(b, 0) // run break
+			last = -1
+		}
+		// An entry is (id step)<<1, with the low bit set when its increment
+		// is the entry's before: a histogram's upper buckets rise alike.
+		if inc == lastInc && last >= 0 {
+			b = appendUvarint(b, uint64(x-last)<<1|1)
+		} else {
+			b = appendUvarint(b, uint64(x-last)<<1)
+			b = appendInc(b, inc)
+		}
+		last, lastInc = x, inc
+	}
+	l.scratch = b
+	k := len(l.chunks) - 1
+	if k < 0 || len(l.chunks[k])+len(b) > cap(l.chunks[k]) {
+		l.chunks = append(l.chunks, make([]byte, 0, max(chunkSize, len(b))))
+		k++
+	}
+	l.off = append(l.off, int64(k)<<32|int64(len(l.chunks[k])))
+	l.chunks[k] = append(l.chunks[k], b...)
+	l.pub(cells)
+}
+
+// positions are the positions in ids of the series logged. A target
+// prints its series in the same order every poll: the last poll's answer
+// stands while its ids are unchanged and as many.
+func (l *Log) positions(ids []int32, changed bool) []int32 {
+	if l.posOK && !changed && len(ids) == l.lastN {
+		return l.pos
+	}
+	l.lastN = len(ids)
+	l.pos = l.pos[:0]
+	for k, id := range ids {
+		// Not logged (or not classified yet: the engine is still unknown).
+		if int(id) < len(l.lid) && l.lid[id] >= 0 {
+			l.pos = append(l.pos, int32(k))
+		}
+	}
+	l.posOK = true
+	return l.pos
+}
+
+// appendInc writes an increment: a whole number below 2^52 as a varint of
+// it shifted left once; anything else as 1 and its 8 bytes.
+func appendInc(b []byte, inc float64) []byte {
+	if inc == math.Trunc(inc) && inc > 0 && inc < 1<<52 {
+		return appendUvarint(b, uint64(inc)<<1)
+	}
+	b = append(b, 1)
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(inc))
+}
+
+// pub keeps the poll's PubCells.
+func (l *Log) pub(cells engine.Cells) {
+	for _, at := range pubAt {
+		if at < 0 || at >= len(cells) {
+			l.pubV, l.pubR = append(l.pubV, math.NaN()), append(l.pubR, l.code(rate.ReasonAbsent))
+			continue
+		}
+		c := &cells[at].Cell
+		if c.Value.Valid {
+			l.pubV, l.pubR = append(l.pubV, c.Value.V), append(l.pubR, 0)
+			continue
+		}
+		l.pubV, l.pubR = append(l.pubV, math.NaN()), append(l.pubR, l.code(c.Reason))
+	}
+}
+
+func (l *Log) code(reason string) uint8 {
+	// A handful of reasons ever: a scan is cheaper than hashing.
+	for c, r := range l.reasons[:min(len(l.reasons), 16)] {
+		if r == reason {
+			return uint8(c)
+		}
+	}
+	if c, ok := l.rcode[reason]; ok {
+		return c
+	}
+	// More distinct reasons than a byte holds: the last code stands for the rest.
+	if len(l.reasons) == 255 {
+		return 254
+	}
+	c := uint8(len(l.reasons))
+	l.reasons = append(l.reasons, reason)
+	l.rcode[reason] = c
+	return c
+}
+
+// Len is the number of polls logged.
+func (l *Log) Len() int { return len(l.off) }
+
+// Reset reports whether a logged series fell at poll i.
+func (l *Log) Reset(i int) bool { return l.reset[i/64]&(1<<(i%64)) != 0 }
+
+// Published returns poll i's value of PubCells[k], or its reason.
+func (l *Log) Published(i, k int) (rate.Num, string) {
+	j := i*len(PubCells) + k
+	if l.pubR[j] == 0 {
+		return rate.Some(l.pubV[j]), ""
+	}
+	return rate.Num{}, l.reasons[l.pubR[j]]
+}
+
+// publishedCode returns poll i's value of PubCells[k], or the code of its
+// reason (Reason turns it into text); code 0 is a value.
+func (l *Log) publishedCode(i, k int) (float64, uint8) {
+	j := i*len(PubCells) + k
+	return l.pubV[j], l.pubR[j]
+}
+
+// Reason is the reason of a code publishedCode returned.
+func (l *Log) Reason(code uint8) string { return l.reasons[code] }
+
+// Engine is the engine the log classified its series under ("" none).
+func (l *Log) Engine() string { return l.engine }
+
+// add adds poll i's increments to acc (by log id).
+func (l *Log) add(i int, acc []float64) {
+	k, from := l.off[i]>>32, int(uint32(l.off[i]))
+	c := l.chunks[k]
+	end := len(c)
+	if i+1 < len(l.off) && l.off[i+1]>>32 == k {
+		end = int(uint32(l.off[i+1]))
+	}
+	b := c[from:end]
+	last, inc := int32(-1), 0.0
+	for len(b) > 0 {
+		var d uint64
+		d, b = uvarint(b)
+		if d == 0 {
+			last = -1
+			continue
+		}
+		x := last + int32(d>>1)
+		last = x
+		if d&1 == 0 {
+			var t uint64
+			t, b = uvarint(b)
+			inc = float64(t >> 1)
+			if t == 1 {
+				inc = math.Float64frombits(binary.LittleEndian.Uint64(b))
+				b = b[8:]
+			}
+		}
+		acc[x] += inc
+	}
+}
+
+// uvarint reads a varint off b: most are one byte.
+func uvarint(b []byte) (uint64, []byte) {
+	if b[0] < 0x80 {
+		return uint64(b[0]), b[1:]
+	}
+	v, n := binary.Uvarint(b)
+	return v, b[n:]
+}
+
+// appendUvarint appends v as a varint: most are one byte.
+func appendUvarint(b []byte, v uint64) []byte {
+	if v < 0x80 {
+		return append(b, byte(v))
+	}
+	return binary.AppendUvarint(b, v)
+}
+
+// Bytes is the memory the increments take.
+func (l *Log) Bytes() int {
+	n := 8 * cap(l.off)
+	for _, c := range l.chunks {
+		n += cap(c)
+	}
+	return n
+}
+
+// le is the le bound of logged series x; NaN when it has none.
+func (l *Log) le(x int) float64 {
+	if len(l.les) != len(l.Series) {
+		for y := len(l.les); y < len(l.Series); y++ {
+			le, ok := leOf(l.Series[y].Labels)
+			if !ok || !strings.HasSuffix(l.Series[y].Name, "_bucket") {
+				le = math.NaN()
+			}
+			l.les = append(l.les, le)
+		}
+	}
+	return l.les[x]
+}

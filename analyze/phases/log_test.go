@@ -1,0 +1,103 @@
+package phases
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/llmrec/llmrec/analyze/engine"
+)
+
+// The log's increments, summed over any run of polls, are the counters'
+// rise (a fall counted from 0, and marked), whole or fractional, across
+// the megabyte chunks they are kept in, repeats included, and a reading
+// that is not a number skipped; series its engine does not read
+// into a cell are not kept.
+func TestLogSums(t *testing.T) {
+	l := NewLog(0)
+	series := []engine.Series{
+		{Family: "vllm:generation_tokens_total", Type: "counter", Name: "vllm:generation_tokens_total", Labels: `{"engine":"0"}`},
+		{Family: "vllm:generation_tokens_total", Type: "counter", Name: "vllm:generation_tokens_total", Labels: `{"engine":"1"}`},
+		{Family: "vllm:e2e_request_latency_seconds", Type: "histogram", Name: "vllm:e2e_request_latency_seconds_sum"},
+		{Family: "vllm:num_requests_running", Type: "gauge", Name: "vllm:num_requests_running"},
+		{Family: "vllm:iteration_tokens_total", Type: "histogram", Name: "vllm:iteration_tokens_total_count"},
+	}
+	ids := []int32{0, 1, 2, 3, 4}
+	for i, s := range series {
+		l.Key(ids[i], s)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 200_000
+	vals := make([]float64, len(ids))
+	var want [][3]float64 // per poll: the rises of the three kept series
+	resets := map[int]bool{}
+	carry := 0.0 // a rise held back by a reading that was not a number
+	for i := range n {
+		var rise [3]float64
+		var fell [3]bool
+		for k := range 3 {
+			old := vals[k]
+			switch r := rng.Float64(); {
+			case r < 0.0005 && i > 0:
+				vals[k] = float64(rng.IntN(5)) // a restart
+				rise[k], resets[i], fell[k] = vals[k], true, true
+			case k == 1 && r < 0.5:
+				// The same rise as the series before: written as a repeat.
+				vals[k] += rise[0]
+				rise[k] = vals[k] - old
+			case k == 2:
+				vals[k] += rng.Float64() * 1e3
+				rise[k] = vals[k] - old
+			default:
+				vals[k] += float64(rng.IntN(1 << (rng.IntN(40))))
+				rise[k] = vals[k] - old
+			}
+		}
+		vals[3], vals[4] = rng.Float64(), float64(i)
+		if i == 0 {
+			rise = [3]float64{}
+		}
+		in := vals
+		if i > 0 && rng.Float64() < 0.001 && !resets[i] {
+			// A reading that is not a number is none: its rise comes with
+			// the next reading.
+			in = append([]float64{}, vals...)
+			in[0] = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[rng.IntN(3)]
+			carry = rise[0]
+			rise[0] = 0
+		} else if carry != 0 {
+			// A fall counts from 0: what the skipped reading held back is lost.
+			if !fell[0] {
+				rise[0] += carry
+			}
+			carry = 0
+		}
+		want = append(want, rise)
+		l.Poll(ids, in, nil, engine.VLLM, false)
+	}
+	if len(l.Series) != 3 || len(l.chunks) < 2 {
+		t.Fatalf("%d series kept (want 3), %d chunks (want more than one)", len(l.Series), len(l.chunks))
+	}
+	for range 200 {
+		a := rng.IntN(n)
+		b := a + rng.IntN(n-a)
+		acc := make([]float64, 3)
+		var exp [3]float64
+		for i := a + 1; i <= b; i++ {
+			l.add(i, acc)
+			for k := range 3 {
+				exp[k] += want[i][k]
+			}
+		}
+		for k := range 3 {
+			if math.Abs(acc[k]-exp[k]) > 1e-9*math.Abs(exp[k]) {
+				t.Fatalf("polls %d..%d series %d: %v, want %v", a, b, k, acc[k], exp[k])
+			}
+		}
+	}
+	for i := range n {
+		if l.Reset(i) != resets[i] {
+			t.Fatalf("poll %d: reset %v, want %v", i, l.Reset(i), resets[i])
+		}
+	}
+}
