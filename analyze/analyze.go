@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math/bits"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/internal/order"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/capture"
@@ -636,63 +636,12 @@ func median(xs []float64) rate.Num {
 		return rate.Num{}
 	}
 	n := len(xs)
-	hi := nth(xs, n/2)
+	hi := order.Nth(xs, n/2)
 	if n%2 == 1 {
 		return rate.Some(hi)
 	}
 	// nth left the lower half before n/2: its largest is the other middle.
 	return rate.Some((slices.MaxFunc(xs[:n/2], cmp.Compare[float64]) + hi) / 2)
-}
-
-// nth reorders xs so that xs[k] is the value slices.Sort would put there,
-// none before it greater and none after it less (in cmp.Compare's order,
-// NaN first), and returns it. It is Hoare's selection with a median of
-// three pivot; a range that shrinks too slowly is sorted instead, so the
-// worst case stays O(n log n).
-func nth(xs []float64, k int) float64 {
-	lo, hi := 0, len(xs)-1
-	for budget := 2 * bits.Len(uint(len(xs))); hi-lo > 16; budget-- {
-		// Too many bad pivots: sorting the rest bounds the cost.
-		if budget == 0 {
-			break
-		}
-		m := lo + (hi-lo)/2
-		if cmp.Less(xs[m], xs[lo]) {
-			xs[m], xs[lo] = xs[lo], xs[m]
-		}
-		if cmp.Less(xs[hi], xs[lo]) {
-			xs[hi], xs[lo] = xs[lo], xs[hi]
-		}
-		if cmp.Less(xs[hi], xs[m]) {
-			xs[hi], xs[m] = xs[m], xs[hi]
-		}
-		p := xs[m]
-		i, j := lo, hi
-		for i <= j {
-			for cmp.Less(xs[i], p) {
-				i++
-			}
-			for cmp.Less(p, xs[j]) {
-				j--
-			}
-			if i <= j {
-				xs[i], xs[j] = xs[j], xs[i]
-				i++
-				j--
-			}
-		}
-		// Now xs[lo..j] ≤ p ≤ xs[i..hi], and xs[j+1..i-1] (if any) equal p.
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return xs[k]
-		}
-	}
-	slices.Sort(xs[lo : hi+1])
-	return xs[k]
 }
 
 // Cell returns the cell called name of the target's poll at time t (within

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/internal/order"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/expo"
 )
@@ -679,7 +680,7 @@ func pct(xs []float64, q float64) rate.Num {
 	}
 	pos := q * float64(len(xs)-1)
 	i := int(pos)
-	lo := nth(xs, i)
+	lo := order.Nth(xs, i)
 	if i+1 >= len(xs) {
 		return rate.Some(lo)
 	}
@@ -687,51 +688,6 @@ func pct(xs []float64, q float64) rate.Num {
 	// is the least of them.
 	hi := slices.Min(xs[i+1:])
 	return rate.Some(lo + (hi-lo)*(pos-float64(i)))
-}
-
-// nth reorders xs so that xs[k] is what sorting would put there, none
-// before it greater and none after it less, and returns it: Hoare's
-// selection with a median-of-three pivot, sorting what is left when the
-// range shrinks too slowly (values are finite: cells never hold NaN).
-func nth(xs []float64, k int) float64 {
-	lo, hi := 0, len(xs)-1
-	for budget := 64; hi-lo > 16 && budget > 0; budget-- {
-		m := lo + (hi-lo)/2
-		if xs[m] < xs[lo] {
-			xs[m], xs[lo] = xs[lo], xs[m]
-		}
-		if xs[hi] < xs[lo] {
-			xs[hi], xs[lo] = xs[lo], xs[hi]
-		}
-		if xs[hi] < xs[m] {
-			xs[hi], xs[m] = xs[m], xs[hi]
-		}
-		p := xs[m]
-		i, j := lo, hi
-		for i <= j {
-			for xs[i] < p {
-				i++
-			}
-			for p < xs[j] {
-				j--
-			}
-			if i <= j {
-				xs[i], xs[j] = xs[j], xs[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return xs[k]
-		}
-	}
-	slices.Sort(xs[lo : hi+1])
-	return xs[k]
 }
 
 // disagrees says whether the published median is more than Disagreement
