@@ -1,12 +1,10 @@
 package record
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"runtime"
-	"slices"
 
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/expo"
@@ -22,16 +20,19 @@ const largeChunk = 256 << 10
 // bodyReader reads scrape bodies so a giant, endless or inflating body costs
 // its own target, not its neighbours. The first smallBody bytes of every
 // body are read freely; past them, bodies take turns: one large body at a
-// time is read, into one buffer kept from turn to turn, so giant bodies
-// use at most one core's worth of copying or inflating, and allocate only
-// what is kept (a body over the cap allocates nothing). Waiting for a turn
-// counts against the waiting scrape's own timeout.
+// time is read, into chunks of largeChunk kept from turn to turn, so giant
+// bodies use at most one core's worth of copying or inflating, and allocate
+// only what is kept (a body over the cap allocates nothing). No step copies
+// more than largeChunk at once: a contiguous buffer grown by doubling
+// copied 32 MiB into fresh memory in one non-preemptible move, and the
+// page faults held a processor for a tick's worth of time. Waiting for a
+// turn counts against the waiting scrape's own timeout.
 type bodyReader struct {
-	turn chan []byte // holds the shared buffer while no large body is read
+	turn chan [][]byte // holds the chunks while no large body is read
 }
 
 func newBodyReader() *bodyReader {
-	r := &bodyReader{turn: make(chan []byte, 1)}
+	r := &bodyReader{turn: make(chan [][]byte, 1)}
 	r.turn <- nil
 	return r
 }
@@ -52,42 +53,48 @@ func (r *bodyReader) read(ctx context.Context, body io.Reader, max int64) (b []b
 	case n == limit:
 		return nil, n, nil
 	}
-	var buf []byte
+	var chunks [][]byte
 	select {
-	case buf = <-r.turn:
+	case chunks = <-r.turn:
 	case <-ctx.Done():
 		return nil, n, fmt.Errorf("waiting for a turn to read a body over %d bytes: %w", smallBody, ctx.Err())
 	}
-	defer func() { r.turn <- buf[:0] }()
-	buf = append(buf[:0], b...)
-	for int64(len(buf)) < max {
-		if len(buf) == cap(buf) {
-			// Doubling up to the cap: the buffer reaches its size in a few
-			// steps, once per recording.
-			buf = slices.Grow(buf, int(min(int64(2*cap(buf)), max))-len(buf))
+	defer func() { r.turn <- chunks }()
+	// used[i] is how much of chunks[i] this body fills.
+	var used []int
+	for n < limit {
+		if len(used) == 0 || used[len(used)-1] == largeChunk {
+			if len(used) == len(chunks) {
+				chunks = append(chunks, make([]byte, largeChunk))
+			}
+			used = append(used, 0)
 		}
-		m, rerr := body.Read(buf[len(buf):min(int64(cap(buf)), max, int64(len(buf)+largeChunk))])
-		buf = buf[:len(buf)+m]
-		// Between chunks the tick loops get a processor: a giant body is
+		c := chunks[len(used)-1]
+		m, rerr := body.Read(c[used[len(used)-1]:min(int64(largeChunk), int64(used[len(used)-1])+limit-n)])
+		used[len(used)-1] += m
+		n += int64(m)
+		// Between reads the tick loops get a processor: a giant body is
 		// copied or inflated in slices of at most largeChunk.
 		runtime.Gosched()
 		if rerr == io.EOF {
-			return bytes.Clone(buf), int64(len(buf)), nil
+			break
 		}
 		if rerr != nil {
-			return nil, int64(len(buf)), rerr
+			return nil, n, rerr
 		}
 	}
-	// Exactly max bytes so far: one more byte puts the body over the cap.
-	var one [1]byte
-	m, rerr := io.ReadFull(body, one[:])
-	switch {
-	case m > 0:
-		return nil, max + 1, nil
-	case rerr != io.EOF:
-		return nil, max, rerr
+	if n > max {
+		return nil, n, nil
 	}
-	return bytes.Clone(buf), max, nil
+	// A body under the cap is kept: copied out at its exact size, a chunk
+	// at a time.
+	out := make([]byte, 0, n)
+	out = append(out, b...)
+	for i, u := range used {
+		out = append(out, chunks[i][:u]...)
+		runtime.Gosched()
+	}
+	return out, n, nil
 }
 
 // largeParse is the body size from which parses take turns: one at a

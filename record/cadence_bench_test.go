@@ -1,13 +1,17 @@
 package record
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -26,11 +30,10 @@ func healthyPage() []byte {
 	return b.Bytes()
 }
 
-// hostileServers serves, on loopback, the bodies that once stalled healthy
-// neighbours: 200 MiB (refused at the 64 MiB cap), an endless body trickling
-// 4 KiB every 5 ms, and a gzip bomb of 256 MiB of zeros.
-func hostileServers(b *testing.B) map[string]string {
-	b.Helper()
+// hostileHandlers serve the bodies that once stalled healthy neighbours:
+// 200 MiB (refused at the 64 MiB cap), an endless body trickling 4 KiB
+// every 5 ms, and a gzip bomb of 256 MiB of zeros.
+func hostileHandlers() map[string]http.HandlerFunc {
 	var bomb bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestCompression)
 	zeros := make([]byte, 1<<20)
@@ -39,7 +42,7 @@ func hostileServers(b *testing.B) map[string]string {
 	}
 	zw.Close()
 	chunk := bytes.Repeat([]byte("# padding padding padding padding padding padding padding padding\n"), 1<<14)
-	handlers := map[string]http.HandlerFunc{
+	return map[string]http.HandlerFunc{
 		"huge": func(w http.ResponseWriter, r *http.Request) {
 			for n := 0; n < 200<<20; n += len(chunk) {
 				if _, err := w.Write(chunk); err != nil {
@@ -66,17 +69,61 @@ func hostileServers(b *testing.B) map[string]string {
 			w.Write(bomb.Bytes())
 		},
 	}
-	urls := map[string]string{}
-	for name, h := range handlers {
+}
+
+// hostileEnv makes the test binary serve the hostile handlers instead of
+// testing (see TestMain): a hostile target is another process, as an
+// attacker's is, so the cost of serving it is not charged to the recorder's
+// own threads.
+const hostileEnv = "LLMREC_HOSTILE_SERVERS"
+
+// serveHostile serves the hostile handlers on loopback, writes "name url"
+// lines and "ready" to stdout, and returns when stdin closes.
+func serveHostile() {
+	for name, h := range hostileHandlers() {
 		srv := httptest.NewServer(h)
-		b.Cleanup(srv.Close)
-		urls[name] = srv.URL + "/metrics"
+		defer srv.Close()
+		fmt.Printf("%s %s/metrics\n", name, srv.URL)
+	}
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin)
+}
+
+// hostileServers starts the hostile servers in a child process (this test
+// binary, see hostileEnv) and returns their URLs by name.
+func hostileServers(b *testing.B) map[string]string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), hostileEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	urls := map[string]string{}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && sc.Text() != "ready" {
+		name, u, _ := strings.Cut(sc.Text(), " ")
+		urls[name] = u
+	}
+	if len(urls) != 3 {
+		b.Fatalf("hostile servers: %v (%v)", urls, sc.Err())
 	}
 	return urls
 }
 
 // BenchmarkCadenceHostile records three healthy targets at 200 ms, alone
-// and beside three hostile ones at 1 s, for 6 s per iteration and reports
+// and beside three hostile ones at 1 s (served by another process), for 6 s per iteration and reports
 // the healthy targets' missed ticks and the p99 of their lag from tick to
 // request (start_ns - scheduled_ns). Target beside the hostile ones: 0
 // missed, p99 under 20 ms; "alone" is the host's own noise.
