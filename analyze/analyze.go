@@ -86,6 +86,7 @@ func Analyze(opts Options) (*Result, error) {
 		Schema: Schema, Generator: "llmrec " + capture.Version, Gates: gatesOf(cfg),
 		Inputs: []Input{}, Problems: []Problem{}, Targets: []Target{},
 	}
+	res.Gates.SpanByKind = opts.Gates.Span == 0
 	var files []file
 	metas := map[string]*targetMeta{}
 	var marks []capture.Mark

@@ -46,6 +46,9 @@ type Gates struct {
 	JumpFactor    rate.Num `json:"jump_factor"`
 	JumpFloor     rate.Num `json:"jump_floor"` // per second
 	StaleFraction rate.Num `json:"stale_fraction"`
+	// SpanByKind is true when no span was asked for: counters an engine
+	// moves on every step span their target's interval, the others Span.
+	SpanByKind bool `json:"span_by_kind"`
 }
 
 func gatesOf(c rate.Config) Gates {

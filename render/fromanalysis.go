@@ -130,7 +130,7 @@ func header(res *analyze.Result) Header {
 		{"From", text(unix(first))},
 		{"To", text(unix(last))},
 		{"Duration", text(time.Duration((last - first) * 1e9).Round(time.Second).String())},
-		{"Span", Cell{Text: num(res.Gates.Span, "s"), Prov: "the estimator's span: how far back a window may reach; unless one was asked for, counters an engine moves on every step span the target's interval instead (each cell's window says which)"}},
+		{"Span", Cell{Text: spanText(res.Gates), Prov: "the estimator's span: how far back a window may reach; unless one was asked for, counters an engine moves on every step span the target's interval instead (each cell's window says which)"}},
 		{"Gates", Cell{Text: fmt.Sprintf("floor %s, ceiling %s × span, jump %s ×, stale above %s of the window",
 			num(res.Gates.MinWindow, "s"), num(res.Gates.CeilingFactor, ""), num(res.Gates.JumpFactor, ""), num(res.Gates.StaleFraction, "")),
 			Prov: "a refused window is published as null with its reason"}},
@@ -378,4 +378,13 @@ func recordingConfigs(res *analyze.Result) string {
 		}
 	}
 	return b.String()
+}
+
+// spanText says the published span: one for every counter when one was
+// asked for, else by counter kind.
+func spanText(g analyze.Gates) string {
+	if !g.SpanByKind {
+		return num(g.Span, "s")
+	}
+	return "each target's interval for counters moved every engine step, " + num(g.Span, "s") + " for the others"
 }
