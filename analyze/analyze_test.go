@@ -1086,3 +1086,26 @@ func TestSeriesJoiningMidSegment(t *testing.T) {
 		t.Errorf("b's decode cell when a set joins: %+v", c)
 	}
 }
+
+// The summary's gates line says when spans are by counter kind (no span
+// asked for), and names the one span when one was.
+func TestSummarySaysSpanKind(t *testing.T) {
+	dir := t.TempDir()
+	record(t, dir, testRun, steady(testRun, "llama", 1000, 10, 0, 50, 0), 0)
+	for _, c := range []struct {
+		span float64
+		want string
+	}{{0, "gates: span each target's interval for every-step counters, 10 s for the others,"}, {4, "gates: span 4 s,"}} {
+		res, err := Analyze(Options{Dirs: []string{dir}, Gates: rate.Config{Span: c.span}, SkipPolls: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := res.WriteSummary(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) || res.Gates.SpanByKind != (c.span == 0) {
+			t.Errorf("span %v: by kind %v, summary lacks %q:\n%s", c.span, res.Gates.SpanByKind, c.want, b.String())
+		}
+	}
+}

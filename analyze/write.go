@@ -114,8 +114,12 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		}
 	}
 	g := &r.Gates
+	span := seconds(g.Span.V, true)
+	if g.SpanByKind {
+		span = "each target's interval for every-step counters, " + span + " for the others"
+	}
 	fmt.Fprintf(bw, "gates: span %s, floor %s, ceiling %s, jump %s, stale %s\n",
-		seconds(g.Span.V, true), seconds(g.MinWindow.V, g.MinWindow.Valid),
+		span, seconds(g.MinWindow.V, g.MinWindow.Valid),
 		gate(g.CeilingFactor, "%g × span"), gate(g.JumpFactor, "%g × the last rate (at least "+num(g.JumpFloor.V, g.JumpFloor.Valid)+"/s)"),
 		gate(g.StaleFraction, "above %g of the window"))
 	for i := range r.Targets {
