@@ -382,8 +382,18 @@ func (a *analyzer) isPoll(w *row) bool {
 // wantBody asks for the body of a /metrics answer of 503: an engine may
 // say there that it is loading its model, which is a restart.
 func (a *analyzer) wantBody(w *row) bool {
-	return w.endpoint == a.metricsID && w.outcome == a.httpErrID && w.err >= 0 &&
-		strings.HasPrefix(a.r.tab.s[w.err], "HTTP 503")
+	if w.endpoint != a.metricsID || w.outcome != a.httpErrID || w.err < 0 || !strings.HasPrefix(a.r.tab.s[w.err], "HTTP 503") {
+		return false
+	}
+	// Only llama.cpp says it is loading so (its forks too); reading a body
+	// decompresses the page of bodies it is in, so a known other engine's
+	// 503 is not read.
+	st, ok := a.targets[w.target]
+	if !ok {
+		return true
+	}
+	id, _ := st.tr.Engine()
+	return id == "" || id == engine.LlamaCpp
 }
 
 // isLoading reports whether a 503 body is an engine loading its model:
