@@ -298,7 +298,11 @@ func analyzeRun(_ context.Context, stdout, stderr io.Writer, args []string) erro
 		// gigabytes of cells), in the temporary folder for stdout.
 		dir := ""
 		if *jsonPath != "-" {
+			// The document's folder is made when missing.
 			dir = filepath.Dir(*jsonPath)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("analyze: write %s: %w", *jsonPath, err)
+			}
 		}
 		spool, err := os.MkdirTemp(dir, ".llmrec-polls-*")
 		if err != nil {
@@ -337,26 +341,7 @@ func writeAnalysisJSON(res *analyze.Result, path string, stdout io.Writer) error
 	if path == "-" {
 		return res.WriteJSON(stdout)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := res.WriteJSON(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return writeFile(path, res.WriteJSON)
 }
 
 // progressPrinter reports the files read, at most once a second and when

@@ -34,7 +34,7 @@ func TestAnalyzeFindings(t *testing.T) {
 		t.Errorf("the ceiling is not printed above vllm-0's numbers:\n%s", out)
 	}
 
-	js := filepath.Join(t.TempDir(), "a.json")
+	js := filepath.Join(t.TempDir(), "new", "a.json") // its folder is made
 	if _, _, err := runCLI("analyze", findingsRun, "--quiet", "--json", js, "--spans", "none"); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -80,6 +81,9 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 		}
 		return nil
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = []string{"version"}
+	}
 	c, ok := commands()[args[0]]
 	if !ok {
 		usage(stderr)
@@ -118,8 +122,39 @@ func main() {
 }
 
 func versionRun(_ context.Context, stdout, _ io.Writer, _ []string) error {
-	_, err := fmt.Fprintln(stdout, "llmrec", capture.Version)
+	_, err := fmt.Fprintln(stdout, versionLine(debug.ReadBuildInfo()))
 	return err
+}
+
+// versionLine says which llmrec this is: the version the build set (or
+// the module's), and the VCS revision and time Go stamped into the binary
+// ("+dirty" for a tree with changes). `go run` and `go test` builds carry
+// no revision: the line says so rather than guess.
+func versionLine(bi *debug.BuildInfo, ok bool) string {
+	v := capture.Version
+	if !ok {
+		return "llmrec " + v
+	}
+	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	var rev, at, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", with uncommitted changes"
+			}
+		}
+	}
+	if rev == "" {
+		return fmt.Sprintf("llmrec %s (no VCS revision in this build; %s)", v, bi.GoVersion)
+	}
+	return fmt.Sprintf("llmrec %s (revision %.12s of %s%s; %s)", v, rev, at, modified, bi.GoVersion)
 }
 
 // newFlags returns a flag set that prints usage text to stderr and returns

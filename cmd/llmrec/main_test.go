@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"inspect"}, "want exactly one run folder"},
 		{[]string{"export", "d"}, "--target and --seq are required"},
 		{[]string{"demo", "x"}, `unexpected argument "x"`},
+		// Not positive: refused with the reason, never read as a default
+		// (--duration -3s recorded until interrupted, --interval 0s was 2 s).
+		{[]string{"record", "--out", "x", "--target", "a=http://127.0.0.1:9/m", "--duration", "-3s"}, "--duration -3s: want a positive duration"},
+		{[]string{"record", "--out", "x", "--target", "a=http://127.0.0.1:9/m", "--interval", "0s"}, "--interval 0s: want a positive duration"},
+		{[]string{"record", "--out", "x", "--target", "a=http://127.0.0.1:9/m", "--timeout", "-1ms"}, "--timeout -1ms: want a positive duration"},
 	}
 	for _, c := range cases {
 		_, _, err := runCLI(c.args...)
@@ -127,5 +133,26 @@ func TestSimGenerate(t *testing.T) {
 	}
 	if rep, _, err := runCLI("inspect", dir); err != nil || !strings.Contains(rep, "metrics: 300 rows") {
 		t.Errorf("inspect: %v\n%s", err, rep)
+	}
+}
+
+// version and --version say the version and, when the build stamped one,
+// the VCS revision, its time and whether the tree had changes.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, _, err := runCLI(args...)
+		if err != nil || !strings.HasPrefix(out, "llmrec ") {
+			t.Errorf("llmrec %v: %q %v", args, out, err)
+		}
+	}
+	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "835e0490f0cb8e291156379129680ff761d97680"},
+		{Key: "vcs.time", Value: "2026-12-03T11:21:10Z"}, {Key: "vcs.modified", Value: "true"}}}
+	if got, want := versionLine(bi, true), "llmrec v1.2.3 (revision 835e0490f0cb of 2026-12-03T11:21:10Z, with uncommitted changes; go1.26.8)"; got != want {
+		t.Errorf("versionLine %q, want %q", got, want)
+	}
+	bi.Settings, bi.Main.Version = nil, "(devel)"
+	if got, want := versionLine(bi, true), "llmrec dev (no VCS revision in this build; go1.26.8)"; got != want {
+		t.Errorf("versionLine %q, want %q", got, want)
 	}
 }

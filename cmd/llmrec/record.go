@@ -104,6 +104,18 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if *out == "" {
 		return fmt.Errorf("%w: record: --out DIR is required", errUsage)
 	}
+	// A duration that is not positive is refused, never read as a default:
+	// --duration -3s recorded until interrupted, --interval 0s became 2 s.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"duration", *duration}, {"interval", *interval}, {"timeout", *timeout}} {
+		if set[d.name] && d.v <= 0 {
+			return fmt.Errorf("%w: record: --%s %s: want a positive duration such as 2s", errUsage, d.name, d.v)
+		}
+	}
 	cfg := &record.Config{}
 	if *configPath != "" {
 		c, err := record.LoadConfig(*configPath)
@@ -113,8 +125,6 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		cfg = c
 	}
 	// Flags override the file.
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["interval"] {
 		cfg.Interval = record.Duration(*interval)
 		for i := range cfg.Targets {

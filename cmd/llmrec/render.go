@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -94,10 +96,21 @@ func writeReport(in render.Input, htmlPath, md string) error {
 	return writeFile(md, func(w io.Writer) error { return render.Markdown(w, rep) })
 }
 
+// writeFile writes path whole or not at all: under a temporary name in its
+// folder (made when missing), renamed once written. Errors name path and
+// its folder, never the temporary name.
 func writeFile(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("write %s: cannot create a file in %s: %w", path, dir, err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()

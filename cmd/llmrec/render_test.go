@@ -12,7 +12,8 @@ import (
 // by others (0644), and refuses without -o or a run folder.
 func TestRenderCommand(t *testing.T) {
 	dir := t.TempDir()
-	html, md := filepath.Join(dir, "report.html"), filepath.Join(dir, "summary.md")
+	// The outputs' folders are made when missing.
+	html, md := filepath.Join(dir, "new", "report.html"), filepath.Join(dir, "other", "deep", "summary.md")
 	out, _, err := runCLI("render", "../../captures/findings/run", "-o", html, "--md", md, "--quiet")
 	if err != nil {
 		t.Fatal(err)
