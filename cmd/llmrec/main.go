@@ -172,13 +172,68 @@ func newFlags(name, usageText string, stderr io.Writer) *flag.FlagSet {
 
 // parseFlags parses args and wraps a bad flag as a usage error.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)
+	// The help is printed for -h only: a mistake gets one line (the flag
+	// package prints the error, the whole help, and the caller the error
+	// again).
+	help, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = help
+	fs.SetOutput(out)
+	if errors.Is(err, flag.ErrHelp) {
+		help()
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v%s; see llmrec %s -h", errUsage, fs.Name(), err, suggest(fs, err), fs.Name())
 	}
 	return nil
+}
+
+// suggest names the defined flag closest to an undefined one, as
+// " (did you mean --out?)"; "" when none is close.
+func suggest(fs *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	name = strings.TrimPrefix(name, "-")
+	best, bestD := "", 3 // at most two edits away
+	fs.VisitAll(func(f *flag.Flag) {
+		d := editDistance(name, f.Name)
+		if strings.HasPrefix(f.Name, name) && len(name) >= 2 {
+			d = min(d, 1)
+		}
+		if d < bestD || (d == bestD && f.Name < best) {
+			best, bestD = f.Name, d
+		}
+	})
+	if best == "" {
+		return ""
+	}
+	return " (did you mean --" + best + "?)"
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // multiFlag collects a repeated string flag.

@@ -44,11 +44,21 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"record", "--out", "x", "--target", "a=http://127.0.0.1:9/m", "--duration", "-3s"}, "--duration -3s: want a positive duration"},
 		{[]string{"record", "--out", "x", "--target", "a=http://127.0.0.1:9/m", "--interval", "0s"}, "--interval 0s: want a positive duration"},
 		{[]string{"record", "--out", "x", "--target", "a=http://127.0.0.1:9/m", "--timeout", "-1ms"}, "--timeout -1ms: want a positive duration"},
+		// A mistyped flag: one line, the closest flag, where help is.
+		{[]string{"record", "--otu", "x"}, "flag provided but not defined: -otu (did you mean --out?); see llmrec record -h"},
+		{[]string{"render", "--md-x", "y"}, "(did you mean --md?)"},
+		{[]string{"sim", "--scenari", "f"}, "(did you mean --scenario?)"},
+		{[]string{"sim", "x"}, `unexpected argument "x"`},
+		{[]string{"sim", "--duration", "-1s"}, "--duration -1s: want a positive duration"},
 	}
 	for _, c := range cases {
-		_, _, err := runCLI(c.args...)
+		_, stderr, err := runCLI(c.args...)
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("llmrec %v: error %v, want a usage error with %q", c.args, err, c.want)
+		}
+		// The help is for -h: a mistake prints no page of it.
+		if len(c.args) > 0 && strings.Contains(stderr, "Flags:") {
+			t.Errorf("llmrec %v printed the help:\n%s", c.args, stderr)
 		}
 	}
 }
@@ -58,7 +68,7 @@ func TestHelpTeaches(t *testing.T) {
 	if err != nil || !strings.Contains(out, "record") || !strings.Contains(out, "demo") {
 		t.Fatalf("help: %v\n%s", err, out)
 	}
-	for _, cmd := range []string{"record", "inspect", "export", "demo"} {
+	for _, cmd := range []string{"record", "inspect", "export", "demo", "sim", "analyze", "render"} {
 		_, stderr, err := runCLI(cmd, "-h")
 		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "Examples:") || !strings.Contains(stderr, "Usage: llmrec "+cmd) {
 			t.Errorf("%s -h: %v\n%s", cmd, err, stderr)

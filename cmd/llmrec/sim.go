@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,25 +26,6 @@ Offsets in the scenario run from the moment the server starts.
 vLLM engines also answer /version and /v1/models, llama.cpp engines /props
 and /slots; both answer /health.
 
-Flags:
-  -scenario FILE      scenario in TOML (default: the built-in 30 s scenario
-                      of a vLLM and a llama.cpp engine)
-  -listen-host HOST   loopback address to listen on (default 127.0.0.1)
-  -truth FILE         write the truth log to FILE: one JSON line per request
-                      with its times, status, size and the true counters
-                      the body carried
-  -duration D         stop after D, e.g. 45s (default: until interrupted)
-  -print-scenario     print the built-in scenario, an annotated example of
-                      the format, and exit
-  -generate DIR       write a recording of the scenario to DIR without
-                      waiting for the clock, as "llmrec record" at
-                      -interval would have written it (for benchmarks)
-  -engines N          with -generate: use a long synthetic scenario of N
-                      engines (every 4th a llama.cpp) lasting -duration,
-                      with varied load, restarts, a label join, hangs
-  -interval D         with -generate: the scrape interval (default 2s)
-  -seed N             with -generate: seed of the synthetic scenario
-
 Output:
   One line per engine on stdout, "NAME URL", where URL is its /metrics
   address, as soon as the engines listen.
@@ -59,35 +38,26 @@ Examples:
   llmrec sim -generate runs/day -engines 8 -duration 24h
 `
 
-const simShortUsage = "usage: llmrec sim [-scenario FILE] [-listen-host HOST] [-truth FILE] [-duration D] (-h for help)"
-
 // simRun implements "llmrec sim".
 func simRun(stdout, stderr io.Writer, args []string) error {
-	fs := flag.NewFlagSet("llmrec sim", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	scenarioPath := fs.String("scenario", "", "scenario TOML file")
+	fs := newFlags("sim", simUsage, stderr)
+	scenarioPath := fs.String("scenario", "", "scenario in TOML (default: the built-in 30 s scenario of a vLLM and a llama.cpp engine)")
 	host := fs.String("listen-host", "127.0.0.1", "loopback address to listen on")
-	truthPath := fs.String("truth", "", "truth log file (JSON lines)")
-	duration := fs.Duration("duration", 0, "stop after this long")
-	printScenario := fs.Bool("print-scenario", false, "print the built-in scenario and exit")
-	generate := fs.String("generate", "", "write a recording to this folder instead of serving")
-	engines := fs.Int("engines", 0, "with -generate: a long synthetic scenario of this many engines")
-	interval := fs.Duration("interval", 2*time.Second, "with -generate: the scrape interval")
-	seed := fs.Int64("seed", 1, "with -generate: seed of the synthetic scenario and latencies")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, simUsage)
-			return nil
-		}
-		fmt.Fprintln(stderr, simShortUsage)
-		return fmt.Errorf("sim: %w", err)
+	truthPath := fs.String("truth", "", "write the truth log to this file: one JSON line per request with its times, status, size and the true counters the body carried")
+	duration := fs.Duration("duration", 0, "stop after this long, e.g. 45s (default: until interrupted)")
+	printScenario := fs.Bool("print-scenario", false, "print the built-in scenario, an annotated example of the format, and exit")
+	generate := fs.String("generate", "", "write a recording of the scenario to this folder without waiting for the clock, as \"llmrec record\" at --interval would have (for benchmarks)")
+	engines := fs.Int("engines", 0, "with --generate: a long synthetic scenario of this many engines (every 4th a llama.cpp) lasting --duration")
+	interval := fs.Duration("interval", 2*time.Second, "with --generate: the scrape interval")
+	seed := fs.Int64("seed", 1, "with --generate: seed of the synthetic scenario and latencies")
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, simShortUsage)
-		return fmt.Errorf("sim: unexpected argument %q", fs.Arg(0))
+		return fmt.Errorf("%w: sim: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	if *duration < 0 {
-		return fmt.Errorf("sim: -duration %v is negative", *duration)
+		return fmt.Errorf("%w: sim: --duration %s: want a positive duration such as 30s", errUsage, *duration)
 	}
 	if *printScenario {
 		_, err := io.WriteString(stdout, sim.DefaultScenarioTOML())
