@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -29,13 +30,17 @@ Examples:
 
 func demoRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("demo", demoUsage, stderr)
-	out := fs.String("o", "llmrec-demo", "folder to record into")
+	out := fs.String("out", "llmrec-demo", "folder to record into (replaced when it holds an earlier demo)")
+	fs.StringVar(out, "o", "llmrec-demo", "short for --out")
 	interval := fs.Duration("interval", time.Second, "scrape cadence")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: demo: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if err := freshDemoFolder(*out, stderr); err != nil {
+		return err
 	}
 	sc := sim.DefaultScenario()
 	ctx, cancel := context.WithCancel(ctx)
@@ -74,5 +79,29 @@ func demoRun(ctx context.Context, stdout, stderr io.Writer, args []string) error
 	fmt.Fprintf(stdout, "\nReport: %s (open it in a browser; it works offline)\nSummary for a pull request: %s\n", html, md)
 	fmt.Fprintf(stdout, "Next: llmrec analyze %s; llmrec export %s --target %s --seq 5; DuckDB: SELECT * FROM read_parquet('%s/*.parquet')\n",
 		*out, *out, cfg.Targets[0].Name, *out)
+	return nil
+}
+
+// freshDemoFolder makes dir ready for a new demo: a folder holding an
+// earlier demo (llmrec's own files, its report and summary) is emptied,
+// saying so, so that two demos are never read as one run; a folder with
+// anything else in it is refused.
+func freshDemoFolder(dir string, stderr io.Writer) error {
+	r, err := capture.Open(dir)
+	if err != nil {
+		return nil // missing, or no recording: recorded into as it is
+	}
+	if len(r.Live) > 0 {
+		return fmt.Errorf("%w: demo: %s is being recorded into now; give another -o", errUsage, dir)
+	}
+	for _, f := range r.Foreign {
+		if f != "report.html" && f != "summary.md" {
+			return fmt.Errorf("%w: demo: %s holds a recording and %s, which is not the demo's; give another -o", errUsage, dir, f)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("demo: replace the earlier demo in %s: %w", dir, err)
+	}
+	fmt.Fprintf(stderr, "demo: replaced the earlier demo recording in %s\n", dir)
 	return nil
 }

@@ -72,7 +72,7 @@ func TestSIGKILLLosesNoCompletedScrape(t *testing.T) {
 	type session struct{ start, kill int64 }
 	var sessions []session
 	for range 10 {
-		cmd := exec.Command(bin, "record", "--out", dir, "--config", cfgPath, "--interval", interval.String(),
+		cmd := exec.Command(bin, "record", "--append", "--out", dir, "--config", cfgPath, "--interval", interval.String(),
 			"--quiet", "--target", "vllm="+url)
 		start := time.Now().UnixNano()
 		if err := cmd.Start(); err != nil {

@@ -201,6 +201,10 @@ func suggest(fs *flag.FlagSet, err error) string {
 	name = strings.TrimPrefix(name, "-")
 	best, bestD := "", 3 // at most two edits away
 	fs.VisitAll(func(f *flag.Flag) {
+		// A one-letter alias (-o) is no suggestion for a word.
+		if len(f.Name) == 1 && len(name) > 1 {
+			return
+		}
 		d := editDistance(name, f.Name)
 		if strings.HasPrefix(f.Name, name) && len(name) >= 2 {
 			d = min(d, 1)

@@ -166,3 +166,66 @@ func TestVersion(t *testing.T) {
 		t.Errorf("versionLine %q, want %q", got, want)
 	}
 }
+
+// A folder that holds a recording takes another session only with
+// --append: two sessions of one folder are read as one run.
+func TestRecordRefusesAUsedFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	rec := func(extra ...string) error {
+		_, _, err := runCLI(append([]string{"record", "-o", dir, "--duration", "300ms", "--quiet",
+			"--target", "a=http://127.0.0.1:9/metrics"}, extra...)...)
+		return err
+	}
+	if err := rec(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec(); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "already holds a recording (1 session(s)); give --append") {
+		t.Fatalf("second session without --append: %v", err)
+	}
+	if err := rec("--append"); err != nil {
+		t.Fatalf("with --append: %v", err)
+	}
+	if n := sessionsIn(dir); n != 2 {
+		t.Errorf("%d sessions, want 2", n)
+	}
+	if _, _, err := runCLI("record", "--out", dir, "--append"); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "no targets") {
+		t.Errorf("no targets: %v", err)
+	}
+}
+
+// The demo replaces an earlier demo's folder, saying so, and refuses a
+// folder that holds anything else.
+func TestDemoFolderIsFresh(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	var stderr bytes.Buffer
+	if err := freshDemoFolder(dir, &stderr); err != nil || stderr.Len() != 0 {
+		t.Fatalf("missing folder: %v %q", err, stderr.String())
+	}
+	if _, _, err := runCLI("record", "-o", dir, "--duration", "200ms", "--quiet", "--target", "a=http://127.0.0.1:9/metrics"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.html", "summary.md"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := freshDemoFolder(dir, &stderr); err != nil || !strings.Contains(stderr.String(), "replaced the earlier demo recording") {
+		t.Fatalf("earlier demo: %v %q", err, stderr.String())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the earlier demo is still there: %v", err)
+	}
+	if _, _, err := runCLI("record", "-o", dir, "--duration", "200ms", "--quiet", "--target", "a=http://127.0.0.1:9/metrics"); err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(mine, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := freshDemoFolder(dir, &stderr); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "notes.txt") {
+		t.Fatalf("a folder with other files: %v", err)
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Fatalf("the user's file: %v", err)
+	}
+}

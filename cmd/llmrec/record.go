@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmrec/llmrec/record"
+	"github.com/llmrec/llmrec/record/capture"
 )
 
 const recordUsage = `Usage: llmrec record --out DIR [--config FILE] [--target NAME=URL]... [flags]
@@ -80,7 +81,9 @@ Afterwards: llmrec inspect DIR; query with DuckDB: SELECT * FROM read_parquet('D
 
 func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("record", recordUsage, stderr)
-	out := fs.String("out", "", "run folder to write (created if missing; may hold earlier sessions)")
+	out := fs.String("out", "", "run folder to write (created if missing; one that holds a recording needs --append)")
+	fs.StringVar(out, "o", "", "short for --out")
+	appendTo := fs.Bool("append", false, "record another session into a folder that already holds a recording")
 	configPath := fs.String("config", "", "TOML config file")
 	var targets multiFlag
 	fs.Var(&targets, "target", "NAME=URL of a /metrics endpoint (repeatable; adds to the config's targets)")
@@ -162,8 +165,16 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		}
 		cfg.Targets = append(cfg.Targets, t)
 	}
+	if len(cfg.Targets) == 0 {
+		return fmt.Errorf("%w: record: no targets: give --target NAME=URL or a config file with [[target]] tables", errUsage)
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: record: %v", errUsage, err)
+	}
+	// Sessions of one folder are read as one run: adding to one is asked
+	// for, never an accident (two demos made one 5.5-minute "incident").
+	if n := sessionsIn(*out); n > 0 && !*appendTo {
+		return fmt.Errorf("%w: record: %s already holds a recording (%d session(s)); give --append to add a session to it, or another --out", errUsage, *out, n)
 	}
 	opt := record.Options{Dir: *out, Duration: *duration, Warnings: stderr}
 	if !*quiet {
@@ -251,4 +262,22 @@ func byteCount(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// sessionsIn is how many recording sessions dir holds: 0 for a folder that
+// is missing or holds none (only foreign files, say).
+func sessionsIn(dir string) int {
+	r, err := capture.Open(dir)
+	if err != nil {
+		return 0
+	}
+	runs := map[string]bool{}
+	for _, m := range r.Manifests {
+		runs[m.RunID] = true
+	}
+	// A session killed before its manifest was written still has files.
+	if len(runs) == 0 && (len(r.Segments) > 0 || len(r.Journals()) > 0) {
+		return 1
+	}
+	return len(runs)
 }

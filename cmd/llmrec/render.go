@@ -37,7 +37,8 @@ Examples:
 
 func renderRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlags("render", renderUsage, stderr)
-	out := fs.String("o", "", "HTML report to write (required)")
+	out := fs.String("out", "", "HTML report to write (required)")
+	fs.StringVar(out, "o", "", "short for --out")
 	md := fs.String("md", "", "Markdown summary to write")
 	build := analysisFlags(fs, stderr)
 	if err := parseFlags(fs, interleave(args, map[string]bool{"quiet": true})); err != nil {

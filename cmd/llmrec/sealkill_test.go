@@ -131,7 +131,7 @@ func TestSIGKILLInsideSealsLosesNoScrape(t *testing.T) {
 	for i := range 3 {
 		k := kinds[i%len(kinds)]
 		before := runsIn(dir)
-		cmd := exec.Command(bin, append(args, "--out", dir, "--config", k.what)...)
+		cmd := exec.Command(bin, append(args, "--append", "--out", dir, "--config", k.what)...)
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stderr, &stderr
 		start := time.Now()
