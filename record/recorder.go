@@ -112,6 +112,11 @@ type TargetStats struct {
 	LastError   string
 	Up          bool
 	BodyBytes   int64
+	// Answered is true once the target's /metrics answered 200 (parsed or
+	// not): a target never answered points at a wrong URL.
+	Answered bool
+	URL      string // redacted
+	warned   bool   // the first failure was said
 }
 
 // NewRunID returns a sortable, unique run id: UTC time and 4 random bytes.
@@ -163,7 +168,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	defer stopScrapes(nil)
 	rec := &recorder{client: client, runID: runID, maxBody: cfg.MaxBody, limits: cfg.Limits(), scrapeCtx: scrapeCtx,
 		abort: opt.Abort, rows: make(chan queued, cmp.Or(opt.rowsBuffer, 256)),
-		bodies: newBodyReader(), parses: newParseGate(), stats: make([]TargetStats, len(cfg.Targets))}
+		bodies: newBodyReader(), parses: newParseGate(), stats: make([]TargetStats, len(cfg.Targets)), warn: opt.Warnings}
 	stop := func(cause error) {
 		rec.stoppedNs.CompareAndSwap(0, rec.clock.Ns(time.Now()))
 		stopScrapes(cause)
@@ -313,6 +318,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 }
 
 type recorder struct {
+	warn    io.Writer // Options.Warnings; nil for none
 	clock   Clock
 	client  *http.Client
 	runID   string
@@ -553,6 +559,15 @@ func (r *recorder) account(ti int, row *capture.Scrape) {
 	if row.Endpoint != capture.EndpointMetrics {
 		return
 	}
+	answered := row.Outcome == capture.OutcomeOK || row.Outcome == capture.OutcomeParseError
+	// A wrong URL is said at once, not at the first progress line: the
+	// first failed scrape of a target that has never answered.
+	if !answered && !s.Answered && !s.warned && r.warn != nil && row.Error != nil {
+		s.warned = true
+		fmt.Fprintf(r.warn, "warning: %s (%s): first scrape failed: %s\n", s.Name, row.URL, *row.Error)
+	}
+	s.Answered = s.Answered || answered
+	s.URL = row.URL
 	s.Up = row.Outcome == capture.OutcomeOK
 	if row.Error != nil {
 		s.LastError = *row.Error

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -171,9 +173,10 @@ func TestVersion(t *testing.T) {
 // --append: two sessions of one folder are read as one run.
 func TestRecordRefusesAUsedFolder(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
+	url := answering(t)
 	rec := func(extra ...string) error {
 		_, _, err := runCLI(append([]string{"record", "-o", dir, "--duration", "300ms", "--quiet",
-			"--target", "a=http://127.0.0.1:9/metrics"}, extra...)...)
+			"--target", "a=" + url}, extra...)...)
 		return err
 	}
 	if err := rec(); err != nil {
@@ -201,7 +204,7 @@ func TestDemoFolderIsFresh(t *testing.T) {
 	if err := freshDemoFolder(dir, &stderr); err != nil || stderr.Len() != 0 {
 		t.Fatalf("missing folder: %v %q", err, stderr.String())
 	}
-	if _, _, err := runCLI("record", "-o", dir, "--duration", "200ms", "--quiet", "--target", "a=http://127.0.0.1:9/metrics"); err != nil {
+	if _, _, err := runCLI("record", "-o", dir, "--duration", "200ms", "--quiet", "--target", "a="+answering(t)); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"report.html", "summary.md"} {
@@ -215,7 +218,7 @@ func TestDemoFolderIsFresh(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the earlier demo is still there: %v", err)
 	}
-	if _, _, err := runCLI("record", "-o", dir, "--duration", "200ms", "--quiet", "--target", "a=http://127.0.0.1:9/metrics"); err != nil {
+	if _, _, err := runCLI("record", "-o", dir, "--duration", "200ms", "--quiet", "--target", "a="+answering(t)); err != nil {
 		t.Fatal(err)
 	}
 	mine := filepath.Join(dir, "notes.txt")
@@ -227,5 +230,29 @@ func TestDemoFolderIsFresh(t *testing.T) {
 	}
 	if _, err := os.Stat(mine); err != nil {
 		t.Fatalf("the user's file: %v", err)
+	}
+}
+
+// answering serves a one-line exposition page on loopback for the test.
+func answering(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("# TYPE up gauge\nup 1\n"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/metrics"
+}
+
+// A target that never answers is said on stderr at its first failed
+// scrape, and record ends with exit 1 naming it; one that answers is not.
+func TestRecordSaysATargetNeverAnswered(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	_, stderr, err := runCLI("record", "-o", dir, "--duration", "500ms", "--interval", "100ms",
+		"--target", "up="+answering(t), "--target", "wrong=http://127.0.0.1:9/metrics")
+	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "1 of 2 target(s) never answered: wrong (http://127.0.0.1:9/metrics") {
+		t.Fatalf("error %v", err)
+	}
+	if n := strings.Count(stderr, "warning: wrong (http://127.0.0.1:9/metrics): first scrape failed: "); n != 1 || strings.Contains(stderr, "warning: up ") {
+		t.Errorf("stderr says the first failure %d times:\n%s", n, stderr)
 	}
 }

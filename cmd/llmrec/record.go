@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -199,7 +200,20 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 			fmt.Fprintln(stdout, "  "+record.StatusLine(t))
 		}
 	}
-	return err
+	if err != nil || s == nil {
+		return err
+	}
+	// Recorded, but a target never answered: most likely a wrong URL.
+	var silent []string
+	for _, t := range s.Targets {
+		if !t.Answered {
+			silent = append(silent, fmt.Sprintf("%s (%s: %s)", t.Name, t.URL, t.LastError))
+		}
+	}
+	if len(silent) > 0 {
+		return fmt.Errorf("record: %d of %d target(s) never answered: %s", len(silent), len(s.Targets), strings.Join(silent, "; "))
+	}
+	return nil
 }
 
 // stopOnSignals returns a context cancelled by the first SIGINT or SIGTERM
