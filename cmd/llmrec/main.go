@@ -104,6 +104,7 @@ func (e redactedError) Error() string { return redact.Text(e.err.Error()) }
 func (e redactedError) Unwrap() error { return e.err }
 
 func main() {
+	capture.Version = buildVersion(debug.ReadBuildInfo())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Stdout, os.Stderr, os.Args[1:])
@@ -124,6 +125,33 @@ func main() {
 func versionRun(_ context.Context, stdout, _ io.Writer, _ []string) error {
 	_, err := fmt.Fprintln(stdout, versionLine(debug.ReadBuildInfo()))
 	return err
+}
+
+// buildVersion is the version written into manifests, segments, analyses
+// and reports: the one the build set with -ldflags, else the module's, else
+// "dev" with the VCS revision ("dev+835e0490f0cb", "+dirty" for a tree with
+// changes) when the build stamped one.
+func buildVersion(bi *debug.BuildInfo, ok bool) string {
+	v := capture.Version
+	if v != "dev" || !ok {
+		return v
+	}
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	if rev == "" {
+		return v
+	}
+	return fmt.Sprintf("dev+%.12s%s", rev, dirty)
 }
 
 // versionLine says which llmrec this is: the version the build set (or

@@ -163,7 +163,17 @@ func TestVersion(t *testing.T) {
 	if got, want := versionLine(bi, true), "llmrec v1.2.3 (revision 835e0490f0cb of 2026-12-03T11:21:10Z, with uncommitted changes; go1.26.8)"; got != want {
 		t.Errorf("versionLine %q, want %q", got, want)
 	}
+	if got := buildVersion(bi, true); got != "v1.2.3" {
+		t.Errorf("buildVersion %q, want the module's v1.2.3", got)
+	}
+	bi.Main.Version = "(devel)"
+	if got := buildVersion(bi, true); got != "dev+835e0490f0cb+dirty" {
+		t.Errorf("buildVersion %q, want dev with the revision", got)
+	}
 	bi.Settings, bi.Main.Version = nil, "(devel)"
+	if got := buildVersion(bi, true); got != "dev" {
+		t.Errorf("buildVersion %q without a revision, want dev", got)
+	}
 	if got, want := versionLine(bi, true), "llmrec dev (no VCS revision in this build; go1.26.8)"; got != want {
 		t.Errorf("versionLine %q, want %q", got, want)
 	}
