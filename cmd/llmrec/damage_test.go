@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,27 +10,12 @@ import (
 	"time"
 
 	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/damagetest"
 )
 
 // shippedSegment is the segment of the findings recording the project
 // ships (findingsRun), recorded before segments were sealed.
 const shippedSegment = findingsRun + "/20261202T125444Z-2ff2b5ba-000001_000002.parquet"
-
-// flipBytes returns a copy of data with n bytes XORed with nonzero values,
-// at positions drawn from seed: half anywhere, half in the last 8 KiB,
-// where the footer and the file's structure are.
-func flipBytes(data []byte, seed uint64, n int) []byte {
-	out := bytes.Clone(data)
-	rng := rand.New(rand.NewPCG(seed, 0x11))
-	for range n {
-		i := rng.IntN(len(out))
-		if rng.IntN(2) == 0 {
-			i = len(out) - 1 - rng.IntN(min(len(out), 8192))
-		}
-		out[i] ^= byte(1 + rng.IntN(255))
-	}
-	return out
-}
 
 // everyReader runs each command that reads the folder dir, failing t on a
 // panic, and returns their errors by command.
@@ -78,7 +62,7 @@ func TestDamagedSegmentNoCommandPanics(t *testing.T) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, filepath.Base(manifest[0])), m, 0o644)
 		seg := filepath.Join(dir, filepath.Base(shippedSegment))
-		os.WriteFile(seg, flipBytes(data, seed, 1+int(seed%8)), 0o644)
+		os.WriteFile(seg, damagetest.Flip(data, seed, 1+int(seed%8)), 0o644)
 		for name, err := range everyReader(t, dir) {
 			if err != nil && name != "export" && !strings.Contains(err.Error(), "could not be read") && !strings.Contains(err.Error(), "problem") {
 				t.Errorf("seed %d: %s: %v, want the damaged file reported", seed, name, err)
@@ -127,7 +111,7 @@ func TestDamagedSealedSegmentSkipped(t *testing.T) {
 		}
 	}
 	for seed := range uint64(3) {
-		os.WriteFile(seg, flipBytes(data, seed, 1), 0o644)
+		os.WriteFile(seg, damagetest.Flip(data, seed, 1), 0o644)
 		for name, err := range everyReader(t, dir) {
 			if err == nil {
 				t.Errorf("seed %d: %s exited 0 over a damaged file", seed, name)

@@ -12,27 +12,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmrec/llmrec/record/damagetest"
 )
 
 // shippedSegment is a real merged segment, recorded by llmrec record
 // (captures/findings): 120 s of two simulated engines.
 const shippedSegment = "../../captures/findings/run/20261202T125444Z-2ff2b5ba-000001_000002.parquet"
-
-// flipBytes returns a copy of data with n bytes XORed with nonzero values,
-// at positions drawn from seed: half anywhere, half in the last 8 KiB,
-// where the footer and the file's structure are.
-func flipBytes(data []byte, seed uint64, n int) []byte {
-	out := bytes.Clone(data)
-	rng := rand.New(rand.NewPCG(seed, 0x11))
-	for range n {
-		i := rng.IntN(len(out))
-		if rng.IntN(2) == 0 {
-			i = len(out) - 1 - rng.IntN(min(len(out), 8192))
-		}
-		out[i] ^= byte(1 + rng.IntN(255))
-	}
-	return out
-}
 
 // readDamaged reads the segment at path whole and as inspect's projection,
 // failing t on a panic; it returns the rows and the error of the whole read.
@@ -66,7 +52,7 @@ func TestReadSegmentDamagedNeverPanics(t *testing.T) {
 	var failed int
 	for seed := range uint64(300) {
 		path := filepath.Join(dir, runR+"-000001.parquet")
-		if err := os.WriteFile(path, flipBytes(data, seed, 1+int(seed%8)), 0o644); err != nil {
+		if err := os.WriteFile(path, damagetest.Flip(data, seed, 1+int(seed%8)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := readDamaged(t, path); err != nil {
@@ -335,7 +321,7 @@ func FuzzReadSegment(f *testing.F) {
 	}
 	f.Add(data)
 	for seed := range uint64(8) {
-		f.Add(flipBytes(data, seed, 1+int(seed)))
+		f.Add(damagetest.Flip(data, seed, 1+int(seed)))
 	}
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
