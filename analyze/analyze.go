@@ -583,10 +583,8 @@ func (st *targetState) lineBreak(T float64) string {
 	if st.interval > 0 && T-st.lastT > findings.HoleFactor*st.interval {
 		return BreakGap
 	}
-	for i := range st.cells {
-		if st.cells[i].Cell.Reason == rate.ReasonReset {
-			return BreakRestart
-		}
+	if st.tr.Restart() != "" {
+		return BreakRestart
 	}
 	return ""
 }

@@ -152,8 +152,9 @@ const (
 	// BreakGap: the previous poll of the target is more than
 	// findings.HoleFactor intervals earlier; nothing is known in between.
 	BreakGap = "gap"
-	// BreakRestart: a counter of this poll was refused as a reset (the
-	// engine restarted): values before and after are two processes'.
+	// BreakRestart: the engine restarted before this poll (engine.Tracker's
+	// Restart: a counter fell, a new process start, a loading answer):
+	// values before and after are two processes'.
 	BreakRestart = "restart"
 )
 
