@@ -392,8 +392,8 @@ func (a *analyzer) wantBody(w *row) bool {
 	if !ok {
 		return true
 	}
-	id, _ := st.tr.Engine()
-	return id == "" || id == engine.LlamaCpp
+	id, how := st.tr.Engine()
+	return how == "" || id == engine.LlamaCpp
 }
 
 // isLoading reports whether a 503 body is an engine loading its model:
