@@ -72,12 +72,12 @@ func (r *Result) answer() Answer {
 	case len(r.Targets) == 0:
 		fleet.Status, fleet.Reason = StatusWithheld, "no target recorded"
 	case len(worse) == len(r.Targets):
-		fleet.Status, fleet.Reason = StatusDegraded, "no target ok: "+strings.Join(worse, ", ")
+		fleet.Status, fleet.Reason = StatusDegraded, "no target ok"
 	case len(worse) > 0:
 		fleet.Status, fleet.Reason = StatusDegraded, strings.Join(worse, ", ")
 	}
 	if len(r.Seams) > 0 {
-		fleet.Reason += fmt.Sprintf("; its sums cross %d seam(s) where engines count differently", len(r.Seams))
+		fleet.Reason += fmt.Sprintf("; sums cross %d seam(s)", len(r.Seams))
 	}
 	a.Rows = append(a.Rows, fleet)
 	return a
@@ -126,11 +126,11 @@ func targetAnswer(t *Target, incidents []findings.Incident) AnswerRow {
 		}
 	}
 	if n := max(inside[findings.KindRestart], len(b.Bounds.RestartsLeftOut)); n > 0 {
-		why = append(why, fmt.Sprintf("%d %s inside its steady phases: the poll intervals across a restart are left out", n, IncidentNoun(findings.KindRestart, n)))
+		why = append(why, fmt.Sprintf("%d %s in its steady phases (the intervals across left out)", n, IncidentNoun(findings.KindRestart, n)))
 	}
 	delete(inside, findings.KindRestart)
 	if len(inside) > 0 {
-		why = append(why, IncidentWords(inside)+" inside its steady phases: the counters span them, but no poll saw what happened in them")
+		why = append(why, IncidentWords(inside)+" in its steady phases (counted across, unseen by any poll)")
 	}
 	if c := b.Bounds.Coverage; c.Valid && c.V < minCoverage {
 		why = append(why, fmt.Sprintf("its counters cover only %.0f %% of its steady phases", 100*c.V))
@@ -140,9 +140,9 @@ func targetAnswer(t *Target, incidents []findings.Incident) AnswerRow {
 		return row
 	}
 	row.Status = StatusOK
-	row.Reason = "measured over its steady phases, nothing went wrong inside them"
+	row.Reason = "nothing went wrong in its steady phases"
 	if len(kinds) > 0 {
-		row.Reason += "; outside them: " + IncidentWords(kinds)
+		row.Reason += " (elsewhere: " + IncidentWords(kinds) + ")"
 	}
 	return row
 }
