@@ -188,13 +188,23 @@ func problemsFinding(res *analyze.Result) *Verdict {
 	if len(res.Problems) == 0 {
 		return nil
 	}
-	var files []string
+	// The topic names the worst: a file skipped whole, read in part, or
+	// read unverified under a damaged seal ledger.
+	topic := "seal ledger"
+	var files, errs []string
 	for _, p := range res.Problems {
-		files = append(files, p.File+" ("+p.Kind+": "+p.Error+")")
+		switch {
+		case p.Kind == analyze.ProblemSkipped:
+			topic = "skipped file"
+		case p.Kind == analyze.ProblemPartial && topic != "skipped file":
+			topic = "file read in part"
+		}
+		files = append(files, p.File+" ("+p.Kind+")")
+		errs = append(errs, p.File+": "+p.Error)
 	}
-	return &Verdict{Topic: "damaged files", Class: ClassFail,
-		Text: fmt.Sprintf("%d file(s) of the recording could not be read whole and were skipped or read in part; every figure leaves them out.", len(res.Problems)),
-		Prov: strings.Join(files, "; ")}
+	return &Verdict{Topic: topic, Class: ClassFail,
+		Text: fmt.Sprintf("%d file(s) of the recording could not be read whole: %s; the figures leave out what they hold.", len(res.Problems), strings.Join(files, ", ")),
+		Prov: "skipped: none of its rows analysed; partial: the rows before the damage analysed; seals: the files a damaged ledger line sealed were read unverified. " + strings.Join(errs, "; ")}
 }
 
 func capFinding(res *analyze.Result) *Verdict {
