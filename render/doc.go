@@ -3,15 +3,21 @@
 // plain data, already worked out by the analysis, and HTML and Markdown
 // only arrange and escape it.
 //
-//	Report{Header, Verdicts, Sections{Tables, Charts, Blocks, Sections}, Appendix}
+//	Report{Answer, Verdicts, Header, Sections{Tables, Charts, Blocks, Sections}, Appendix}
 //	HTML(w, report)      one file: ECharts and the page script inlined, no request to any host
-//	Markdown(w, report)  at most MaxMarkdown bytes, provenance as footnotes
+//	Markdown(w, report)  at most MaxMarkdown bytes: the answer and the findings, the rest folded
+//
+// The answer comes first (answer.go): one table, a row per target and one
+// for the fleet, with the busy figures and the analysis' status and reason
+// for each, then the findings grouped by kind, a plain sentence each (the
+// Verdicts). The run's metadata follows them.
 //
 // Every shown number carries its provenance (source, window "Δ2.0s",
 // derived, the reason it is null): a table Cell has Prov, shown on hover in
-// the page and as a footnote in the summary (CellOf makes one from a
-// rate.Cell); a chart Point holds its rate.Cell, and the chart's tooltip
-// shows Prov of it.
+// the page (CellOf makes one from a rate.Cell); a chart Point holds its
+// rate.Cell, and the chart's tooltip shows Prov of it. The summary has no
+// footnotes: the answer's notes are its legend of windows, and it points
+// to the page for the rest.
 //
 // Charts are built with go-echarts' option types (TimeSeries.Chart,
 // Bars.Chart), serialised by encoding/json and written into the page by

@@ -62,8 +62,7 @@ func FromAnalysis(in Input) (Report, error) {
 	if title == "" {
 		title = "llmrec report"
 	}
-	r := Report{Title: title, Generator: res.Generator, Header: header(res)}
-	r.Verdicts = append(findingVerdicts(res), verdicts(res)...)
+	r := Report{Title: title, Generator: res.Generator, Answer: answerTable(res), Verdicts: answerFindings(res), Header: header(res)}
 	polls := in.Polls
 	if polls == nil {
 		polls = NewPolls()
@@ -92,7 +91,7 @@ func FromAnalysis(in Input) (Report, error) {
 	if config == "" {
 		config = recordingConfigs(res)
 	}
-	r.Appendix = appendix(res, config)
+	r.Appendix = append([]Section{glossarySection()}, appendix(res, config)...)
 	return r, nil
 }
 
@@ -187,63 +186,13 @@ func num(n rate.Num, unit string) string {
 	return s
 }
 
-// verdicts are the lines above the numbers: files that could not be read
-// and, per target, the refusals of its headline cells.
-func verdicts(res *analyze.Result) []Verdict {
-	var vs []Verdict
-	for _, p := range res.Problems {
-		v := Verdict{Topic: "skipped file", Class: ClassFail, Text: p.File + ": " + p.Error,
-			Prov: "this file was skipped, none of its rows analysed; the rest was"}
-		switch p.Kind {
-		case analyze.ProblemPartial:
-			v.Topic = "file read in part"
-			v.Prov = fmt.Sprintf("%d rows of this file, before the damage, were analysed; the rest of it was not", p.RowsRead)
-		case analyze.ProblemSeals:
-			v.Topic = "seal ledger"
-			v.Prov = "the files this line sealed were read unverified"
-		}
-		vs = append(vs, v)
-	}
-	normal := map[string]int{}
-	for _, t := range res.Targets {
-		for r, n := range t.Summary.Normal {
-			normal[r] += n
-		}
-		// Only refusals that hid a value a reader needed make the verdict.
-		if len(t.Summary.Withheld) == 0 {
-			continue
-		}
-		n := 0
-		var cells []string
-		for _, c := range slices.Sorted(maps.Keys(t.Summary.Withheld)) {
-			m := 0
-			for _, k := range t.Summary.Withheld[c] {
-				m += k
-			}
-			n += m
-			cells = append(cells, fmt.Sprintf("%s (%s)", c, outcomes(t.Summary.Withheld[c])))
-		}
-		vs = append(vs, Verdict{Topic: "refused windows", Class: ClassRefused, Href: "#" + ID("target", t.Name),
-			Text: fmt.Sprintf("%s: %d headline values withheld by the gates where a reader needed them: %s", t.Name, n, strings.Join(cells, ", ")),
-			Prov: "null with a reason, never interpolated: see the shaded spans in the charts"})
-	}
-	if len(vs) == 0 {
-		v := Verdict{Topic: "measurement", Class: ClassOK, Text: "every headline window passed the gates"}
-		if len(normal) > 0 {
-			v.Text = fmt.Sprintf("no headline value a reader needed was withheld; the gates' only refusals were normal (%s)", outcomes(normal))
-			v.Prov = "the first poll has nothing to diff (no_baseline); a jump hold released at the next poll is a load start confirmed"
-		}
-		vs = append(vs, v)
-	}
-	return vs
-}
-
 func format(v float64) string {
 	a := math.Abs(v)
 	switch {
 	case a == 0:
 		return "0"
-	case a >= 100:
+	case a >= 100 || v == math.Trunc(v):
+		// Counts are integers: 12, not 12.00.
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case a >= 1:
 		return strconv.FormatFloat(v, 'f', 2, 64)
