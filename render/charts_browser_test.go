@@ -224,6 +224,12 @@ func TestChartsReadable(t *testing.T) {
 	if !ok || tokens.Nulls == 0 {
 		t.Errorf("vllm-0's tokens chart has no null point in its gap: %+v", tokens)
 	}
+	// Hovering a line shows its human name and, beside it, the canonical one.
+	tip, err := p.HoverChart(render.ID("chart", "vllm-1", "tokens"), 0, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "tokens tooltip", tip, "decode", "decode_tokens_per_second", "tokens/s")
 	// Hovering a partial sum says how many engines it covers.
 	at, err := browsertest.Eval[int](p, `(function () {
 		var ch = echarts.getInstanceByDom(document.getElementById('fleet-decode'));
@@ -239,7 +245,7 @@ func TestChartsReadable(t *testing.T) {
 	if err != nil || at < 0 {
 		t.Fatalf("the fleet chart has no partial sum drawn (%v)", err)
 	}
-	tip, err := p.HoverChart("fleet-decode", 1, at)
+	tip, err = p.HoverChart("fleet-decode", 1, at)
 	if err != nil {
 		t.Fatal(err)
 	}
