@@ -28,6 +28,17 @@
 // for drawing only (package downsample): extremes, gaps and incidents are
 // kept, nulls stay nulls and are never joined across.
 //
+// Charts name their series as NameOf names canonical cells ("TTFT p50";
+// the canonical name shows on hover and stays in the analysis JSON), name
+// the y axis by the one unit the chart draws (seconds whose magnitude stays
+// under one drawn as ms), and list every series and every kind of shading
+// (incident, restart/down/stall, refused window, no data, fewer engines) in
+// a plain legend of as many rows as it needs, never paged. A series with no
+// value is not drawn, series equal at every poll are drawn as one line, and
+// each says so in a note under the chart. The fleet's sum is drawn as a
+// line only where every engine had a value; elsewhere it is partial, drawn
+// as points and shaded with the count on hover.
+//
 // Output is deterministic: chart and section ids are given (ID makes them
 // from names), maps are marshalled in key order, and nothing depends on the
 // time or on chance. Golden files in testdata/ pin both outputs; rewrite

@@ -95,8 +95,6 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 	settle := Table{Title: "Settle polls per span", Summary: true, Columns: []Column{{Title: "span"}, {Title: "edges", Num: true},
 		{Title: "judged", Num: true}, {Title: "settled by poll 2", Num: true}, {Title: "unsettled", Num: true},
 		{Title: "median settle poll", Num: true}, {Title: "median |ln| at poll 2", Num: true}, {Title: "summary"}}}
-	bars := Bars{ID: "settle-chart", Title: "Median settle poll and |ln| error at poll 2, per span", XName: "span"}
-	poll, lnerr := BarSeries{Name: "median settle poll"}, BarSeries{Name: "median |ln(value/level)| at poll 2"}
 	for _, s := range res.Settle {
 		name := spanName(s.Span)
 		if s.Published {
@@ -104,20 +102,14 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		}
 		settle.Rows = append(settle.Rows, []Cell{text(name), text(strconv.Itoa(s.Edges)), text(strconv.Itoa(s.Judged)),
 			text(strconv.Itoa(s.ByPoll2)), text(strconv.Itoa(s.Unsettled)), numCell(s.MedianSettlePoll), numCell(s.MedianLnErrPoll2), text(s.Text)})
-		bars.Categories = append(bars.Categories, name)
-		poll.Values = append(poll.Values, Value{V: s.MedianSettlePoll, Prov: fmt.Sprintf("over %d judged edges", s.Judged)})
-		lnerr.Values = append(lnerr.Values, Value{V: s.MedianLnErrPoll2, Prov: fmt.Sprintf("over %d judged start edges", s.Starts)})
 	}
 	sec := Section{ID: "settle", Title: "Load edges and settle polls", Tables: []Table{settle},
 		Notes: []string{"A load edge is a change of load found on a target's decode counter. Its settle poll is the first poll after it (poll 1 is the first) whose published rate is within 10 % of the new level; the |ln| error at poll 2 is |ln(value/level)| there: 0.1 is about 10 % off, 0.69 a factor of 2. Each span (how far back a window may reach) is replayed to show what a longer or shorter one would have published."}}
-	if len(bars.Categories) > 0 {
-		bars.Series = []BarSeries{poll, lnerr}
-		ch, err := bars.Chart()
-		if err != nil {
-			return nil, fmt.Errorf("settle chart: %w", err)
-		}
-		sec.Charts = append(sec.Charts, ch)
+	settleCh, err := settleCharts(res)
+	if err != nil {
+		return nil, err
 	}
+	sec.Charts = append(sec.Charts, settleCh...)
 	edges := Table{Title: "Edges", Fold: true, Columns: []Column{{Title: "target"}, {Title: "kind"}, {Title: "t"},
 		{Title: "level", Num: true}, {Title: "judged"}, {Title: "settle poll", Num: true}, {Title: "|ln| at poll 2", Num: true}}}
 	// The table lists judged edges, at most maxEdgeRows; the JSON has all.
@@ -172,23 +164,11 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		seams.Rows = append(seams.Rows, []Cell{text(s.ID), text(strings.Join(s.Cells, ", ")), text(strings.Join(groups, "; ")), text(s.Note)})
 	}
 	fleet.Tables = append(fleet.Tables, sum, seams)
-	if len(fl.Polls) > 0 {
-		ts := TimeSeries{ID: "fleet-decode", Title: "Fleet decode tokens per second (sum over engines that answered)", Unit: "tokens/s"}
-		ser := Series{Name: "fleet decode"}
-		for _, p := range fl.Polls {
-			c := rate.Cell{Value: p.Decode, Source: fmt.Sprintf("Σ decode_tokens_per_second over %d of %d live engines", p.DecodeOf, p.Total), Derived: true}
-			if !p.Decode.Valid {
-				c.Reason = "no engine contributed"
-			}
-			ser.Points = append(ser.Points, Point{T: p.T, Cell: c})
-		}
-		ts.Series = []Series{ser}
-		ch, err := ts.Chart()
-		if err != nil {
-			return nil, fmt.Errorf("fleet chart: %w", err)
-		}
-		fleet.Charts = append(fleet.Charts, ch)
+	fleetCh, err := fleetCharts(fl)
+	if err != nil {
+		return nil, err
 	}
+	fleet.Charts = append(fleet.Charts, fleetCh...)
 	out = append(out, fleet)
 
 	facts := Section{ID: "facts", Title: "What the engines already know"}

@@ -28,7 +28,8 @@ type Input struct {
 	Polls *Polls
 }
 
-// targetChart is one chart per target: the cells it draws.
+// targetChart is one chart per target: the cells it draws, all in one
+// unit (the y axis's name), named by NameOf in the legend.
 type targetChart struct {
 	key, title, unit string
 	percent, step    bool
@@ -37,21 +38,23 @@ type targetChart struct {
 }
 
 var targetCharts = []targetChart{
-	{key: "tokens", title: "Tokens per second", unit: "tokens/s",
+	{key: "tokens", title: "Tokens per second", unit: UnitTokensPS,
 		cells: []string{engine.DecodeTokensPerSecond, engine.PromptTokensPerSecond, engine.PromptTokensComputedPerSecond}},
-	{key: "requests", title: "Requests running and waiting", unit: "requests", step: true,
+	{key: "requests", title: "Requests running and waiting", unit: UnitRequests, step: true,
 		cells: []string{engine.RequestsRunning, engine.RequestsWaiting}},
 	{key: "kv", title: "KV-cache usage", percent: true, step: true, bands: true,
 		cells: []string{engine.KVCacheUsageRatio}},
-	{key: "ttft", title: "Time to first token (windowed percentiles)", unit: "s",
+	{key: "ttft", title: "Time to first token (windowed percentiles)", unit: UnitSeconds,
 		cells: []string{engine.TTFT + "__p50", engine.TTFT + "__p95", engine.TTFT + "__p99"}},
-	{key: "tpot", title: "Time per output token and inter-token latency (windowed)", unit: "s",
+	{key: "tpot", title: "Time per output token and inter-token latency (windowed)", unit: UnitSeconds,
 		cells: []string{engine.TPOT + "__p50", engine.TPOT + "__p95", engine.ITL + "__p50", engine.ITL + "__p95"}},
-	{key: "e2e", title: "End-to-end and queue time (windowed)", unit: "s",
+	{key: "e2e", title: "End-to-end and queue time (windowed)", unit: UnitSeconds,
 		cells: []string{engine.E2E + "__p50", engine.E2E + "__p95", engine.Queue + "__p50", engine.Queue + "__p95"}},
-	{key: "cache", title: "Prefix-cache hit ratio and speculative acceptance", percent: true,
-		cells: []string{engine.PrefixCacheHitRatio, engine.SpecAcceptRatio}},
-	{key: "preempt", title: "Preemptions per second", unit: "/s",
+	{key: "cache", title: "Prefix-cache hit ratio", percent: true,
+		cells: []string{engine.PrefixCacheHitRatio}},
+	{key: "spec", title: "Speculative-decoding acceptance", percent: true,
+		cells: []string{engine.SpecAcceptRatio}},
+	{key: "preempt", title: "Preemptions per second", unit: "preemptions/s",
 		cells: []string{engine.PreemptionsPerSecond}},
 }
 
@@ -255,22 +258,31 @@ func targetSection(t analyze.Target, ps *Polls, marks []Mark) (Section, error) {
 			ts.Bands = KVBands()
 			ts.YMin, ts.YMax = rate.Some(0), rate.Some(1)
 		}
-		drawn := false
+		var empty []string
 		for _, name := range spec.cells {
-			// A series the engine does not publish at all is not drawn.
-			if points, any := ps.series(tp, name); any {
-				ts.Series = append(ts.Series, Series{Name: name, Step: spec.step, Points: points})
-				drawn = true
+			points, any := ps.series(tp, name)
+			// A series the engine does not publish at all is not drawn;
+			// one it publishes with no value at any poll is named below.
+			if !any {
+				continue
 			}
+			if !slices.ContainsFunc(points, Point.valid) {
+				empty = append(empty, fmt.Sprintf("%s (%s): no value at any poll (%s)", HumanName(name), name, refusedLabel(nil, nullReasons(points))))
+				continue
+			}
+			ts.Series = append(ts.Series, Series{Name: HumanName(name), Canon: name, Step: spec.step, Points: points})
 		}
 		if spec.key == "requests" {
-			if byReason := ps.waitingByReason(tp); len(byReason) > 0 {
-				ts.Series = append(ts.Series, byReason...)
-				drawn = true
-			}
+			ts.Series = append(ts.Series, ps.waitingByReason(tp)...)
 		}
-		if !drawn {
+		if len(ts.Series) == 0 {
+			if len(empty) > 0 {
+				s.Notes = append(s.Notes, fmt.Sprintf("No chart of %s: %s.", strings.ToLower(spec.title[:1])+spec.title[1:], strings.Join(empty, "; ")))
+			}
 			continue // the engine publishes none of these: said in the appendix's catalog
+		}
+		for _, e := range empty {
+			ts.Notes = append(ts.Notes, e+"; not drawn.")
 		}
 		ch, err := ts.Chart()
 		if err != nil {

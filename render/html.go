@@ -144,6 +144,7 @@ type chartSpec struct {
 	Option     any      `json:"option"`
 	Prov       []string `json:"prov"`
 	SeriesProv []int    `json:"sprov"`
+	Canon      []string `json:"canon,omitempty"`
 	X          string   `json:"x"`
 	T0         float64  `json:"t0"`
 	Unit       string   `json:"unit"`
@@ -317,7 +318,7 @@ func chartOf(ch Chart, c *checker) (chartView, error) {
 	}
 	// encoding/json escapes <, > and & (and U+2028, U+2029), so the JSON
 	// cannot end the <script> element it sits in.
-	b, err := json.Marshal(chartSpec{Option: ch.Option, Prov: prov, SeriesProv: sprov, X: ch.X, T0: ch.T0, Unit: ch.Unit, Percent: ch.Percent})
+	b, err := json.Marshal(chartSpec{Option: ch.Option, Prov: prov, SeriesProv: sprov, Canon: ch.SeriesCanon, X: ch.X, T0: ch.T0, Unit: ch.Unit, Percent: ch.Percent})
 	if err != nil {
 		return chartView{}, fmt.Errorf("render: chart %s: %w", ch.ID, err)
 	}

@@ -113,12 +113,15 @@ type Chart struct {
 	// series, SeriesProv[seriesIndex] (-1: none).
 	Prov       []string
 	SeriesProv []int
+	// SeriesCanon is each series' canonical cell name, shown on hover
+	// beside its human name; "" for none. May be shorter than the series.
+	SeriesCanon []string
 	// X says how the page labels the x axis: XElapsed (seconds since T0),
 	// XCategory or XValue.
 	X  string
 	T0 float64 // Unix seconds at x = 0, for XElapsed
-	// Unit is appended to values in tooltips; Percent shows ratios 0..1 as
-	// percentages.
+	// Unit is appended to values in tooltips (values are in it: "ms" when
+	// the chart scaled seconds); Percent shows ratios 0..1 as percentages.
 	Unit    string
 	Percent bool
 }
