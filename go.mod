@@ -11,6 +11,7 @@ require (
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
+	go.yaml.in/yaml/v3 v3.0.6
 )
 
 require (
