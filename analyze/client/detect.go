@@ -80,7 +80,7 @@ func detect(data []byte) (string, error) {
 		}
 	}
 	header, err := csv.NewReader(bytes.NewReader(firstLine(trim))).Read()
-	if err == nil && len(header) > 1 {
+	if err == nil && len(header) > 0 {
 		if _, err := columns(header, &Options{TimeUnit: "s", DurationUnit: "s"}); err == nil {
 			return FormatGenericCSV, nil
 		}

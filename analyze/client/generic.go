@@ -66,8 +66,7 @@ func columns(header []string, opt *Options) ([]column, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("no column %q for field %s in the header", name, field)
 		}
-		_, unit := splitUnit(name)
-		cols[i] = column{field, unit}
+		cols[i] = column{field, unitSuffix(name)}
 	}
 	seen := map[string]string{}
 	for i, h := range header {
@@ -100,6 +99,17 @@ func columns(header []string, opt *Options) ([]column, error) {
 		return nil, fmt.Errorf("no start column in %q (fields: %s; units by suffix _s, _ms, _us, _ns)", header, strings.Join(Fields, ", "))
 	}
 	return cols, nil
+}
+
+// unitSuffix is the unit a column name ends in (_s, _ms, _us, _ns), if any.
+func unitSuffix(name string) string {
+	n := strings.ToLower(strings.TrimSpace(name))
+	for _, u := range []string{"_ns", "_us", "_ms", "_sec", "_seconds", "_s"} {
+		if strings.HasSuffix(n, u) {
+			return strings.TrimPrefix(u, "_")
+		}
+	}
+	return ""
 }
 
 // splitUnit splits a unit suffix off a column name: ttft_ms → ttft, ms.

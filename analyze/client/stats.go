@@ -34,3 +34,5 @@ func mean(xs []float64) float64 {
 	}
 	return sum / float64(len(xs))
 }
+
+func some(v float64) rate.Num { return rate.Some(v) }
