@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,7 +154,7 @@ func genericRow(cols []column, vals []string, opt *Options) (Request, error) {
 			}
 		case isDuration(c.field) || c.field == fIn || c.field == fOut:
 			x, err := strconv.ParseFloat(v, 64)
-			if err != nil || x < 0 || x != x {
+			if err != nil || x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
 				return r, fmt.Errorf("field %s: %q is not a number ≥ 0", c.field, v)
 			}
 			if isDuration(c.field) {
@@ -238,6 +239,9 @@ func genericTime(v, unit string, opt *Options) (float64, error) {
 	x, err := strconv.ParseFloat(v, 64)
 	if err != nil {
 		return timeString(v, opt.TZ)
+	}
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, fmt.Errorf("time %q is not a number", v)
 	}
 	if a := opt.Anchor; a != nil {
 		if unit == "" {
