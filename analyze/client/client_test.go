@@ -213,7 +213,7 @@ func TestLevels(t *testing.T) {
 		if p.Start < lo-3 || p.End > hi+3 || p.Duration() < 40 {
 			t.Errorf("%s: %.1f to %.1f, the level ran %.0f to %.0f", p.Name, p.Start-1.7e9, p.End-1.7e9, lo-1.7e9, hi-1.7e9)
 		}
-		f := measure(rs, &p)
+		f := measure(rs, &p, nil)
 		m, _ := f.Get(FConcMean)
 		r, _ := f.Get(FRequestsPS)
 		tok, _ := f.Get(FOutputTokensPS)
@@ -266,7 +266,7 @@ func TestLabelledPhases(t *testing.T) {
 func TestMeasureEmpty(t *testing.T) {
 	p := Phase{Label: "nothing"}
 	p.Start, p.End = 1.7e9, 1.7e9+10
-	f := measure(closedLoop(1.7e9, 1, [2]float64{1, 10}), &p)
+	f := measure(closedLoop(1.7e9, 1, [2]float64{1, 10}), &p, nil)
 	for _, g := range f.Figures {
 		if g.Value.Valid || g.Why == "" {
 			t.Errorf("%s = %v (%q)", g.Name, g.Value, g.Why)

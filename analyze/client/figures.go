@@ -59,13 +59,21 @@ const (
 // requests that started within them.
 func Measure(run *Run, ps []Phase) []Figures {
 	out := make([]Figures, 0, len(ps))
+	// Phases without a label share one step function of every request.
+	var all *inflight
 	for i := range ps {
-		out = append(out, measure(run.Requests, &ps[i]))
+		if ps[i].Label == "" && all == nil {
+			f := newInflight(run.Requests, nil)
+			all = &f
+		}
+		out = append(out, measure(run.Requests, &ps[i], all))
 	}
 	return out
 }
 
-func measure(rs []Request, p *Phase) Figures {
+// measure measures p; all is the step function of every request when p
+// has no label (nil: made here).
+func measure(rs []Request, p *Phase, all *inflight) Figures {
 	a, b := p.Start, p.End
 	mine := func(r *Request) bool { return p.Label == "" || r.Phase == p.Label }
 	f := Figures{Phase: *p, Started: map[string]int{}, Figures: []Figure{}}
@@ -124,13 +132,7 @@ func measure(rs []Request, p *Phase) Figures {
 	case p.Sampled != "":
 		wall = p.Sampled
 	}
-	add := func(g Figure) {
-		// Without records nothing is known, not even a 0.
-		if held == 0 {
-			g.Value, g.Why = rate.Num{}, "the file holds no per-request records of this phase"
-		}
-		f.Figures = append(f.Figures, g)
-	}
+	add := func(g Figure) { f.Figures = append(f.Figures, g) }
 	perS := func(name string, v float64, n int, formula string) {
 		g := Figure{Name: name, Unit: "1/s", Records: n, Formula: formula + " ÷ (end − start), " + over}
 		if wall != "" {
@@ -185,7 +187,11 @@ func measure(rs []Request, p *Phase) Figures {
 		}
 		add(g)
 	}
-	fl := newInflight(rs, mine)
+	fl := all
+	if p.Label != "" || fl == nil {
+		f := newInflight(rs, mine)
+		fl = &f
+	}
 	m, peak := fl.over(a, b)
 	cm := Figure{Name: FConcMean, Unit: "requests", Records: len(fl.ts),
 		Formula: "∫ requests in flight dt ÷ (end − start), a request in flight from its start to its end (else its last sign), of " + f.Records + ", " + over}
