@@ -298,3 +298,29 @@ func BenchmarkLevels(b *testing.B) {
 		Measure(run, ps)
 	}
 }
+
+// GuideLLM v2's per-request records (GenerativeRequestStats) read from
+// their computed fields or info.timings; the error from info.error; a
+// record without a start is counted as skipped. Made up: the shared v2
+// fixture saved none.
+func TestGuideLLMV2Requests(t *testing.T) {
+	doc := `{"metadata":{"version":2,"guidellm_version":"0.8"},"benchmarks":[{"config":{"strategy":{"type_":"concurrent","streams":4}},
+"start_time":1786678148.0,"end_time":1786678158.0,"scheduler_metrics":{"requests_made":{"total":3}},
+"requests":{"successful":[{"request_start_time":1786678148.5,"request_end_time":1786678149.5,"time_to_first_token_ms":40,"prompt_tokens":10,"output_tokens":5}],
+"errored":[{"info":{"error":"Post https://k:s@h/v1?key=z: 500","timings":{"request_start":1786678150.0,"first_token_iteration":1786678150.25,"request_end":1786678151.0}}}],
+"incomplete":[{"info":{"timings":{}}}]}}]}`
+	run, err := Read([]byte(doc), "v2.json", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Requests) != 2 || len(run.Meta.Skipped) != 1 || run.Meta.Skipped[0].Count != 1 {
+		t.Fatalf("%d requests, skipped %+v", len(run.Requests), run.Meta.Skipped)
+	}
+	a, b := run.Requests[0], run.Requests[1]
+	if a.Start != 1786678148.5 || a.End.V != 1786678149.5 || a.TTFT.V != 0.04 || a.OutputTokens.V != 5 || a.Phase != "benchmark 0: concurrent 4 streams" {
+		t.Errorf("successful %+v", a)
+	}
+	if b.Status != StatusError || b.TTFT.V != 0.25 || !strings.Contains(b.Error, "500") || strings.Contains(b.Error, "k:s") || strings.Contains(b.Error, "key=z") {
+		t.Errorf("errored %+v", b)
+	}
+}

@@ -86,13 +86,16 @@ func measure(rs []Request, p *Phase, all *inflight) Figures {
 	var tokens float64
 	ended, tokenReqs, noTokens := 0, 0, 0
 	var ttft, itl, e2e []float64
-	started, held := 0, 0
+	started, held, overlap := 0, 0, 0
 	for i := range rs {
 		r := &rs[i]
 		if !mine(r) {
 			continue
 		}
 		held++
+		if r.Start <= b && last(r) >= a {
+			overlap++
+		}
 		if r.Status == StatusOK && r.End.Valid && r.End.V >= a && r.End.V <= b {
 			ended++
 			if r.OutputTokens.Valid {
@@ -193,9 +196,9 @@ func measure(rs []Request, p *Phase, all *inflight) Figures {
 		fl = &f
 	}
 	m, peak := fl.over(a, b)
-	cm := Figure{Name: FConcMean, Unit: "requests", Records: len(fl.ts),
+	cm := Figure{Name: FConcMean, Unit: "requests", Records: overlap,
 		Formula: "∫ requests in flight dt ÷ (end − start), a request in flight from its start to its end (else its last sign), of " + f.Records + ", " + over}
-	cx := Figure{Name: FConcMax, Unit: "requests", Records: len(fl.ts),
+	cx := Figure{Name: FConcMax, Unit: "requests", Records: overlap,
 		Formula: "most requests in flight at once, of " + f.Records + ", " + over}
 	if wall != "" {
 		cm.Why, cx.Why = wall, wall

@@ -341,6 +341,7 @@ func readGenericJSONL(data []byte, file string, opt *Options) (*Run, error) {
 	run := &Run{Meta: genericMeta("JSONL")}
 	var header []string
 	var cols []column
+	changed := false
 	err := eachLine(data, run, func(line []byte, n int) error {
 		d := json.NewDecoder(bytes.NewReader(line))
 		d.UseNumber()
@@ -357,8 +358,9 @@ func readGenericJSONL(data []byte, file string, opt *Options) (*Run, error) {
 			if err != nil {
 				return lineErr(file, n, err)
 			}
-			if cols != nil {
-				run.note("line %d: the keys change", n)
+			if cols != nil && !changed {
+				changed = true
+				run.note("line %d: the keys change (each line's own keys name its columns)", n)
 			}
 			header, cols = keys, c
 		}

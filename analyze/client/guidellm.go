@@ -67,12 +67,19 @@ type guideRequest struct {
 	TimeToFirstTokenMs  *float64 `json:"time_to_first_token_ms"`
 	InterTokenLatencyMs *float64 `json:"inter_token_latency_ms"`
 	Error               any      `json:"error"`
-	// Later layouts keep the times under info.timings.
-	Info *struct {
+	// Later layouts (GenerativeRequestStats) write request_start_time and
+	// request_end_time, and keep the times under info.timings (the first
+	// token as first_iteration or first_token_iteration by version), the
+	// error as info.error.
+	RequestStartTime *float64 `json:"request_start_time"`
+	RequestEndTime   *float64 `json:"request_end_time"`
+	Info             *struct {
+		Error   any `json:"error"`
 		Timings *struct {
-			RequestStart   *float64 `json:"request_start"`
-			RequestEnd     *float64 `json:"request_end"`
-			FirstIteration *float64 `json:"first_iteration"`
+			RequestStart        *float64 `json:"request_start"`
+			RequestEnd          *float64 `json:"request_end"`
+			FirstIteration      *float64 `json:"first_iteration"`
+			FirstTokenIteration *float64 `json:"first_token_iteration"`
 		} `json:"timings"`
 	} `json:"info"`
 }
@@ -213,10 +220,15 @@ func listName(status string) string {
 // guideReq is one GuideLLM request; false when it has no start time.
 func guideReq(g *guideRequest, status string) (Request, bool, error) {
 	r := Request{Status: status}
-	start, first, end := g.StartTime, g.FirstTokenTime, g.EndTime
-	if g.Info != nil && g.Info.Timings != nil {
-		t := g.Info.Timings
-		start, first, end = or(start, t.RequestStart), or(first, t.FirstIteration), or(end, t.RequestEnd)
+	start, first, end := or(g.StartTime, g.RequestStartTime), g.FirstTokenTime, or(g.EndTime, g.RequestEndTime)
+	errv := g.Error
+	if g.Info != nil {
+		if t := g.Info.Timings; t != nil {
+			start, first, end = or(start, t.RequestStart), or(first, or(t.FirstTokenIteration, t.FirstIteration)), or(end, t.RequestEnd)
+		}
+		if errv == nil {
+			errv = g.Info.Error
+		}
 	}
 	if start == nil {
 		return r, false, nil
@@ -253,7 +265,7 @@ func guideReq(g *guideRequest, status string) (Request, bool, error) {
 		r.ITL = rate.Some(*g.InterTokenLatencyMs / 1e3)
 	}
 	r.InputTokens, r.OutputTokens = ptrNum(g.PromptTokens), ptrNum(g.OutputTokens)
-	switch e := g.Error.(type) {
+	switch e := errv.(type) {
 	case nil:
 	case string:
 		r.Error = redact.Text(e)
