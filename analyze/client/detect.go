@@ -70,20 +70,22 @@ func detect(data []byte) (string, error) {
 		}
 		return "", fail("a JSON array of objects with keys " + keyList(a))
 	}
-	var y map[string]any
-	if yaml.Unmarshal(data, &y) == nil && y != nil {
-		if _, ok := y["benchmarks"]; ok {
-			return FormatGuideLLM, nil
-		}
-		if _, ok := y["version"]; ok {
-			return "", fail("a YAML document without benchmarks (an llm-d benchmark report is not read)")
-		}
-	}
+	// A CSV header first: parsing a large CSV as YAML to learn it is not
+	// YAML would be slow.
 	header, err := csv.NewReader(bytes.NewReader(firstLine(trim))).Read()
 	if err == nil && len(header) > 0 {
 		if _, err := columns(header, &Options{TimeUnit: "s", DurationUnit: "s"}); err == nil {
 			return FormatGenericCSV, nil
 		}
+	}
+	var y map[string]any
+	if yaml.Unmarshal(data, &y) == nil && y != nil {
+		if _, ok := y["benchmarks"]; ok {
+			return FormatGuideLLM, nil
+		}
+		return "", fail("a YAML document without benchmarks (an llm-d or inference-perf benchmark report is not read)")
+	}
+	if err == nil && len(header) > 1 {
 		return "", fail(fmt.Sprintf("a CSV header %q without a start column", header))
 	}
 	return "", fail("neither JSON, a GuideLLM YAML report, nor a CSV header")
