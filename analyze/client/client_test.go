@@ -324,3 +324,26 @@ func TestGuideLLMV2Requests(t *testing.T) {
 		t.Errorf("errored %+v", b)
 	}
 }
+
+// Energy per token: a GPU at a steady 200 W through a phase of closed-loop
+// requests is 200 W × the phase's length ÷ its output tokens.
+func TestEnergyPerToken(t *testing.T) {
+	rs := closedLoop(1.7e9, 1, [2]float64{4, 60})
+	run := &Run{Requests: rs}
+	p := Phase{}
+	p.Start, p.End = 1.7e9+10, 1.7e9+50
+	f := Measure(run, []Phase{p})[0]
+	var power []PowerSample
+	for s := 1.7e9; s <= 1.7e9+60; s += 0.5 {
+		power = append(power, PowerSample{T: s, GPU: "G", Watts: some(200)})
+	}
+	tps, _ := f.Get(FOutputTokensPS)
+	g := EnergyPerToken(power, &f, 1)
+	want := 200 * 40 / (tps.Value.V * 40)
+	if !g.Value.Valid || !near(g.Value.V, want, 1e-9) {
+		t.Errorf("energy per token %v (%q), want %v", g.Value, g.Why, want)
+	}
+	if g := EnergyPerToken(power[:10], &f, 1); g.Value.Valid {
+		t.Errorf("samples that stop before the phase gave %v", g.Value)
+	}
+}

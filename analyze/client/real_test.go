@@ -482,3 +482,17 @@ func TestDetectRefuses(t *testing.T) {
 		}
 	}
 }
+
+// Energy per token on the shared fixture is refused: its telemetry was
+// trimmed to 3 s before the first kept request.
+func TestEnergyPerTokenRefusedOnTrimmedFixture(t *testing.T) {
+	dir := "aiperf/plot-fixture-qwen_concurrency1/"
+	run := read(t, dir+"profile_export.jsonl", Options{})
+	tel := read(t, dir+"gpu_telemetry_export.jsonl", Options{})
+	ps, _ := Phases(run)
+	f := Measure(run, ps)[0]
+	g := EnergyPerToken(tel.Power, &f, 1)
+	if g.Value.Valid || !strings.Contains(g.Why, "energy unknown") || !strings.Contains(g.Why, "cover") {
+		t.Errorf("energy per token %v (%q)", g.Value, g.Why)
+	}
+}

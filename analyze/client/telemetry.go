@@ -176,3 +176,32 @@ func integrate(ss []PowerSample, a, b float64) float64 {
 	}
 	return sum
 }
+
+// FEnergyPerToken names the energy per output token.
+const FEnergyPerToken = "energy_per_output_token_j"
+
+// EnergyPerToken is the GPUs' energy over a measured phase (EnergyOver)
+// ÷ the output tokens of its requests that ended ok within it, joules per
+// token; refused with the reason when either is unknown.
+func EnergyPerToken(power []PowerSample, f *Figures, maxGap float64) Figure {
+	p := &f.Phase
+	g := Figure{Name: FEnergyPerToken, Unit: "J",
+		Formula: "Σ over GPUs of ∫ power dt over the phase's bounds (trapezoids, each GPU once) ÷ Σ output tokens of " + f.Records + " that ended ok within them"}
+	tps, ok := f.Get(FOutputTokensPS)
+	if !ok || !tps.Value.Valid {
+		g.Why = "output tokens unknown: " + tps.Why
+		return g
+	}
+	tokens := tps.Value.V * p.Duration()
+	g.Records = tps.Records
+	e := EnergyOver(power, p.Start, p.End, maxGap)
+	switch {
+	case !e.Joules.Valid:
+		g.Why = "energy unknown: " + e.Why
+	case tokens <= 0:
+		g.Why = "no output tokens within the bounds"
+	default:
+		g.Value = some(e.Joules.V / tokens)
+	}
+	return g
+}
