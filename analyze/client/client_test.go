@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,6 +239,10 @@ func TestLabelledPhases(t *testing.T) {
 	ps, how := Phases(run)
 	if how != FromField || len(ps) != 2 || ps[0].Name != "warmup" || ps[1].Name != "profiling" {
 		t.Fatalf("phases %+v by %q", ps, how)
+	}
+	unlabelled := &Run{Requests: append(slices.Clone(rs), Request{Start: 1.7e9 + 5, Status: StatusOK})}
+	if _, how := Phases(unlabelled); how != FromField+" (1 requests without a phase label are in none)" {
+		t.Errorf("a record without a label unsaid: %q", how)
 	}
 	warm := 0
 	for _, r := range rs {

@@ -66,6 +66,16 @@ func Phases(run *Run) (out []Phase, how string) {
 		return nil, "no per-request records"
 	}
 	if ps := labelled(run.Requests); len(ps) > 0 {
+		n := 0
+		for i := range run.Requests {
+			if run.Requests[i].Phase == "" {
+				n++
+			}
+		}
+		// Records without a label are in no phase: say so.
+		if n > 0 {
+			return ps, fmt.Sprintf("%s (%d requests without a phase label are in none)", FromField, n)
+		}
 		return ps, FromField
 	}
 	return levels(run.Requests)
