@@ -38,8 +38,10 @@ type Config struct {
 	CompactEvery int `toml:"compact_every" json:"compact_every"`
 	// FollowRedirects follows a redirect to the same scheme, host and port
 	// (never elsewhere); by default a redirect is a row, not followed.
-	FollowRedirects bool     `toml:"follow_redirects" json:"follow_redirects"`
-	Targets         []Target `toml:"target" json:"targets"`
+	FollowRedirects bool `toml:"follow_redirects" json:"follow_redirects"`
+	// TLS holds the defaults of every https:// target's TLS options.
+	TLS     TLS      `toml:"tls" json:"tls,omitzero"`
+	Targets []Target `toml:"target" json:"targets"`
 }
 
 // Target is one engine to scrape.
@@ -60,6 +62,8 @@ type Target struct {
 	// FollowRedirects overrides the config's follow_redirects; nil before
 	// Validate means "as the config says".
 	FollowRedirects *bool `toml:"follow_redirects" json:"follow_redirects,omitempty"`
+	// TLS of an https:// URL; empty fields take the config's (see TLS).
+	TLS TLS `toml:"tls" json:"tls,omitzero"`
 }
 
 // follows reports whether the target's scrapes follow same-origin redirects.
@@ -189,6 +193,9 @@ func (c *Config) Validate() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%s: url %q is not an http(s) URL", where, redact.URL(t.URL))
 		}
+		if err := t.checkTLS(u.Scheme, c.TLS); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
 		if t.Interval < 0 || t.Timeout < 0 {
 			return fmt.Errorf("%s: interval and timeout must not be negative", where)
 		}
@@ -247,10 +254,12 @@ func ParseTargetFlag(s string) (Target, error) {
 // through redact.Headers (an allow-list; other values become digests).
 func (c Config) Redacted() Config {
 	out := c
+	out.TLS = c.TLS.redacted()
 	out.Targets = make([]Target, len(c.Targets))
 	for i, t := range c.Targets {
 		t.URL = redact.URL(t.URL)
 		t.Headers = redact.Headers(t.Headers)
+		t.TLS = t.TLS.redacted()
 		out.Targets[i] = t
 	}
 	return out
