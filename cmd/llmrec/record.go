@@ -69,9 +69,23 @@ Config file (TOML):
   engine = "vllm"            # hint for analysis
   bearer_token_env = "VLLM_API_KEY"   # the variable's name; the token is never written
   headers = { "X-Bench" = "run-7" }
+  [target.tls]               # for an https:// url; [tls] at the top sets every target's default
+  ca_file = "ca.pem"         # the authority that signs the engine's certificate (default: the system's)
+  cert_file = "client.pem"   # a client certificate and its key, for mTLS
+  key_file = "client-key.pem"
+  server_name = "vllm.internal"    # the name to verify when the URL's host is not on the certificate
+  insecure_skip_verify = false     # check nothing (warned on stderr and in the manifest)
   [[target.endpoint]]        # extra captures on the same cadence, or once at start
   path = "/slots"
   once = false
+
+TLS: an https:// target is verified by the system's authorities unless the
+config or --tls-ca-file names one; --tls-* flags override the file's [tls]
+and every target's own. A failed handshake is a row whose error says why in
+plain words (unknown authority, expired, wrong name, a client certificate
+required or refused), and the first is said on stderr with the target's name.
+The manifest names the files by base name (with the SHA-256 of a
+certificate), never by path; the key is never copied anywhere.
 
 Phases: --mark-listen ADDR serves POST /mark?name=NAME[&end=1] (loopback only
 unless --mark-public); each mark is appended to DIR/marks.jsonl, as
@@ -93,6 +107,7 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	duration := fs.Duration("duration", 0, "stop after this long (default: until SIGINT/SIGTERM)")
 	rotate := fs.Duration("rotate", 0, "close a Parquet segment this often (default 60s)")
 	follow := fs.Bool("follow-redirects", false, "follow redirects to the same scheme, host and port (default: a redirect is a row)")
+	tlsFlags := addTLSFlags(fs)
 	maxSeries := fs.Int("max-series", 0, "store pages with more sample lines unparsed (default 200000, or the config's)")
 	maxLabelValue := fs.Int("max-label-value-bytes", 0, "store pages with a longer label value unparsed (default 16384, or the config's)")
 	maxLabels := fs.Int64("max-label-bytes", 0, "store pages with more label bytes in all unparsed (default 33554432, or the config's)")
@@ -147,6 +162,7 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 			cfg.Targets[i].FollowRedirects = nil
 		}
 	}
+	tlsFlags.apply(cfg, set)
 	if set["rotate"] {
 		cfg.Rotate = record.Duration(*rotate)
 	}
