@@ -400,7 +400,9 @@ type lineWriter struct {
 	tsText []byte
 }
 
-func newLineWriter(w io.Writer) *lineWriter { return &lineWriter{w: w, buf: make([]byte, 0, 1<<20), lastTs: math.MinInt64} }
+func newLineWriter(w io.Writer) *lineWriter {
+	return &lineWriter{w: w, buf: make([]byte, 0, 1<<20), lastTs: math.MinInt64}
+}
 
 var helpEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
