@@ -57,8 +57,8 @@ const (
 )
 
 // DefaultRunRecords is how many samples are sorted in memory at a time:
-// 64 MiB of records.
-const DefaultRunRecords = 64 << 20 / recordSize
+// 16 MiB of records.
+const DefaultRunRecords = 16 << 20 / recordSize
 
 // Options of an export.
 type Options struct {
@@ -121,6 +121,7 @@ type exporter struct {
 	opt      Options
 	stats    Stats
 	families map[string]*family
+	byDecl   map[string]*family // by the family name the page declared
 	famList  []*family
 	series   []series
 	bySeries map[seriesKey]int32 // -1: left out
@@ -130,7 +131,7 @@ type exporter struct {
 }
 
 func newExporter(opt Options) *exporter {
-	e := &exporter{opt: opt, families: map[string]*family{}, bySeries: map[seriesKey]int32{}, metrics: map[string]int32{},
+	e := &exporter{opt: opt, families: map[string]*family{}, byDecl: map[string]*family{}, bySeries: map[seriesKey]int32{}, metrics: map[string]int32{},
 		sorter: newSorter(opt.TempDir, cmp.Or(opt.RunRecords, DefaultRunRecords))}
 	e.sorter.less = e.compare
 	if len(opt.Targets) > 0 {
@@ -142,15 +143,34 @@ func newExporter(opt Options) *exporter {
 	return e
 }
 
-// row is the projection of a scrape row an export reads (no body).
+// row is the projection of a scrape row an export reads: no body, and
+// no help text (the longest string of a sample, needed once a family; see
+// helps).
 type row struct {
-	RunID       string        `parquet:"run_id"`
-	Target      string        `parquet:"target"`
-	Endpoint    string        `parquet:"endpoint"`
-	Outcome     string        `parquet:"outcome"`
-	StartNs     int64         `parquet:"start_ns,optional"`
-	FirstByteNs int64         `parquet:"first_byte_ns,optional"`
-	Samples     []expo.Sample `parquet:"samples,list"`
+	RunID       string   `parquet:"run_id"`
+	Target      string   `parquet:"target"`
+	Endpoint    string   `parquet:"endpoint"`
+	Outcome     string   `parquet:"outcome"`
+	StartNs     int64    `parquet:"start_ns,optional"`
+	FirstByteNs int64    `parquet:"first_byte_ns,optional"`
+	Samples     []sample `parquet:"samples,list"`
+}
+
+// sample is expo.Sample without its help text.
+type sample struct {
+	Family string  `parquet:"family"`
+	Type   string  `parquet:"type"`
+	Name   string  `parquet:"name"`
+	Labels string  `parquet:"labels"`
+	Value  float64 `parquet:"value"`
+}
+
+// helpRow reads the help texts of a segment's families.
+type helpRow struct {
+	Samples []struct {
+		Family string `parquet:"family"`
+		Help   string `parquet:"help"`
+	} `parquet:"samples,list"`
 }
 
 // read reads every segment (checked against its seal, as every reader
@@ -168,6 +188,7 @@ func (e *exporter) read(r *capture.Run) error {
 		}
 		var n int64
 		var addErr error
+		families := len(e.famList)
 		err = capture.ReadSegment(seg, func(x *row) error {
 			n++
 			addErr = e.add(x)
@@ -182,22 +203,60 @@ func (e *exporter) read(r *capture.Run) error {
 		if err != nil {
 			e.stats.Problems = append(e.stats.Problems, fmt.Sprintf("%v (%d rows read)", err, n))
 		}
+		if len(e.famList) > families {
+			e.helps(seg)
+		}
 	}
 	for _, j := range r.Journals() {
 		rows, err := capture.ReadLive(j)
 		if err != nil {
 			e.stats.Problems = append(e.stats.Problems, err.Error())
 		}
+		var x row
 		for i := range rows {
 			s := &rows[i]
-			x := row{RunID: s.RunID, Target: s.Target, Endpoint: s.Endpoint, Outcome: s.Outcome,
-				StartNs: s.StartNs, FirstByteNs: s.FirstByteNs, Samples: s.Samples}
+			x = row{RunID: s.RunID, Target: s.Target, Endpoint: s.Endpoint, Outcome: s.Outcome,
+				StartNs: s.StartNs, FirstByteNs: s.FirstByteNs, Samples: x.Samples[:0]}
+			for _, v := range s.Samples {
+				x.Samples = append(x.Samples, sample{Family: v.Family, Type: v.Type, Name: v.Name, Labels: v.Labels, Value: v.Value})
+			}
 			if err := e.add(&x); err != nil {
 				return err
 			}
+			e.helpOf(s.Samples)
 		}
 	}
 	return nil
+}
+
+// helps reads the help texts of the families first seen in seg, in a
+// second pass over that file alone (they are first seen in the first file
+// but for a family that joins later).
+func (e *exporter) helps(seg string) {
+	_ = capture.ReadSegment(seg, func(h *helpRow) error {
+		for _, s := range h.Samples {
+			e.setHelp(s.Family, s.Help)
+		}
+		return nil
+	})
+}
+
+// helpOf takes the help texts of a journal row's samples.
+func (e *exporter) helpOf(ss []expo.Sample) {
+	for i := range ss {
+		e.setHelp(ss[i].Family, ss[i].Help)
+	}
+}
+
+// setHelp gives the family declared as decl its first non-empty help.
+func (e *exporter) setHelp(decl, help string) {
+	if help == "" {
+		return
+	}
+	f := e.byDecl[decl]
+	if f != nil && f.help == "" {
+		f.help = help
+	}
 }
 
 // add files one row's samples.
@@ -240,7 +299,7 @@ var (
 
 // newSeries describes the series of k, first seen in s; -1 when
 // OpenMetrics cannot name it.
-func (e *exporter) newSeries(k seriesKey, s *expo.Sample) int32 {
+func (e *exporter) newSeries(k seriesKey, s *sample) int32 {
 	var labels map[string]string
 	if err := json.Unmarshal([]byte(k.labels), &labels); err != nil || !metricName.MatchString(k.name) {
 		return -1
@@ -253,16 +312,14 @@ func (e *exporter) newSeries(k seriesKey, s *expo.Sample) int32 {
 	name, typ := familyOf(s)
 	f := e.families[name]
 	if f == nil {
-		f = &family{name: name, typ: typ, help: s.Help, id: int32(len(e.famList))}
+		f = &family{name: name, typ: typ, id: int32(len(e.famList))}
 		e.families[name] = f
 		e.famList = append(e.famList, f)
+		e.byDecl[s.Family] = f
 	} else if f.typ != typ {
 		if !slices.Contains(e.stats.TypeClashes, name) {
 			e.stats.TypeClashes = append(e.stats.TypeClashes, name)
 		}
-	}
-	if f.help == "" {
-		f.help = s.Help
 	}
 	sr := series{fam: f.id, class: 3}
 	// The point's own labels (le, quantile) order it within its metric.
@@ -328,7 +385,7 @@ func (e *exporter) newSeries(k seriesKey, s *expo.Sample) int32 {
 
 // familyOf is the OpenMetrics family and type of a sample (see the
 // package comment for counters).
-func familyOf(s *expo.Sample) (name, typ string) {
+func familyOf(s *sample) (name, typ string) {
 	switch s.Type {
 	case "counter":
 		if base, ok := strings.CutSuffix(s.Family, "_total"); ok && s.Name == s.Family {

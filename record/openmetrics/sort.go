@@ -38,6 +38,12 @@ type sorter struct {
 func newSorter(dir string, max int) *sorter { return &sorter{dir: dir, max: max} }
 
 func (s *sorter) add(r record) error {
+	if s.buf == nil {
+		// The whole run at once: growing it by appending would hold the
+		// old and the new array together (1.8 times the run). Pages not
+		// written yet cost no memory.
+		s.buf = make([]record, 0, s.max)
+	}
 	s.buf = append(s.buf, r)
 	if len(s.buf) < s.max {
 		return nil
@@ -87,11 +93,12 @@ func (s *sorter) close() {
 type runReader struct {
 	r   *bufio.Reader
 	cur record
+	b   [recordSize]byte
 }
 
 func (rr *runReader) next() (bool, error) {
-	var b [recordSize]byte
-	if _, err := io.ReadFull(rr.r, b[:]); err != nil {
+	b := rr.b[:]
+	if _, err := io.ReadFull(rr.r, b); err != nil {
 		if errors.Is(err, io.EOF) {
 			return false, nil
 		}
