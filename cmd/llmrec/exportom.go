@@ -64,11 +64,11 @@ func exportOpenMetrics(stdout, stderr io.Writer, dir, out, run string, targets [
 	for _, p := range st.Problems {
 		fmt.Fprintf(stderr, "problem: %s\n", p)
 	}
-	if st.Scrapes == 0 {
-		return fmt.Errorf("export: no ok scrape to export in %s", dir)
-	}
 	if len(st.Problems) > 0 {
 		return fmt.Errorf("export: %d file(s) could not be read whole; the rest was written", len(st.Problems))
+	}
+	if st.Scrapes == 0 {
+		return fmt.Errorf("export: no ok scrape to export in %s", dir)
 	}
 	return nil
 }

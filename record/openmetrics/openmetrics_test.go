@@ -48,7 +48,11 @@ untyped_one $N
 
 // writeRecording writes a recording of two targets, four scrapes each,
 // plus a failed scrape and a missed tick that must not be exported.
-func writeRecording(t *testing.T) string {
+func writeRecording(t *testing.T) string { return write(t, false) }
+
+// write writes it; crashed leaves it in its journal, unsealed, as a
+// killed recorder does.
+func write(t *testing.T, crashed bool) string {
 	t.Helper()
 	dir := t.TempDir()
 	w, err := capture.NewWriter(dir, runID, time.Hour)
@@ -79,7 +83,12 @@ func writeRecording(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if crashed {
+		err = w.Abandon()
+	} else {
+		err = w.Close()
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -196,4 +205,18 @@ func mustFloat(t *testing.T, s string) float64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// A crashed recording's journal is exported as its sealed segment would
+// be, help texts included.
+func TestCrashedJournal(t *testing.T) {
+	dir := write(t, true)
+	if r, err := capture.Open(dir); err != nil || len(r.Crashed) != 1 || len(r.Segments) != 0 {
+		t.Fatalf("want one crashed journal: %v", err)
+	}
+	got, _ := export(t, dir, Options{})
+	want, _ := export(t, writeRecording(t), Options{})
+	if got != want {
+		t.Fatalf("journal's export differs:\n%s", goldentest.Diff(want, got))
+	}
 }
