@@ -39,7 +39,7 @@ func TestRecordTLS(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			url := pki.Serve(t, c.server, c.mTLS, page).URL + "/metrics"
 			args := append([]string{"record", "-o", filepath.Join(t.TempDir(), "run"), "--duration", "300ms", "--interval", "100ms",
-				"--target", "eng=" + url}, c.flags...)
+				"--timeout", "2s", "--target", "eng=" + url}, c.flags...)
 			_, stderr, err := runCLI(args...)
 			if c.want == "" {
 				if err != nil || strings.Contains(stderr, "warning") {
@@ -59,7 +59,7 @@ func TestRecordTLS(t *testing.T) {
 	t.Run("insecure", func(t *testing.T) {
 		url := pki.Serve(t, other, false, page).URL + "/metrics"
 		_, stderr, err := runCLI("record", "-o", filepath.Join(t.TempDir(), "run"), "--duration", "300ms", "--interval", "100ms",
-			"--target", "eng="+url, "--tls-insecure-skip-verify")
+			"--timeout", "2s", "--target", "eng="+url, "--tls-insecure-skip-verify")
 		if err != nil || !strings.Contains(stderr, `warning: target "eng": tls insecure_skip_verify is on`) {
 			t.Fatalf("%v\n%s", err, stderr)
 		}
