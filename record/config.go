@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -40,7 +41,10 @@ type Config struct {
 	// (never elsewhere); by default a redirect is a row, not followed.
 	FollowRedirects bool `toml:"follow_redirects" json:"follow_redirects"`
 	// TLS holds the defaults of every https:// target's TLS options.
-	TLS     TLS      `toml:"tls" json:"tls,omitzero"`
+	TLS TLS `toml:"tls" json:"tls,omitzero"`
+	// FileSD are Prometheus file_sd target files (globs) whose targets
+	// join Targets when the config is validated (see filesd.go).
+	FileSD  []string `toml:"file_sd" json:"file_sd,omitempty"`
 	Targets []Target `toml:"target" json:"targets"`
 }
 
@@ -64,6 +68,10 @@ type Target struct {
 	FollowRedirects *bool `toml:"follow_redirects" json:"follow_redirects,omitempty"`
 	// TLS of an https:// URL; empty fields take the config's (see TLS).
 	TLS TLS `toml:"tls" json:"tls,omitzero"`
+	// FileSD is the base name of the file_sd file that named the target
+	// ("" for one of the config's own), Labels its group's labels.
+	FileSD string            `toml:"-" json:"file_sd,omitempty"`
+	Labels map[string]string `toml:"-" json:"labels,omitempty"`
 }
 
 // follows reports whether the target's scrapes follow same-origin redirects.
@@ -175,12 +183,20 @@ func (c *Config) Validate() error {
 	if c.CompactEvery == 0 {
 		c.CompactEvery = capture.DefaultCompactEvery
 	}
+	targets, err := c.withFileSD()
+	if err != nil {
+		return err
+	}
+	c.Targets = targets
 	seen := map[string]bool{}
 	for i := range c.Targets {
 		t := &c.Targets[i]
 		where := fmt.Sprintf("target %d", i+1)
 		if t.Name != "" {
 			where = fmt.Sprintf("target %q", t.Name)
+		}
+		if t.FileSD != "" {
+			where += " (from file_sd " + t.FileSD + ")"
 		}
 		if !namePattern.MatchString(t.Name) {
 			return fmt.Errorf("%s: name %q must start with a letter or digit and hold only letters, digits and _.:-", where, t.Name)
@@ -255,6 +271,11 @@ func ParseTargetFlag(s string) (Target, error) {
 func (c Config) Redacted() Config {
 	out := c
 	out.TLS = c.TLS.redacted()
+	// A file_sd pattern's folder may name a user, as a TLS file's may.
+	out.FileSD = nil
+	for _, p := range c.FileSD {
+		out.FileSD = append(out.FileSD, filepath.Base(p))
+	}
 	out.Targets = make([]Target, len(c.Targets))
 	for i, t := range c.Targets {
 		t.URL = redact.URL(t.URL)

@@ -60,6 +60,7 @@ Config file (TOML):
   compact_every = 10         # merge this many closed segments into one file (1: never)
   max_body_bytes = 67108864  # bodies above this (after gzip) are refused
   follow_redirects = false   # follow same-origin redirects (also per target)
+  file_sd = ["targets/*.json"]     # Prometheus file_sd target files (see Discovery below)
   max_series = 200000        # pages with more sample lines are stored unparsed
   max_label_value_bytes = 16384   # ... or with a longer label value
   max_label_bytes = 33554432 # ... or with more label bytes in all
@@ -87,6 +88,14 @@ required or refused), and the first is said on stderr with the target's name.
 The manifest names the files by base name (with the SHA-256 of a
 certificate), never by path; the key is never copied anywhere.
 
+Discovery: file_sd = ["targets/*.json"] (or --file-sd FILE) reads Prometheus'
+file_sd target files: [{"targets": ["HOST:PORT", ...], "labels": {...}}].
+Each address is a target at __scheme__://HOST:PORT__metrics_path__ (default
+http and /metrics), named by its llmrec_name label or its address, with
+llmrec_engine as its engine hint; other labels go into the manifest. The
+files are read at start; changes while recording are not followed yet. YAML
+files are not read yet.
+
 Phases: --mark-listen ADDR serves POST /mark?name=NAME[&end=1] (loopback only
 unless --mark-public); each mark is appended to DIR/marks.jsonl, as
 llmrec mark DIR NAME [--end] does.
@@ -102,6 +111,8 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	configPath := fs.String("config", "", "TOML config file")
 	var targets multiFlag
 	fs.Var(&targets, "target", "NAME=URL of a /metrics endpoint (repeatable; adds to the config's targets)")
+	var fileSD multiFlag
+	fs.Var(&fileSD, "file-sd", "Prometheus file_sd target file (JSON; a glob; repeatable; adds to the config's file_sd)")
 	interval := fs.Duration("interval", 0, "scrape cadence of every target (default 2s, or the config's)")
 	timeout := fs.Duration("timeout", 0, "per-scrape timeout (default: the interval)")
 	duration := fs.Duration("duration", 0, "stop after this long (default: until SIGINT/SIGTERM)")
@@ -182,8 +193,9 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		}
 		cfg.Targets = append(cfg.Targets, t)
 	}
-	if len(cfg.Targets) == 0 {
-		return fmt.Errorf("%w: record: no targets: give --target NAME=URL or a config file with [[target]] tables", errUsage)
+	cfg.FileSD = append(cfg.FileSD, fileSD...)
+	if len(cfg.Targets) == 0 && len(cfg.FileSD) == 0 {
+		return fmt.Errorf("%w: record: no targets: give --target NAME=URL, --file-sd FILE or a config file with [[target]] tables", errUsage)
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: record: %v", errUsage, err)
