@@ -343,8 +343,7 @@ func (e *exporter) newSeries(k seriesKey, s *sample) int32 {
 	out := make(map[string]string, len(labels)+2)
 	for n, v := range labels {
 		if n == RunLabel || n == TargetLabel {
-			for n = "exported_" + n; labels[n] != "" || n == RunLabel || n == TargetLabel; n = "exported_" + n {
-			}
+			n = exported(labels, n)
 		}
 		out[n] = v
 	}
@@ -383,6 +382,17 @@ func (e *exporter) newSeries(k seriesKey, s *sample) int32 {
 	return int32(len(e.series) - 1)
 }
 
+// exported is the name an engine's label n takes when it clashes with one
+// of ours: exported_n, prefixed again while the engine has that one too.
+func exported(labels map[string]string, n string) string {
+	for {
+		n = "exported_" + n
+		if _, taken := labels[n]; !taken {
+			return n
+		}
+	}
+}
+
 // familyOf is the OpenMetrics family and type of a sample (see the
 // package comment for counters).
 func familyOf(s *sample) (name, typ string) {
@@ -408,7 +418,7 @@ func escapeLabel(v string) string { return labelEscaper.Replace(v) }
 func (e *exporter) compare(a, b record) int {
 	sa, sb := &e.series[a.sid], &e.series[b.sid]
 	return cmp.Or(cmp.Compare(sa.fam, sb.fam), cmp.Compare(sa.metric, sb.metric), cmp.Compare(a.ts, b.ts),
-		cmp.Compare(sa.class, sb.class), cmp.Compare(sa.ord, sb.ord), cmp.Compare(a.sid, b.sid), cmp.Compare(a.ts, b.ts))
+		cmp.Compare(sa.class, sb.class), cmp.Compare(sa.ord, sb.ord), cmp.Compare(a.sid, b.sid))
 }
 
 // write merges the sorted runs into w, family by family.

@@ -43,6 +43,8 @@ eng:q{quantile="0.5"} $N
 eng:q_sum $N
 eng:q_count $N
 untyped_one $N
+# TYPE clash gauge
+clash{llmrec_run="r",exported_llmrec_run="e",llmrec_target=""} $N
 `, "$N", strconv.Itoa(n))
 }
 
@@ -116,7 +118,7 @@ func export(t *testing.T, dir string, opt Options) (string, Stats) {
 func TestGolden(t *testing.T) {
 	got, st := export(t, writeRecording(t), Options{})
 	goldentest.Check(t, filepath.Join("testdata", "two-targets.om"), []byte(got))
-	if st.Scrapes != 8 || st.Families != 7 || st.Runs != 0 || st.Duplicates != 0 || st.Unnamable != 0 {
+	if st.Scrapes != 8 || st.Families != 8 || st.Runs != 0 || st.Duplicates != 0 || st.Unnamable != 0 {
 		t.Errorf("stats %+v", st)
 	}
 	if !strings.HasSuffix(got, "\n# EOF\n") {
