@@ -44,7 +44,7 @@ func commands() map[string]command {
 		"inspect": {inspectRun, "summarise a recording: segments, time range, counts, errors"},
 		"analyze": {analyzeRun, "replay recordings offline into cells with provenance (rates, ratios, latencies)"},
 		"mark":    {markRun, "mark the start or end of a named phase of a run being recorded"},
-		"export":  {exportRun, "print one captured body byte-exact (make a test fixture)"},
+		"export":  {exportRun, "print one captured body byte-exact (a test fixture), or every sample as OpenMetrics for promtool"},
 		"repair":  {repairRun, "seal a crashed recording's journals into segments (reads never change a folder)"},
 		"sim": {func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			return simRun(stdout, stderr, args)
