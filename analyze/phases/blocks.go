@@ -281,7 +281,7 @@ func (in *Input) levelValues(s *sums, L *level, nfigs int) [][]rate.Num {
 		for i := b.from; i < b.to; i++ {
 			idx = append(idx, i)
 		}
-		figs = counted(figs[:0], l, ps, cells, acc, idx)
+		figs = counted(figs[:0], l, ps, cells, acc, idx, false)
 		for k := range min(nfigs, len(figs)) {
 			L.vals[k][j] = figs[k].Value
 		}

@@ -329,7 +329,7 @@ func (in *Input) figures(s *sums) Figures {
 	} else {
 		cells = in.evaluate(dt, acc)
 	}
-	out.Figures = counted(out.Figures, l, ps, cells, acc, pollsIn)
+	out.Figures = counted(out.Figures, l, ps, cells, acc, pollsIn, true)
 	if s.bl != nil {
 		in.blockFigures(s, out.Figures)
 	}
@@ -358,8 +358,9 @@ func (in *Input) figures(s *sums) Figures {
 // counted appends to out the figures of one stretch: the cells of the
 // counters' Δ acc (nil: too few polls), the histograms' quantiles of the
 // bucket deltas, and the gauges over the polls idx. A phase and each of its
-// blocks are measured by it alike.
-func counted(out []Figure, l *Log, ps []findings.Poll, cells engine.Cells, acc []float64, idx []int) []Figure {
+// blocks are measured by it alike (a block's figures without their
+// sources: only the values are kept).
+func counted(out []Figure, l *Log, ps []findings.Poll, cells engine.Cells, acc []float64, idx []int, sources bool) []Figure {
 	for _, name := range counterFigures {
 		f := Figure{Name: name}
 		if cells == nil {
@@ -370,9 +371,9 @@ func counted(out []Figure, l *Log, ps []findings.Poll, cells engine.Cells, acc [
 		out = append(out, f)
 	}
 	for _, base := range engine.Histograms {
-		out = append(out, histFigures(l, base, cells, acc)...)
+		out = histFigures(out, l, base, cells, acc, sources)
 	}
-	return append(out, gaugeFigures(ps, idx)...)
+	return gaugeFigures(out, ps, idx, sources)
 }
 
 // gateReasons are the estimator's refusals.
@@ -464,9 +465,8 @@ func (in *Input) evaluate(dt float64, acc []float64) engine.Cells {
 
 // histFigures are a histogram's count and mean as the reader makes them
 // from the phase's Δ, and its quantiles from the bucket deltas.
-func histFigures(l *Log, base string, cells engine.Cells, acc []float64) []Figure {
+func histFigures(out []Figure, l *Log, base string, cells engine.Cells, acc []float64, sources bool) []Figure {
 	hc := engine.HistCells(base)
-	out := make([]Figure, 0, 5)
 	for _, name := range hc[:2] {
 		f := Figure{Name: name, Reason: ReasonFewPolls}
 		if c, ok := cells.Get(name); ok {
@@ -485,7 +485,9 @@ func histFigures(l *Log, base string, cells engine.Cells, acc []float64) []Figur
 			// The reader makes no quantile here: its reason is the figure's.
 			f.Reason, f.Source = p50.Reason, p50.Source
 		default:
-			f.Source = "computed:histogram_quantile(" + strconv.FormatFloat(q.q, 'g', -1, 64) + ", Δ" + series + " across the phase)"
+			if sources {
+				f.Source = "computed:histogram_quantile(" + strconv.FormatFloat(q.q, 'g', -1, 64) + ", Δ" + series + " across the phase)"
+			}
 			f.Value, f.Bucket, f.Reason = quantile(l, series, q.q, acc)
 		}
 		out = append(out, f)
@@ -575,24 +577,27 @@ func leOf(labels string) (float64, bool) {
 	return le, true
 }
 
+// gauge is a gauge figure's cell and how a poll holds it.
+type gauge struct {
+	name  string
+	src   string
+	read  func(*findings.Poll) rate.Num
+	stats []string
+}
+
+// gauges are the gauge figures.
+var gauges = []gauge{
+	{engine.RequestsRunning, engine.RequestsRunning, func(p *findings.Poll) rate.Num { return p.Running }, []string{"mean", "max"}},
+	{engine.RequestsWaiting, engine.RequestsWaiting, func(p *findings.Poll) rate.Num { return p.Waiting }, []string{"mean", "max"}},
+	{"waiting_capacity", engine.WaitingByReason + `{reason="capacity"}`, func(p *findings.Poll) rate.Num { return p.Capacity }, []string{"mean", "max"}},
+	{"waiting_deferred", engine.WaitingByReason + `{reason="deferred"}`, func(p *findings.Poll) rate.Num { return p.Deferred }, []string{"mean", "max"}},
+	{engine.KVCacheUsageRatio, engine.KVCacheUsageRatio, func(p *findings.Poll) rate.Num { return p.KV }, []string{"max"}},
+}
+
 // gaugeFigures are the mean and max of the gauges over the polls inside
 // the windows: every poll counts the same (the cadence is fixed).
-func gaugeFigures(ps []findings.Poll, idx []int) []Figure {
-	type g struct {
-		name  string
-		src   string
-		read  func(*findings.Poll) rate.Num
-		stats []string
-	}
-	gs := []g{
-		{engine.RequestsRunning, engine.RequestsRunning, func(p *findings.Poll) rate.Num { return p.Running }, []string{"mean", "max"}},
-		{engine.RequestsWaiting, engine.RequestsWaiting, func(p *findings.Poll) rate.Num { return p.Waiting }, []string{"mean", "max"}},
-		{"waiting_capacity", engine.WaitingByReason + `{reason="capacity"}`, func(p *findings.Poll) rate.Num { return p.Capacity }, []string{"mean", "max"}},
-		{"waiting_deferred", engine.WaitingByReason + `{reason="deferred"}`, func(p *findings.Poll) rate.Num { return p.Deferred }, []string{"mean", "max"}},
-		{engine.KVCacheUsageRatio, engine.KVCacheUsageRatio, func(p *findings.Poll) rate.Num { return p.KV }, []string{"max"}},
-	}
-	var out []Figure
-	for _, x := range gs {
+func gaugeFigures(out []Figure, ps []findings.Poll, idx []int, sources bool) []Figure {
+	for _, x := range gauges {
 		sum, hi, n := 0.0, math.Inf(-1), 0
 		for _, i := range idx {
 			v := x.read(&ps[i])
@@ -602,7 +607,10 @@ func gaugeFigures(ps []findings.Poll, idx []int) []Figure {
 			sum, hi, n = sum+v.V, max(hi, v.V), n+1
 		}
 		for _, st := range x.stats {
-			f := Figure{Name: x.name + "__" + st, Source: fmt.Sprintf("%s of %s over %d polls", st, x.src, n)}
+			f := Figure{Name: x.name + "__" + st}
+			if sources {
+				f.Source = fmt.Sprintf("%s of %s over %d polls", st, x.src, n)
+			}
 			switch {
 			case n == 0:
 				// Never published in the phase: absent, not 0.
