@@ -235,7 +235,7 @@ func targetSection(t analyze.Target, ps *Polls, marks []Mark) (Section, error) {
 		s.Notes = append(s.Notes, n)
 	}
 	s.Tables = append(s.Tables, busyTable(&t))
-	head := Table{Title: "Whole recording (idle included): medians of the published values", Summary: true, Columns: []Column{{Title: "cell"}, {Title: "median", Num: true},
+	head := Table{Title: "Whole recording (idle included): medians of the published values", Summary: true, Columns: []Column{{Title: "quantity", Prov: "hover a name for the analysis JSON's cell name"}, {Title: "median", Num: true},
 		{Title: "window", Prov: "median window the values were measured over"}, {Title: "values", Num: true}, {Title: "withheld, by reason"}}}
 	for _, h := range t.Summary.Headlines {
 		c := rate.Cell{Value: h.Median, Window: h.Window, Source: tp.sources[h.Cell], Derived: h.Window.Valid}
@@ -246,7 +246,7 @@ func targetSection(t analyze.Target, ps *Polls, marks []Mark) (Section, error) {
 		if h.Window.Valid {
 			win = Window(h.Window.V)
 		}
-		head.Rows = append(head.Rows, []Cell{text(h.Cell), CellOf(c, format), text(win), text(strconv.Itoa(h.Values)), text(outcomes(h.Nulls))})
+		head.Rows = append(head.Rows, []Cell{nameCell(h.Cell), CellOf(c, format), text(win), text(strconv.Itoa(h.Values)), text(outcomes(h.Nulls))})
 	}
 	s.Tables = append(s.Tables, head)
 	if tp.late > 0 {
