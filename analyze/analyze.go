@@ -31,6 +31,10 @@ type Options struct {
 	// SkipPolls leaves Target.Polls empty: the summary alone, which keeps
 	// a few numbers per poll instead of every cell.
 	SkipPolls bool
+	// Blocks adds to every named and steady phase's figures their values
+	// over non-overlapping blocks of the phase (phases.Figure.Blocks), the
+	// samples llmrec diff compares.
+	Blocks bool
 	// Progress, when set, is called after each file is read.
 	Progress func(Progress)
 	// Spans are the counterfactual spans in seconds: the same polls are

@@ -567,7 +567,7 @@ func seriesIn(src string) []string {
 // digest stands in for them.
 func TestFindingsGolden(t *testing.T) {
 	decodeCap, _ := findings.ParseCap("decode=5000")
-	res, err := Analyze(Options{Dirs: []string{findingsDir + "/run"}, Caps: []findings.Cap{decodeCap}})
+	res, err := Analyze(Options{Dirs: []string{findingsDir + "/run"}, Caps: []findings.Cap{decodeCap}, Blocks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
