@@ -87,6 +87,7 @@ func Analyze(opts Options) (*Result, error) {
 		Inputs: []Input{}, Problems: []Problem{}, Targets: []Target{},
 	}
 	res.Gates.SpanByKind = opts.Gates.Span == 0
+	res.Gates.CompletionSpans = []CompletionSpan{}
 	var files []file
 	metas := map[string]*targetMeta{}
 	var marks []capture.Mark
@@ -148,6 +149,7 @@ func Analyze(opts Options) (*Result, error) {
 		}
 	}
 	res.Targets = an.finish()
+	res.Gates.CompletionSpans = an.completionSpans()
 	// A poll that could not be spooled would be missing from the document.
 	if an.err != nil {
 		res.Close()
@@ -343,6 +345,8 @@ func (a *analyzer) target(id, hint int32) *targetState {
 	// target's interval unless a span was asked for (docs/analysis-format.md).
 	if m := a.metas[st.out.Name]; m != nil && m.interval > 0 && a.opts.Gates.Span == 0 {
 		st.tr.SetStepSpan(m.interval)
+		// Those that move once per request get the request duration.
+		st.tr.SetCompletionSpan(m.interval, CompletionSpanWindow)
 	}
 	st.fw = newFindingsState(st.out.Name, st.tr, a.cfg, a.spans)
 	if m := a.metas[st.out.Name]; m != nil {
@@ -627,6 +631,19 @@ func (a *analyzer) finish() []Target {
 		out = append(out, t)
 	}
 	slices.SortFunc(out, func(x, y Target) int { return strings.Compare(x.Name, y.Name) })
+	return out
+}
+
+// completionSpans lists the spans chosen for the targets' completion
+// counters, by target name.
+func (a *analyzer) completionSpans() []CompletionSpan {
+	out := []CompletionSpan{}
+	for _, st := range a.targets {
+		if c, ok := st.tr.CompletionSpan(); ok {
+			out = append(out, CompletionSpan{Target: st.out.Name, ChosenSpan: c})
+		}
+	}
+	slices.SortFunc(out, func(x, y CompletionSpan) int { return strings.Compare(x.Target, y.Target) })
 	return out
 }
 
