@@ -60,6 +60,12 @@ type Target struct {
 	// FollowRedirects overrides the config's follow_redirects; nil before
 	// Validate means "as the config says".
 	FollowRedirects *bool `toml:"follow_redirects" json:"follow_redirects,omitempty"`
+	// ProcessStartHeader names a response header that carries the
+	// engine's process start (or any value that changes only when it
+	// restarts, such as an instance id a proxy adds): its change between
+	// two answers is restart evidence to the analysis. No engine sends
+	// one by itself; "" for none.
+	ProcessStartHeader string `toml:"process_start_header" json:"process_start_header,omitempty"`
 }
 
 // follows reports whether the target's scrapes follow same-origin redirects.
@@ -216,6 +222,9 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("%s: bearer_token_env names %s, which is not set", where, t.BearerTokenEnv)
 			}
 		}
+		if h := t.ProcessStartHeader; h != "" && !headerName.MatchString(h) {
+			return fmt.Errorf("%s: process_start_header %q is not a header name", where, h)
+		}
 		for j, e := range t.Endpoints {
 			if !strings.HasPrefix(e.Path, "/") {
 				return fmt.Errorf("%s: endpoint %d: path %q must start with /", where, j+1, e.Path)
@@ -227,6 +236,9 @@ func (c *Config) Validate() error {
 	}
 	return c.checkRate()
 }
+
+// headerName is an HTTP header name (RFC 9110's token).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // Limits are the limits of parsing one page.
 func (c *Config) Limits() capture.Limits {
