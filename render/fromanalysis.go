@@ -347,5 +347,9 @@ func spanText(g analyze.Gates) string {
 	if !g.SpanByKind {
 		return num(g.Span, "s")
 	}
+	if len(g.CompletionSpans) > 0 {
+		return "each target's interval for counters moved every engine step, the request duration measured for counters moved once per request (see the analysis' gates.completion_spans), " +
+			num(g.Span, "s") + " for the others"
+	}
 	return "each target's interval for counters moved every engine step, " + num(g.Span, "s") + " for the others"
 }

@@ -116,6 +116,11 @@ type EngineSpec struct {
 	// InterTokenLatency adds the newer vLLM families
 	// inter_token_latency_seconds and request_time_per_output_token_seconds.
 	InterTokenLatency bool
+	// ProcessStartHeader, when set, names a response header every answer
+	// carries with the process start (Unix seconds, as
+	// process_start_time_seconds): no real engine sends one, a proxy in
+	// front of it may.
+	ProcessStartHeader string
 	// Phases is the load timeline, ordered by At. Before the first phase the
 	// engine is idle.
 	Phases []Phase
@@ -229,6 +234,7 @@ func LoadScenario(path string) (*Scenario, error) {
 //	prefill_speed = 8000.0      # tokens/s of one request's prefill
 //	max_tokens = 2048           # vLLM max_tokens request parameter
 //	inter_token_latency = false # vLLM: add the newer ITL families
+//	process_start_header = ""   # a response header carrying the process start
 //
 //	  [[engine.phase]]
 //	  at = "2s"
@@ -296,6 +302,7 @@ type fileEngine struct {
 	PrefillSpeed      float64     `toml:"prefill_speed"`
 	MaxTokens         int         `toml:"max_tokens"`
 	InterTokenLatency bool        `toml:"inter_token_latency"`
+	ProcessStart      string      `toml:"process_start_header"`
 	Phase             []filePhase `toml:"phase"`
 	Event             []fileEvent `toml:"event"`
 }
@@ -348,7 +355,7 @@ func (f *fileScenario) scenario() *Scenario {
 			Name: fe.Name, Format: Format(fe.Format), Model: fe.Model, EngineLabel: fe.EngineLabel,
 			MaxModelLen: fe.MaxModelLen, BlockSize: fe.BlockSize, NumGPUBlocks: fe.NumGPUBlocks,
 			Slots: fe.Slots, PrefillSpeed: fe.PrefillSpeed, MaxTokens: fe.MaxTokens,
-			InterTokenLatency: fe.InterTokenLatency,
+			InterTokenLatency: fe.InterTokenLatency, ProcessStartHeader: fe.ProcessStart,
 		}
 		for _, fp := range fe.Phase {
 			kv := -1.0
