@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/llmrec/llmrec/analyze/client"
