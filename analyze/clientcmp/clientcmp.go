@@ -565,9 +565,16 @@ func seams(file string, s *Side, m *phases.Measured) []Finding {
 	}
 	if r := dis("ttft_p50_s"); high(r) {
 		if w, ok := waitingMax(m); ok && w == 0 {
+			// The queue adds to the client's TTFT, e2e and requests in
+			// flight: those of them above the server's are explained.
+			var qs []string
+			for _, q := range []string{"ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s", client.FConcMean} {
+				if high(dis(q)) {
+					qs = append(qs, q)
+				}
+			}
 			add(SeamQueueBeforeEngine, fmt.Sprintf("%s: the client's TTFT p50 is %ss, the engine's %ss (%s) while the engine's waiting count stayed 0: requests queued before the engine saw them (llama.cpp's HTTP threads, a proxy or gateway)",
-				s.Phase, num(r.Client.Value), num(r.Server.Value), r.Why),
-				"ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s")
+				s.Phase, num(r.Client.Value), num(r.Server.Value), r.Why), qs...)
 		}
 	}
 	for _, r := range s.Rows {
