@@ -225,7 +225,7 @@ func clientCharts(res *analyze.Result, f *clientcmp.File, k int, polls *Polls) (
 	out = append(out, ch)
 
 	tt := TimeSeries{ID: id("ttft"), Title: name + ": TTFT, client (each request) vs server (each engine's windowed p50)", Unit: UnitSeconds,
-		Notes: []string{"A client TTFT well above the engine's while the engine's waiting count is 0 is time spent queued before the engine (llama.cpp's HTTP threads, a proxy)."},
+		Notes:  []string{"A client TTFT well above the engine's while the engine's waiting count is 0 is time spent queued before the engine (llama.cpp's HTTP threads, a proxy)."},
 		Series: []Series{ttft}, Budget: clientcmp.MaxPoints}
 	if polls != nil {
 		for _, t := range res.Targets {
@@ -239,4 +239,41 @@ func clientCharts(res *analyze.Result, f *clientcmp.File, k int, polls *Polls) (
 		return nil, fmt.Errorf("client chart: %w", err)
 	}
 	return append(out, ch), nil
+}
+
+// clientFinding is the verdict on the client files: where client and
+// server disagree and the seams, else that they agree.
+func clientFinding(res *analyze.Result) *Verdict {
+	c := res.Client
+	if c == nil || len(c.Files) == 0 {
+		return nil
+	}
+	prov := "each client phase's figures against the fleet's over the same bounds, each quantity within its tolerance (see the Client section)"
+	if len(c.Findings) == 0 {
+		agree, compared := 0, 0
+		for _, f := range c.Files {
+			for _, s := range f.Sides {
+				for _, r := range s.Rows {
+					if r.Agreement != clientcmp.NotComparable {
+						compared++
+					}
+					if r.Agreement == clientcmp.Agree {
+						agree++
+					}
+				}
+			}
+		}
+		if compared == 0 {
+			return &Verdict{Topic: "client", Class: ClassUnknown, Href: "#client", Prov: prov,
+				Text: "The client's files give nothing the engines' counters can be compared with (no per-request phases, or none over the recording)."}
+		}
+		return &Verdict{Topic: "client", Class: ClassOK, Href: "#client", Prov: prov,
+			Text: fmt.Sprintf("The client and the engines agree on %d of %d quantities compared.", agree, compared)}
+	}
+	var seams []string
+	for _, f := range c.Findings {
+		seams = append(seams, seamName(f.Seam))
+	}
+	return &Verdict{Topic: "client", Class: ClassWarn, Href: "#client", Prov: prov,
+		Text: fmt.Sprintf("The client and the engines disagree (%d finding(s)); likely seams: %s.", len(c.Findings), strings.Join(uniq(seams), "; "))}
 }

@@ -79,6 +79,13 @@ func TestClientSection(t *testing.T) {
 	if len(sec.Sections) != 1 || len(sec.Sections[0].Tables) != 1 || len(sec.Sections[0].Charts) != 3 {
 		t.Fatalf("client file section: %+v", sec.Sections)
 	}
+	verdict := ""
+	for _, v := range r.Verdicts {
+		if v.Topic == "client" {
+			verdict = v.Text
+		}
+	}
+	contains(t, "client verdict", verdict, "disagree", "queue before the engine")
 	md := markdownOf(t, r)
 	i := strings.Index(md, "<summary>Client</summary>")
 	if i < 0 {
