@@ -276,3 +276,65 @@ func TestClientSidesGolden(t *testing.T) {
 	}
 	goldentest.Check(t, filepath.Join("testdata", "client_sides.golden.json"), append(got, '\n'))
 }
+
+// A real AIPerf record (../shared/clients, examples-artifacts-run1) beside
+// a simulated engine that served its load: placed at the file's own epoch
+// times, its profiling phase is a named phase of the analysis, and the
+// rates the engine counted agree with the ones the client measured.
+func TestClientRealAIPerfBesideSim(t *testing.T) {
+	path := filepath.Join("..", "..", "shared", "clients", "aiperf", "examples-artifacts-run1", "profile_export.jsonl")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no real client file: %s is absent (it sits beside the repository as ../shared/clients)", path)
+	}
+	run, err := client.ReadFile(path, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := client.Phases(run)
+	var prof *client.Phase
+	for i := range ps {
+		if ps[i].Name == "profiling" {
+			prof = &ps[i]
+		}
+	}
+	if prof == nil {
+		t.Fatalf("no profiling phase: %+v", ps)
+	}
+	f := client.Measure(run, []client.Phase{*prof})[0]
+	get := func(name string) float64 {
+		g, ok := f.Get(name)
+		if !ok || !g.Value.Valid {
+			t.Fatalf("%s: %+v", name, g)
+		}
+		return g.Value.V
+	}
+	out, in, rps, conc := get(client.FOutputTokensPS), get(client.FInputTokensPS), get(client.FRequestsPS), get(client.FConcMean)
+	start := time.Unix(int64(prof.Start)-20, 0)
+	at := func(t float64) time.Duration { return time.Duration((t - float64(start.Unix())) * float64(time.Second)) }
+	sc := &sim.Scenario{Name: "aiperf", Start: start, Duration: at(prof.End) + 20*time.Second, Engines: []sim.EngineSpec{{
+		Name: "v", Format: sim.FormatVLLM, Phases: []sim.Phase{
+			{At: 0, Idle: true},
+			{At: at(prof.Start), DecodeTPS: out, PromptTPS: in, Running: int(math.Round(conc)), OutputLen: int(math.Round(out / rps)), KVUsage: -1},
+			{At: at(prof.End), Idle: true},
+		}}}}
+	dir := t.TempDir()
+	generateIn(t, sc, dir, sim.GenerateOptions{Interval: time.Second})
+	res, err := Analyze(Options{Dirs: []string{dir}, SkipPolls: true, Clients: []*client.Run{run}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var side *clientcmp.Side
+	for i := range res.Client.Files[0].Sides {
+		if s := &res.Client.Files[0].Sides[i]; s.Phase == "profiling" {
+			side = s
+		}
+	}
+	if side == nil {
+		t.Fatalf("no profiling side: %+v", res.Client.Files[0].Sides)
+	}
+	for _, q := range []string{client.FOutputTokensPS, client.FInputTokensPS, client.FRequestsPS} {
+		if a := agreementOf(side, q); a != clientcmp.Agree {
+			t.Errorf("%s: %s\n%s", q, a, sideText(res))
+		}
+	}
+}
