@@ -310,7 +310,9 @@ func TestClientRealAIPerfBesideSim(t *testing.T) {
 	}
 	out, in, rps, conc := get(client.FOutputTokensPS), get(client.FInputTokensPS), get(client.FRequestsPS), get(client.FConcMean)
 	start := time.Unix(int64(prof.Start)-20, 0)
-	at := func(t float64) time.Duration { return time.Duration((t - float64(start.Unix())) * float64(time.Second)) }
+	at := func(t float64) time.Duration {
+		return time.Duration((t - float64(start.Unix())) * float64(time.Second))
+	}
 	sc := &sim.Scenario{Name: "aiperf", Start: start, Duration: at(prof.End) + 20*time.Second, Engines: []sim.EngineSpec{{
 		Name: "v", Format: sim.FormatVLLM, Phases: []sim.Phase{
 			{At: 0, Idle: true},
