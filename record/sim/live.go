@@ -117,6 +117,12 @@ type liveLoad struct {
 	waiting []*liveReq
 	running []*liveReq
 	nTokMax float64
+	// The gauges as the engine publishes them: set when a step has
+	// scheduled its batch (vLLM's scheduler stats), zero once it is idle.
+	// A request that arrives during a step and gets a place at the next
+	// one is never seen waiting.
+	gRunning, gWaiting int
+	gKV                float64
 }
 
 func newLiveLoad(e *Engine) *liveLoad {
@@ -142,10 +148,10 @@ func (l *liveLoad) addTo(at time.Duration, v *acc) {
 	for i := range accAdd {
 		v[i] += l.acc[i]
 	}
-	v[xRunning] += float64(len(l.running))
-	v[xWaiting] += float64(len(l.waiting))
-	v[xWaitCap] += float64(len(l.waiting))
-	v[xKV] = min(1, v[xKV]+l.kv())
+	v[xRunning] += float64(l.gRunning)
+	v[xWaiting] += float64(l.gWaiting)
+	v[xWaitCap] += float64(l.gWaiting)
+	v[xKV] = min(1, v[xKV]+l.gKV)
 }
 
 func (l *liveLoad) tokMax() float64 {
@@ -238,6 +244,7 @@ func (l *liveLoad) run(start time.Time, stop <-chan struct{}) {
 			l.running = append(l.running, r)
 		}
 		n := len(l.running)
+		l.gRunning, l.gWaiting, l.gKV = n, len(l.waiting), l.kv()
 		d := sp.Serve.Step + time.Duration(n-1)*sp.Serve.StepPerRequest +
 			time.Duration(float64(newPrompt)/sp.PrefillSpeed*float64(time.Second))
 		l.mu.Unlock()
@@ -295,6 +302,9 @@ func (l *liveLoad) step(now, start time.Time, newPrompt int) {
 	}
 	clear(l.running[len(keep):])
 	l.running = keep
+	if len(l.running) == 0 && len(l.waiting) == 0 {
+		l.gRunning, l.gWaiting, l.gKV = 0, 0, 0
+	}
 }
 
 // finish counts a request that left the engine at now.
