@@ -245,5 +245,3 @@ func clientFig(t *testing.T, f *client.Figures, name string) float64 {
 	}
 	return g.Value.V
 }
-
-
