@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -244,4 +246,13 @@ func clientFig(t *testing.T, f *client.Figures, name string) float64 {
 		t.Fatalf("client figure %s absent (%s); have %v", name, g.Why, have)
 	}
 	return g.Value.V
+}
+
+// llmrec load -h teaches: usage, examples, every flag.
+func TestLoadHelp(t *testing.T) {
+	_, stderr, err := runCLI("load", "-h")
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "Usage: llmrec load") || !strings.Contains(stderr, "Examples:") ||
+		!strings.Contains(stderr, "-stages") || !strings.Contains(stderr, "-mark") {
+		t.Errorf("load -h: %v\n%s", err, stderr)
+	}
 }
