@@ -10,6 +10,7 @@
 //	llmrec analyze  replay captures through the engine readers and the gated estimator
 //	llmrec render   one offline HTML report and a Markdown summary
 //	llmrec sim      serve simulated engines on loopback
+//	llmrec load     send streaming requests at fixed concurrency and record the client's side
 //
 // Run "llmrec COMMAND -h" for each command's flags and examples.
 package main
@@ -50,6 +51,7 @@ func commands() map[string]command {
 			return simRun(stdout, stderr, args)
 		}, "serve simulated vLLM and llama.cpp engines on loopback"},
 		"version": {versionRun, "print llmrec's version"},
+		"load":    {loadRun, "send streaming completions at fixed concurrency levels; write the client's records (AIPerf, JSONL)"},
 	}
 }
 
