@@ -334,7 +334,12 @@ func TestClientRealAIPerfBesideSim(t *testing.T) {
 	if side == nil {
 		t.Fatalf("no profiling side: %+v", res.Client.Files[0].Sides)
 	}
-	for _, q := range []string{client.FOutputTokensPS, client.FInputTokensPS, client.FRequestsPS} {
+	// Requests are compared over the span the engine's counters were
+	// differenced over, where the real file's completions (100 requests at
+	// once, ending together near the phase's end) and the simulator's
+	// (spread evenly) differ by construction; the token rates are over the
+	// client's whole phase.
+	for _, q := range []string{client.FOutputTokensPS, client.FInputTokensPS} {
 		if a := agreementOf(side, q); a != clientcmp.Agree {
 			t.Errorf("%s: %s\n%s", q, a, sideText(res))
 		}

@@ -229,7 +229,7 @@ func Compare(ins []Input, measured []phases.Measured, edges []findings.Edge, cad
 			if m == nil {
 				continue
 			}
-			s := side(&figs[i], m, cadence)
+			s := side(&figs[i], counted(in.Run, &in.Phases[i], m), m, cadence)
 			f.Sides = append(f.Sides, s)
 			out.Findings = append(out.Findings, seams(f.Meta.File, &s, m)...)
 		}
@@ -282,8 +282,42 @@ var pairs = func() []serverOf {
 	)
 }()
 
-// side is one phase's rows.
-func side(cf *client.Figures, m *phases.Measured, cadence float64) Side {
+// countedRates are the client figures that count the same discrete events
+// as an engine counter (a request's end), compared over the span the
+// engines' counters were differenced over. Tokens are not: the client
+// credits a request's tokens at its end, the engine as it makes them, so
+// over a span that cuts requests the two differ by the requests in flight
+// at its ends; over the client's own phase, which starts and ends with
+// none in flight, they do not.
+var countedRates = []string{client.FRequestsPS}
+
+// counted is the client's phase p measured over the span the server's
+// counters were differenced over (from the latest first good poll to the
+// earliest last one of the targets), so that a request ending between a
+// target's last good poll and the phase's end (the client's phase ends at
+// its last request's end) is counted on neither side, not on one; nil
+// when the targets have no such span.
+func counted(run *client.Run, p *client.Phase, m *phases.Measured) *client.Figures {
+	lo, hi := math.Inf(-1), math.Inf(1)
+	for _, t := range m.Targets {
+		ws := t.Bounds.Windows
+		if len(ws) != 1 || !ws[0].First.Valid || !ws[0].Last.Valid {
+			return nil
+		}
+		lo, hi = max(lo, ws[0].First.V), min(hi, ws[0].Last.V)
+	}
+	if len(m.Targets) == 0 || hi <= lo {
+		return nil
+	}
+	inner := *p
+	inner.Start, inner.End = lo, hi
+	f := client.Measure(run, []client.Phase{inner})[0]
+	return &f
+}
+
+// side is one phase's rows: cf the client's figures over the phase, in
+// those over the counters' span (nil: cf for every row).
+func side(cf, in *client.Figures, m *phases.Measured, cadence float64) Side {
 	s := Side{Phase: m.Name, Kind: m.Kind, Start: m.Start, End: m.End, Targets: []string{}, Records: cf.Records,
 		Started: cf.Started, Rows: []Row{}}
 	for _, t := range m.Targets {
@@ -301,6 +335,9 @@ func side(cf *client.Figures, m *phases.Measured, cadence float64) Side {
 		c, ok := cf.Get(p.quantity)
 		if !ok {
 			continue
+		}
+		if in != nil && slices.Contains(countedRates, p.quantity) {
+			c, _ = in.Get(p.quantity)
 		}
 		r := Row{Quantity: p.quantity, Unit: c.Unit, Client: c}
 		switch {

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/llmrec/llmrec/analyze"
 	"github.com/llmrec/llmrec/analyze/client"
+	"github.com/llmrec/llmrec/analyze/clientcmp"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/capture"
@@ -75,28 +79,31 @@ func TestLoadAgainstSimAndRecorder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	cfg := &record.Config{}
-	urls := map[string]string{}
+	// One recorder per engine, so that each client file has the recording
+	// of the one engine it drove (a client is compared with the fleet of
+	// the recorded targets).
+	urls, dirs := map[string]string{}, map[string]string{}
+	rctx, stopRec := context.WithCancel(ctx)
+	recErr := make(chan error, 2)
 	for _, tg := range srv.Targets() {
 		urls[tg.Name] = tg.URL
-		cfg.Targets = append(cfg.Targets, record.Target{Name: tg.Name, URL: tg.MetricsURL,
-			Interval: record.Duration(100 * time.Millisecond)})
+		cfg := &record.Config{Targets: []record.Target{{Name: tg.Name, URL: tg.MetricsURL,
+			Interval: record.Duration(100 * time.Millisecond)}}}
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		dirs[tg.Name] = t.TempDir()
+		go func() {
+			_, err := record.Run(rctx, cfg, record.Options{Dir: dirs[tg.Name]})
+			recErr <- err
+		}()
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
+	dir := dirs["clean"]
 	marks, err := record.ListenMarks("127.0.0.1:0", dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer marks.Close()
-	rctx, stopRec := context.WithCancel(ctx)
-	recErr := make(chan error, 1)
-	go func() {
-		_, err := record.Run(rctx, cfg, record.Options{Dir: dir})
-		recErr <- err
-	}()
 	time.Sleep(300 * time.Millisecond) // a few polls before the load
 
 	files := map[string]string{"clean": filepath.Join(t.TempDir(), "profile_export.jsonl"), "front": filepath.Join(t.TempDir(), "requests.jsonl")}
@@ -121,8 +128,10 @@ func TestLoadAgainstSimAndRecorder(t *testing.T) {
 	wg.Wait()
 	time.Sleep(300 * time.Millisecond)
 	stopRec()
-	if err := <-recErr; err != nil {
-		t.Fatal(err)
+	for range dirs {
+		if err := <-recErr; err != nil {
+			t.Fatal(err)
+		}
 	}
 	if t.Failed() {
 		t.FailNow()
@@ -153,7 +162,7 @@ func TestLoadAgainstSimAndRecorder(t *testing.T) {
 			t.Fatalf("%s: client phases %v (%s)", target, cps, how)
 		}
 		figs := client.Measure(run, cps)
-		res, err := analyze.Analyze(analyze.Options{Dirs: []string{dir}, SkipPolls: true, Phases: client.AsPhases(cps)})
+		res, err := analyze.Analyze(analyze.Options{Dirs: []string{dirs[target]}, SkipPolls: true, Phases: client.AsPhases(cps)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,6 +202,61 @@ func TestLoadAgainstSimAndRecorder(t *testing.T) {
 			if cttft < bucket[0] || cttft > bucket[1]+0.002 {
 				t.Errorf("%s %s: client TTFT p50 %.1f ms outside the engine's p50 bucket %v", target, cp.Name, 1e3*cttft, bucket)
 			}
+		}
+		checkClientSide(t, target, dirs[target], files[target])
+	}
+}
+
+// checkClientSide runs llmrec analyze DIR --client FILE and reads its
+// client section: in every stage the client's output tokens/s and request
+// rate agree with the engine's; on the clean engine no queue before the
+// engine, no unrecorded engine and no clock offset is found; behind the
+// front queue at concurrency 4 the TTFT disagreement is named
+// queue_before_engine. (Other findings of these 3 s stages are logged, not
+// asserted: see the issue's note.)
+func checkClientSide(t *testing.T, target, dir, file string) {
+	t.Helper()
+	js := filepath.Join(t.TempDir(), "analysis.json")
+	if _, stderr, err := runCLI("analyze", dir, "--client", file, "--json", js); err != nil {
+		t.Fatalf("%s: analyze --client: %v\n%s", target, err, stderr)
+	}
+	raw, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Client *clientcmp.Output `json:"client"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Client == nil || len(res.Client.Files) != 1 {
+		t.Fatalf("%s: no client section in %s", target, js)
+	}
+	var seams []string
+	for _, f := range res.Client.Findings {
+		seams = append(seams, f.Phase+": "+f.Seam)
+		t.Logf("%s finding %s %s: %s", target, f.Phase, f.Seam, f.Detail)
+	}
+	for _, sd := range res.Client.Files[0].Sides {
+		for _, r := range sd.Rows {
+			rated := r.Quantity == client.FOutputTokensPS || r.Quantity == client.FRequestsPS
+			if rated && !strings.HasSuffix(sd.Phase, "warmup") && r.Agreement != clientcmp.Agree {
+				t.Errorf("%s %s: output tokens/s %s: %s", target, sd.Phase, r.Agreement, r.Why)
+			}
+		}
+	}
+	switch target {
+	case "clean":
+		for _, f := range res.Client.Findings {
+			switch f.Seam {
+			case clientcmp.SeamQueueBeforeEngine, clientcmp.SeamUnrecorded, clientcmp.SeamClockOffset:
+				t.Errorf("clean run: %s in %s: %s", f.Seam, f.Phase, f.Detail)
+			}
+		}
+	case "front":
+		if !slices.Contains(seams, "concurrency 4: "+clientcmp.SeamQueueBeforeEngine) {
+			t.Errorf("front queue: findings %v, want concurrency 4: %s", seams, clientcmp.SeamQueueBeforeEngine)
 		}
 	}
 }
