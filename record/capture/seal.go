@@ -182,7 +182,9 @@ func (w *Writer) seal(job *sealJob) error {
 func (w *Writer) startCompaction() error {
 	segs, kept := w.sealed, w.kept
 	w.sealed, w.kept = nil, &keptGroup{}
-	if len(segs) < 2 {
+	if len(segs) < 2 || w.stopMerge.Load() {
+		// A group of one, or the writer is closing: what is left unmerged
+		// is merged by the next Recover.
 		return nil
 	}
 	// One compaction at a time; it runs beside the sealer and the journal,
@@ -191,7 +193,7 @@ func (w *Writer) startCompaction() error {
 	if err := w.compactErr; err != nil {
 		return err
 	}
-	w.compacting.Go(func() { w.compactErr = compact(&w.cenc, w.dir, w.run, segs, kept) })
+	w.compacting.Go(func() { w.compactErr = compact(&w.cenc, w.dir, w.run, segs, kept, &w.stopMerge) })
 	return nil
 }
 
