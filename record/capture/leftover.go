@@ -104,10 +104,13 @@ func mergeLeftovers(dir string) ([]Recovery, error) {
 	return out, nil
 }
 
+// bigSegmentBytes is DefaultSegmentBytes; a variable for the tests.
+var bigSegmentBytes int64 = DefaultSegmentBytes
+
 // bigSegment reports whether the segment at path holds the segment budget
-// (DefaultSegmentBytes) or more, uncompressed: a writer neither merges
-// such a segment nor keeps its rows. A file whose footer does not read
-// counts as big: it is left as it is.
+// (bigSegmentBytes) or more, uncompressed (the row groups' sizes in its
+// footer): a writer neither merges such a segment nor keeps its rows. A
+// file whose footer does not read counts as big: it is left as it is.
 func bigSegment(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
@@ -126,7 +129,7 @@ func bigSegment(path string) bool {
 	for _, rg := range pf.Metadata().RowGroups {
 		n += rg.TotalByteSize
 	}
-	return n >= DefaultSegmentBytes
+	return n >= bigSegmentBytes
 }
 
 // compactEveryOf is the compact_every run was recorded with: its manifest
