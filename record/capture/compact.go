@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -181,12 +182,13 @@ func merge(e *encoder, dst string, srcs []source, stop *atomic.Bool) (int64, err
 	return e.write(dst, func(pw *parquet.GenericWriter[Scrape]) error {
 		// Each slot keeps its own samples' space from one batch to the next.
 		batch, n := make([]Scrape, mergeBatch), 0
+		var batchBytes int64
 		flush = func() error {
 			if n == 0 {
 				return nil
 			}
 			_, err := pw.Write(batch[:n])
-			n = 0
+			n, batchBytes = 0, 0
 			return err
 		}
 		for {
@@ -219,7 +221,10 @@ func merge(e *encoder, dst string, srcs []source, stop *atomic.Bool) (int64, err
 				}
 				best.i++
 			}
-			if n++; n == len(batch) {
+			// A batch of large bodies is cut at writeBatchBytes: a
+			// stop waits for the batch being written.
+			batchBytes += int64(len(slot.Body)) + int64(len(slot.Samples))*int64(unsafe.Sizeof(Sample{}))
+			if n++; n == len(batch) || batchBytes >= writeBatchBytes {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -240,6 +245,9 @@ func compact(e *encoder, dir, run string, segs []int, kept *keptGroup, stop *ato
 	srcs := make([]source, len(segs))
 	var seals Seals
 	for i, n := range segs {
+		if stop != nil && stop.Load() { // checking a file's seal reads it whole
+			return errMergeStopped
+		}
 		srcs[i].path = filepath.Join(dir, segName{run, n, n}.file())
 		if kept != nil && i < len(kept.segs) {
 			srcs[i].kept, srcs[i].g = kept.segs[i], kept
