@@ -157,7 +157,8 @@ func (w *Writer) seal(job *sealJob) error {
 		return err
 	}
 	w.seals.Add(1)
-	if w.compactEvery <= 1 {
+	if w.compactEvery <= 1 || w.stopMerge.Load() {
+		// No merge to come (Close merges nothing): no rows to keep for one.
 		return nil
 	}
 	if job.big {
