@@ -82,7 +82,7 @@ func measure(rs []Request, p *Phase, all *inflight) Figures {
 	if p.Label != "" {
 		f.Records = fmt.Sprintf("the requests labelled %q", p.Label)
 	}
-	bounds := fmt.Sprintf("[%s, %s]", stamp(a), stamp(b))
+	bounds := fmt.Sprintf("[%s, %s]", Stamp(a), Stamp(b))
 	d := b - a
 	var tokens, inTokens float64
 	ended, tokenReqs, noTokens, inReqs, noIn := 0, 0, 0, 0, 0

@@ -266,7 +266,7 @@ func genericTimeBase(cols []column, opt *Options) string {
 		u := c.unit
 		switch {
 		case isTime(c.field) && opt.Anchor != nil:
-			u = fmt.Sprintf("monotonic %s, anchored: %g ↔ %s", orStr(u, "s"), opt.Anchor.Mono, stamp(opt.Anchor.Epoch))
+			u = fmt.Sprintf("monotonic %s, anchored: %g ↔ %s", orStr(u, "s"), opt.Anchor.Mono, Stamp(opt.Anchor.Epoch))
 		case isTime(c.field) && u == "":
 			u = "epoch, unit by magnitude (or RFC 3339)"
 		case isTime(c.field):

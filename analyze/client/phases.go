@@ -246,7 +246,7 @@ func levels(rs []Request) ([]Phase, string) {
 		}
 		out = append(out, Phase{Phase: phases.Phase{Name: name, Kind: phases.KindSteady, Source: Source, Start: a, End: b,
 			Why: fmt.Sprintf("requests in flight averaged over %d windows of %ss stayed within ±max(%g, %g%%) of %s from %s to %s",
-				k, num(w), LevelSlack, 100*LevelTolerance, num(level), stamp(a), stamp(b))}})
+				k, num(w), LevelSlack, 100*LevelTolerance, num(level), Stamp(a), Stamp(b))}})
 	}
 	if len(out) == 0 {
 		return nil, "no steady concurrency level (each stretch shorter than " + strconv.Itoa(LevelWindows) + " windows of " + num(w) + "s)"

@@ -327,7 +327,7 @@ func readInfPerfRequests(data []byte, file string, opt *Options) (*Run, error) {
 	}
 	a := opt.Anchor
 	run := &Run{Meta: Meta{Tool: "inference-perf", Level: LevelRequests, Schema: "per_request_lifecycle_metrics.json",
-		TimeBase: fmt.Sprintf("time.perf_counter() seconds, anchored by the caller: %g ↔ %s", a.Mono, stamp(a.Epoch)),
+		TimeBase: fmt.Sprintf("time.perf_counter() seconds, anchored by the caller: %g ↔ %s", a.Mono, Stamp(a.Epoch)),
 		Aligned:  "by each request's anchored time: as exact as the anchor"}}
 	epoch := func(t float64) float64 { return a.Epoch + t - a.Mono }
 	for i, x := range rs {

@@ -129,12 +129,12 @@ func EnergyOver(samples []PowerSample, start, end, maxGap float64) Energy {
 		slices.SortFunc(ss, func(a, b PowerSample) int { return cmp.Compare(a.T, b.T) })
 		// Samples must reach both bounds: energy outside them is unknown.
 		if ss[0].T > start+maxGap || ss[len(ss)-1].T < end-maxGap {
-			e.Why = fmt.Sprintf("GPU %s's power samples cover %s to %s, not the bounds %s to %s", gpu, stamp(ss[0].T), stamp(ss[len(ss)-1].T), stamp(start), stamp(end))
+			e.Why = fmt.Sprintf("GPU %s's power samples cover %s to %s, not the bounds %s to %s", gpu, Stamp(ss[0].T), Stamp(ss[len(ss)-1].T), Stamp(start), Stamp(end))
 			return e
 		}
 		for i := 1; i < len(ss); i++ {
 			if ss[i].T-ss[i-1].T > maxGap && ss[i].T > start && ss[i-1].T < end {
-				e.Why = fmt.Sprintf("GPU %s has no power sample from %s to %s (more than %gs)", gpu, stamp(ss[i-1].T), stamp(ss[i].T), maxGap)
+				e.Why = fmt.Sprintf("GPU %s has no power sample from %s to %s (more than %gs)", gpu, Stamp(ss[i-1].T), Stamp(ss[i].T), maxGap)
 				return e
 			}
 		}

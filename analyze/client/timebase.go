@@ -105,8 +105,8 @@ func timeString(s string, tz *time.Location) (float64, error) {
 
 func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-// stamp formats Unix seconds as RFC 3339 UTC to the millisecond.
-func stamp(t float64) string {
+// Stamp is a Unix time in seconds as the figures print it (UTC, ms).
+func Stamp(t float64) string {
 	sec, frac := math.Modf(t)
 	return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC().Format("2006-01-02T15:04:05.000Z")
 }

@@ -283,13 +283,14 @@ var pairs = func() []serverOf {
 }()
 
 // countedRates are the client figures that count the same discrete events
-// as an engine counter (a request's end), compared over the span the
-// engines' counters were differenced over. Tokens are not: the client
-// credits a request's tokens at its end, the engine as it makes them, so
-// over a span that cuts requests the two differ by the requests in flight
-// at its ends; over the client's own phase, which starts and ends with
-// none in flight, they do not.
-var countedRates = []string{client.FRequestsPS}
+// as an engine counter (a request's end; a prompt, by its first token:
+// promptRate), compared over the span the engines' counters were
+// differenced over. Output tokens are not: the client credits them at the
+// request's end, the engine as it makes them, so over a span that cuts
+// requests the two differ by the requests in flight at its ends; over the
+// client's own phase, which starts and ends with none in flight, they do
+// not.
+var countedRates = []string{client.FRequestsPS, client.FInputTokensPS}
 
 // counted is the client's phase p measured over the span the server's
 // counters were differenced over (from the latest first good poll to the
@@ -312,7 +313,58 @@ func counted(run *client.Run, p *client.Phase, m *phases.Measured) *client.Figur
 	inner := *p
 	inner.Start, inner.End = lo, hi
 	f := client.Measure(run, []client.Phase{inner})[0]
+	for i := range f.Figures {
+		if f.Figures[i].Name == client.FInputTokensPS {
+			f.Figures[i] = promptRate(run, &inner, f.Figures[i].Unit)
+		}
+	}
 	return &f
+}
+
+// promptRate is the client's input tokens per second as an engine counts
+// its prompt tokens: when the prompt was processed, that is by the first
+// token (else the start, for a request that got none), of the requests of
+// p whose prompt fell within p's bounds. Over a span that cuts requests
+// (the counters' span) this counts the prompts the engine counted there,
+// where crediting them at the request's end does not.
+func promptRate(run *client.Run, p *client.Phase, unit string) client.Figure {
+	f := client.Figure{Name: client.FInputTokensPS, Unit: unit,
+		Formula: fmt.Sprintf("Σ input tokens of the requests%s whose first token (else start) fell within the bounds ÷ (end − start), over the bounds [%s, %s]: the span the engines' counters were differenced over",
+			labelled(p.Label), client.Stamp(p.Start), client.Stamp(p.End))}
+	d := p.End - p.Start
+	if d <= 0 {
+		f.Why = "a span of no length"
+		return f
+	}
+	sum := 0.0
+	for i := range run.Requests {
+		r := &run.Requests[i]
+		if p.Label != "" && r.Phase != p.Label {
+			continue
+		}
+		at := r.Start
+		if r.FirstToken.Valid {
+			at = r.FirstToken.V
+		}
+		if at < p.Start || at > p.End || !r.InputTokens.Valid {
+			continue
+		}
+		sum += r.InputTokens.V
+		f.Records++
+	}
+	if f.Records == 0 {
+		f.Why = "no request's prompt fell within the span"
+		return f
+	}
+	f.Value = rate.Some(sum / d)
+	return f
+}
+
+func labelled(label string) string {
+	if label == "" {
+		return ""
+	}
+	return fmt.Sprintf(" labelled %q", label)
 }
 
 // side is one phase's rows: cf the client's figures over the phase, in
@@ -340,11 +392,15 @@ func side(cf, in *client.Figures, m *phases.Measured, cadence float64) Side {
 			c, _ = in.Get(p.quantity)
 		}
 		r := Row{Quantity: p.quantity, Unit: c.Unit, Client: c}
+		comparable := p.none == ""
 		switch {
 		case p.none != "":
 			r.Server = Server{Reason: p.none}
 		case p.quantile:
 			r.Server = quantileOf(m, p.figures[0])
+			if why := perEventTail(p.quantity, r.Server.Source); why != "" {
+				r.Server.Reason, comparable = why, false
+			}
 		default:
 			r.Server = sumOf(m, p.figures)
 		}
@@ -352,10 +408,27 @@ func side(cf, in *client.Figures, m *phases.Measured, cadence float64) Side {
 		if !p.quantile && p.tol > 0 {
 			r.Tolerance = p.tol + slack
 		}
-		judge(&r, p.none == "")
+		judge(&r, comparable)
 		s.Rows = append(s.Rows, r)
 	}
 	return s
+}
+
+// perEventTail says why a client ITL tail quantile is no match for the
+// engine's figure read from source, or "": the client's ITL is one mean
+// per request, and an engine whose TPOT histogram observes every output
+// event (vLLM before 0.11: time_per_output_token_seconds) has a tail of
+// single slow steps (a batch that admitted a prefill) that no request's
+// mean shows. Medians are compared; vLLM 0.11's
+// request_time_per_output_token_seconds is itself a mean per request.
+func perEventTail(quantity, source string) string {
+	if !strings.HasPrefix(quantity, "itl_") || quantity == "itl_p50_s" {
+		return ""
+	}
+	if !strings.Contains(source, "time_per_output_token_seconds") || strings.Contains(source, "request_time_per_output_token_seconds") {
+		return ""
+	}
+	return "the engine's histogram observes every output event, the client's ITL is one mean per request: their tails differ by construction (the medians are compared)"
 }
 
 // sumOf is the sum of figures over the fleet's targets that have each;
