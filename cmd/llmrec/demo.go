@@ -77,8 +77,8 @@ func demoRun(ctx context.Context, stdout, stderr io.Writer, args []string) error
 		return err
 	}
 	fmt.Fprintf(stdout, "\nReport: %s (open it in a browser; it works offline)\nSummary for a pull request: %s\n", html, md)
-	fmt.Fprintf(stdout, "Next: llmrec analyze %s; llmrec export %s --target %s --seq 5; DuckDB: SELECT * FROM read_parquet('%s/*.parquet')\n",
-		*out, *out, cfg.Targets[0].Name, *out)
+	fmt.Fprintf(stdout, "Next: %s analyze %s; %s export %s --target %s --seq 5; DuckDB: SELECT * FROM read_parquet('%s/*.parquet')\n",
+		self, *out, self, *out, cfg.Targets[0].Name, *out)
 	return nil
 }
 

@@ -67,7 +67,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, `Run "llmrec COMMAND -h" for a command's flags and examples.`)
+	fmt.Fprintf(w, "Run \"%s COMMAND -h\" for a command's flags and examples.\n", self)
 }
 
 // errUsage marks errors that are the caller's words, answered with exit 2.
@@ -105,6 +105,7 @@ func (e redactedError) Unwrap() error { return e.err }
 
 func main() {
 	capture.Version = buildVersion(debug.ReadBuildInfo())
+	self = selfName(os.Args[0])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Stdout, os.Stderr, os.Args[1:])
@@ -214,7 +215,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v%s; see llmrec %s -h", errUsage, fs.Name(), err, suggest(fs, err), fs.Name())
+		return fmt.Errorf("%w: %s: %v%s; see %s %s -h", errUsage, fs.Name(), err, suggest(fs, err), self, fs.Name())
 	}
 	return nil
 }
