@@ -42,6 +42,10 @@ type TimeSeries struct {
 	Marks   []Mark // vertical ranges: incidents
 	Budget  int    // points per series drawn at most; 0 means DefaultBudget
 	Height  int
+	// Relative: T are seconds from 0 (a phase-relative axis, as a diff
+	// overlays two runs), not Unix times: the axis starts at 0 and is
+	// labelled with plain seconds.
+	Relative bool
 }
 
 // Series is one line.
@@ -149,7 +153,7 @@ func (ts TimeSeries) Chart() (Chart, error) {
 	if math.IsInf(first, 1) { // no points at all
 		first, tEnd = t0, t0
 	}
-	if t0 == 0 {
+	if t0 == 0 && !ts.Relative {
 		t0 = first
 	}
 	span := max(tEnd-t0, 0)
@@ -258,10 +262,14 @@ func (ts TimeSeries) Chart() (Chart, error) {
 	if drawn < total {
 		notes = append(notes, fmt.Sprintf("Drawn with %s of %s points: per bucket the lowest and highest value, every gap and every incident kept; tables use all points.", thousands(drawn), thousands(total)))
 	}
+	x := XElapsed
+	if ts.Relative {
+		x = XValue
+	}
 	return Chart{
 		ID: ts.ID, Title: ts.Title, Notes: notes, Height: ts.Height,
 		Option: option, Prov: provs.list, SeriesProv: seriesProv,
-		X: XElapsed, T0: t0, Unit: ts.Unit, Percent: ts.Percent,
+		X: x, T0: t0, Unit: ts.Unit, Percent: ts.Percent,
 	}, nil
 }
 

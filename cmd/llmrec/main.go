@@ -9,6 +9,7 @@
 //	llmrec mark     mark the start or end of a named phase while recording
 //	llmrec analyze  replay captures through the engine readers and the gated estimator
 //	llmrec render   one offline HTML report and a Markdown summary
+//	llmrec diff     compare a candidate's runs with a baseline's: better, worse or ~, and how sure
 //	llmrec sim      serve simulated engines on loopback
 //
 // Run "llmrec COMMAND -h" for each command's flags and examples.
@@ -43,6 +44,7 @@ func commands() map[string]command {
 		"render":  {renderRun, "write one offline HTML report and a Markdown summary of a recording"},
 		"inspect": {inspectRun, "summarise a recording: segments, time range, counts, errors"},
 		"analyze": {analyzeRun, "replay recordings offline into cells with provenance (rates, ratios, latencies)"},
+		"diff":    {diffRun, "compare a candidate's runs with a baseline's: better, worse or ~ per phase and quantity"},
 		"mark":    {markRun, "mark the start or end of a named phase of a run being recorded"},
 		"export":  {exportRun, "print one captured body byte-exact (make a test fixture)"},
 		"repair":  {repairRun, "seal a crashed recording's journals into segments (reads never change a folder)"},
