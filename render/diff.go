@@ -234,13 +234,17 @@ func DiffMarkdown(w io.Writer, rep *diff.Report) error {
 	line(mdInline(countsText(rep)))
 	line("")
 	if blocking > 0 {
-		line(fmt.Sprintf("⛔ %d seam%s leave rows without a verdict (see Seams below).", blocking, plural(blocking)))
+		verb := "leaves"
+		if blocking > 1 {
+			verb = "leave"
+		}
+		line(fmt.Sprintf("⛔ %d seam%s %s rows without a verdict (see Seams below).", blocking, plural(blocking), verb))
 		line("")
 	}
 	head := "| phase | target | quantity | baseline | candidate | change [interval] | verdict |\n|---|---|---|---|---|---|---|"
 	tableRow := func(r *diff.Row) string {
 		return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", mdInline(r.Phase), mdInline(targetText(r)), mdInline(r.Label),
-			mdInline(sideText(r.Baseline, r.Unit)), mdInline(sideText(r.Candidate, r.Unit)), mdInline(changeText(r)), verdictText(r.Verdict))
+			mdInline(sideText(r.Baseline, r.Unit)), mdInline(sideText(r.Candidate, r.Unit)), mdInline(changeText(r)), mdInline(verdictText(r.Verdict)))
 	}
 	// Room for the table's head, the folded parts' summaries and a note.
 	room := MaxDiffVisible - visible - 2 - 6
