@@ -39,7 +39,7 @@ func sampleDiff(n names, targets int) *diff.Report {
 			r := diff.Row{Phase: "steady 1", Target: target, CandTarget: target, Quantity: q.Key, Label: q.Label, Unit: q.Unit, Better: q.Better,
 				Baseline:  diff.Value{Figure: rate.Some(base), Source: "computed:Δ" + n.Series + "/Δt", N: 8, Median: rate.Some(base), Lo: rate.Some(base * 0.98), Hi: rate.Some(base * 1.01)},
 				Candidate: diff.Value{Figure: rate.Some(base * (1 + ch)), Source: "computed:Δ" + n.Series + "/Δt", N: 8, Median: rate.Some(base * (1 + ch)), Lo: rate.Some(base * (1 + ch) * 0.99), Hi: rate.Some(base * (1 + ch) * 1.02)},
-				Change: rate.Some(ch), ChangeLo: rate.Some(ch - 0.01), ChangeHi: rate.Some(ch + 0.01), P: rate.Some(0.0011),
+				Change:    rate.Some(ch), ChangeLo: rate.Some(ch - 0.01), ChangeHi: rate.Some(ch + 0.01), P: rate.Some(0.0011),
 				Method: "Mann-Whitney U", Samples: "blocks", Threshold: 0.05, Verdict: v, Why: "why: " + n.Label, Notes: []string{"note: " + n.Model}}
 			if v == diff.Insufficient {
 				r.Baseline.Median, r.Change, r.ChangeLo, r.ChangeHi, r.P = rate.Num{}, rate.Num{}, rate.Num{}, rate.Num{}, rate.Num{}
