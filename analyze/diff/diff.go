@@ -866,12 +866,12 @@ func verdict(r stat.Result, q Quantity, threshold, alpha float64, blocking, samp
 		case !sig:
 			why += fmt.Sprintf(": not significant at %g", alpha)
 		default:
-			why += fmt.Sprintf(": the interval reaches inside ±%s", pct(threshold))
+			why += fmt.Sprintf(": the interval reaches inside ±%g%%", 100*threshold)
 		}
 		return Same, why
 	}
 	good := (dir > 0) == (q.Better == Higher)
-	why := fmt.Sprintf("%s, p=%.3g: beyond ±%s, %s is better", ci, r.P, pct(threshold), q.Better)
+	why := fmt.Sprintf("%s, p=%.3g: beyond ±%g%%, %s is better", ci, r.P, 100*threshold, q.Better)
 	if good {
 		return Better, why
 	}

@@ -111,18 +111,30 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Stdout, os.Stderr, os.Args[1:])
+	code := exitCode(err)
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return
-	case errors.Is(err, errUsage):
+	case code == 2:
 		if msg := strings.TrimPrefix(err.Error(), errUsage.Error()); msg != "" {
 			fmt.Fprintln(os.Stderr, "llmrec:"+strings.TrimPrefix(msg, ":"))
 		}
-		os.Exit(2)
-	default:
+	case code != 0:
 		fmt.Fprintln(os.Stderr, "llmrec:", err)
-		os.Exit(1)
 	}
+	if code != 0 {
+		os.Exit(code)
+	}
+}
+
+// exitCode is the exit status of a command's error: 0 done (or -h), 2 the
+// command line was wrong, 1 anything else.
+func exitCode(err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	return 1
 }
 
 func versionRun(_ context.Context, stdout, _ io.Writer, _ []string) error {
