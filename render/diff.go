@@ -147,6 +147,32 @@ func DiffText(w io.Writer, rep *diff.Report) error {
 	if len(rep.Rows) == 0 {
 		p("\nno rows: nothing was compared (see the seams)\n")
 	}
+	// Why rows have no verdict, each reason once.
+	var whys []string
+	count := map[string]int{}
+	for _, r := range rep.Rows {
+		if r.Verdict != diff.Insufficient && r.Verdict != diff.Unlike {
+			continue
+		}
+		w := r.Verdict + ": " + r.Why
+		if r.Verdict == diff.Unlike {
+			w, _, _ = strings.Cut(w, "; the change would be")
+		}
+		if count[w] == 0 {
+			whys = append(whys, w)
+		}
+		count[w]++
+	}
+	if len(whys) > 0 {
+		p("\n")
+	}
+	for k, w := range whys {
+		if k == 6 {
+			p("… and %d more reasons (--json has every row's)\n", len(whys)-k)
+			break
+		}
+		p("%s (%d row%s)\n", oneLine(w), count[w], plural(count[w]))
+	}
 	p("\n%s\n", countsText(rep))
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("render: write diff: %w", err)
