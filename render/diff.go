@@ -20,6 +20,9 @@ import (
 // MaxDiffVisible is the most lines the Markdown summary shows unfolded.
 const MaxDiffVisible = 40
 
+// MaxDiffCharts is the most charts the diff page draws.
+const MaxDiffCharts = 64
+
 // verdictText is a verdict in words with a sign for the eye.
 func verdictText(v string) string {
 	switch v {
@@ -377,8 +380,21 @@ func DiffReport(rep *diff.Report) (Report, error) {
 		tbl.Notes = append(tbl.Notes, "not compared: "+n)
 	}
 	r.Sections = append(r.Sections, Section{ID: "verdicts", Title: "Verdicts", Tables: []Table{tbl}})
+	// The charts of the rows a reader looks at first, at most MaxDiffCharts.
+	order := make([]int, len(rep.Charts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(rank(rep.Charts[x].Verdict), rank(rep.Charts[y].Verdict)) })
+	if len(order) > MaxDiffCharts {
+		tbl.Notes = append(tbl.Notes, fmt.Sprintf("%d of %d charts drawn: those of worse, better and unlike rows first (the JSON has every row)", MaxDiffCharts, len(order)))
+		order = order[:MaxDiffCharts]
+		slices.Sort(order)
+	}
+	r.Sections[0].Tables[0] = tbl
 	groups := map[string]int{}
-	for k, c := range rep.Charts {
+	for _, k := range order {
+		c := rep.Charts[k]
 		g := c.Phase + "\x00" + c.Target
 		gi, ok := groups[g]
 		if !ok {

@@ -185,3 +185,34 @@ func TestDiffBrowser(t *testing.T) {
 		checkClean(t, p)
 	})
 }
+
+// A long comparison draws at most MaxDiffCharts charts, worse rows' first,
+// and says so.
+func TestDiffPageCharts(t *testing.T) {
+	rep := sampleDiff(plain, 30)
+	page, err := render.DiffReport(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, worse := 0, 0
+	for _, s := range page.Sections {
+		for _, c := range s.Charts {
+			n++
+			if strings.Contains(c.Title, "worse") {
+				worse++
+			}
+		}
+	}
+	all := 0
+	for _, c := range rep.Charts {
+		if c.Verdict == diff.Worse {
+			all++
+		}
+	}
+	if n != render.MaxDiffCharts || worse != all {
+		t.Errorf("%d charts (%d worse of %d), want %d with every worse one", n, worse, all, render.MaxDiffCharts)
+	}
+	if notes := page.Sections[0].Tables[0].Notes; !strings.Contains(strings.Join(notes, "\n"), "64 of 90 charts drawn") {
+		t.Errorf("notes %q", notes)
+	}
+}
