@@ -854,9 +854,16 @@ func verdict(r stat.Result, q Quantity, threshold, alpha float64, blocking, samp
 	if blocking != "" {
 		return Unlike, "not compared across " + blocking + "; the change would be " + ci
 	}
-	// No relative change (a zero baseline): no verdict either way.
+	// No relative change (a zero baseline): the same when nothing differs,
+	// else no verdict either way (a change from 0 has no size in %).
 	if math.IsNaN(r.Change) {
-		return Insufficient, "the baseline's median is 0: no relative change"
+		switch {
+		case r.Base.Median == 0 && r.Cand.Median == 0:
+			return Same, "the median is 0 on both sides"
+		case !r.Significant(alpha):
+			return Same, fmt.Sprintf("the baseline's median is 0, the candidate's %g; p=%.3g: not significant at %g", r.Cand.Median, r.P, alpha)
+		}
+		return Insufficient, fmt.Sprintf("the baseline's median is 0, the candidate's %g (p=%.3g): a change from 0 has no relative size; compare the values", r.Cand.Median, r.P)
 	}
 	dir := r.Beyond(threshold)
 	sig := r.Significant(alpha)
