@@ -155,6 +155,7 @@ func Analyze(opts Options) (*Result, error) {
 	}
 	res.Findings = *findings.Analyze(an.run())
 	an.phases(res, marks, markProblems)
+	res.Answer = res.answer()
 	res.Spans = append([]float64{}, an.spans...)
 	res.Caps = append([]findings.Cap{}, opts.Caps...)
 	return res, nil

@@ -34,6 +34,9 @@ type Result struct {
 	// own counters, and the figures their published values disagree with
 	// (phases, phase_disagreements, phase_problems).
 	phases.Output
+	// Answer is the run at a glance: a status and its reason per target
+	// and for the fleet, beside their busy figures.
+	Answer  Answer   `json:"answer"`
 	Targets []Target `json:"targets"`
 }
 

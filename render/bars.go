@@ -17,7 +17,7 @@ type Bars struct {
 	ID         string
 	Title      string
 	Notes      []string
-	Unit       string
+	Unit       string // the y axis's name and shown after values: one unit per chart
 	Percent    bool
 	XName      string   // the axis title: "span"
 	Categories []string // the x axis, in order
@@ -47,13 +47,11 @@ func (bs Bars) Chart() (Chart, error) {
 	bar.SetGlobalOptions(
 		charts.WithAnimation(false),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "0"}),
-		charts.WithGridOpts(opts.Grid{Left: "64", Right: "24", Top: "48", Bottom: "40"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: bs.XName, Data: bs.Categories}),
-		charts.WithYAxisOpts(yAxis(bs.Unit, bs.Percent, rate.Num{}, rate.Num{})),
 	)
 	bar.SetXAxis(bs.Categories)
 	seriesProv := make([]int, len(bs.Series))
+	legend := make([]legendItem, 0, len(bs.Series))
 	for si, s := range bs.Series {
 		if len(s.Values) != len(bs.Categories) {
 			return Chart{}, fmt.Errorf("render: chart %s: series %q has %d values for %d categories", bs.ID, s.Name, len(s.Values), len(bs.Categories))
@@ -68,12 +66,18 @@ func (bs Bars) Chart() (Chart, error) {
 		}
 		seriesProv[si] = -1
 		bar.AddSeries(s.Name, nil)
+		legend = append(legend, legendItem{Name: s.Name})
 		bar.MultiSeries[len(bar.MultiSeries)-1].Data = data
 	}
 	bar.Validate()
+	option := bar.JSON()
+	rows := legendRows(legend)
+	option["legend"] = legendOption{Type: "plain", Top: 0, Left: 8, Right: 8, ItemGap: legendGap, ItemWidth: legendIcon, ItemHeight: 10, Data: legend}
+	option["grid"] = gridOption{Left: 72, Right: 24, Top: gridTop(rows), Bottom: 40}
+	option["yAxis"] = yAxisOf(bs.Unit, bs.Percent, rate.Some(0), rate.Num{}, 1) // bars start at 0
 	return Chart{
-		ID: bs.ID, Title: bs.Title, Notes: bs.Notes, Height: bs.Height,
-		Option: bar.JSON(), Prov: provs.list, SeriesProv: seriesProv,
+		ID: bs.ID, Title: bs.Title, Notes: bs.Notes, Height: heightFor(bs.Height, rows),
+		Option: option, Prov: provs.list, SeriesProv: seriesProv,
 		X: XCategory, Unit: bs.Unit, Percent: bs.Percent,
 	}, nil
 }

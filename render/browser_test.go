@@ -97,13 +97,13 @@ func testBrowserReport(t *testing.T, b *browsertest.Browser) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	contains(t, "refused point tooltip", tip, "no value", "refused (stale)", "over Δ0.4s", "refused: stale ×3")
+	contains(t, "refused point tooltip", tip, "no value", "refused (stale)", "over Δ0.4s", "refused window: stale ×3")
 
 	tip, err = p.HoverChart("t0-decode", 0, 78) // in the incident, +2:30 to +2:50
 	if err != nil {
 		t.Fatal(err)
 	}
-	contains(t, "incident tooltip", tip, "incidents: incident 1: queueing on vllm-a")
+	contains(t, "incident tooltip", tip, "restart/down/stall: incident 1: queueing on vllm-a")
 
 	tip, err = p.HoverChart("t0-kv", 0, 30)
 	if err != nil {

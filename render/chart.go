@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -33,14 +34,18 @@ type TimeSeries struct {
 	Title   string
 	Notes   []string
 	T0      float64  // Unix seconds at the left of the x axis; 0 means the first point's T
-	Unit    string   // shown after values: "tokens/s", "requests", "s"
+	Unit    string   // the y axis's name and shown after values: "tokens/s", "requests", "s" (drawn as "ms" below one second)
 	Percent bool     // values are ratios 0..1, shown as percentages
 	YMin    rate.Num // a fixed y range, where one makes sense (KV usage 0..1)
 	YMax    rate.Num
 	Series  []Series
 	Bands   []Band // horizontal bands: severity ranges of the value
 	Marks   []Mark // vertical ranges: incidents
-	Budget  int    // points per series drawn at most; 0 means DefaultBudget
+	// Partial are spans where the chart's sum covers fewer members than it
+	// has (the fleet's engines): shaded, their labels on hover. Points with
+	// ReasonPartial are not shaded as refused.
+	Partial []Mark
+	Budget  int // points per series drawn at most; 0 means DefaultBudget
 	Height  int
 	// Relative: T are seconds from 0 (a phase-relative axis, as a diff
 	// overlays two runs), not Unix times: the axis starts at 0 and is
@@ -50,9 +55,11 @@ type TimeSeries struct {
 
 // Series is one line.
 type Series struct {
-	Name   string
-	Points []Point // ascending T
-	Step   bool    // drawn as steps: gauges that hold their value between polls
+	Name    string  // the human name: legend and tooltip (see NameOf)
+	Canon   string  // the canonical cell name, shown on hover; "" for none
+	Points  []Point // ascending T
+	Step    bool    // drawn as steps: gauges that hold their value between polls
+	Markers bool    // drawn as points with no line: values that do not join up, such as partial sums
 }
 
 // Point is one poll's value of a series: a rate.Cell, null when the value
@@ -105,29 +112,55 @@ type Mark struct {
 // Colours of classes in charts. They match report.css.
 var classColour = map[string]string{
 	ClassOK:      "rgba(46,160,67,0.10)",
-	ClassWarn:    "rgba(212,160,23,0.16)",
-	ClassFail:    "rgba(207,34,46,0.14)",
-	ClassRefused: "rgba(110,110,110,0.22)",
+	ClassWarn:    "rgba(212,160,23,0.22)",
+	ClassFail:    "rgba(207,34,46,0.16)",
+	ClassRefused: "rgba(110,110,110,0.24)",
 	ClassUnknown: "rgba(110,110,110,0.10)",
+	classPartial: "rgba(9,105,218,0.12)",
 }
 
-// Legend colours of the area series, opaque versions of classColour.
+// classPartial shades the spans of partial sums (TimeSeries.Partial).
+const classPartial = "partial"
+
+// Legend colours of the area series: the colour each shading shows on
+// the white page, a little deeper so that the legend's small square
+// reads; the hue is the shading's, so legend and chart agree.
 var legendColour = map[string]string{
-	ClassFail:    "#cf222e",
-	ClassRefused: "#8c8c8c",
-	ClassUnknown: "#bdbdbd",
+	ClassWarn:    "#ecd27f",
+	ClassFail:    "#eb9aa0",
+	ClassRefused: "#b3b3b3",
+	ClassUnknown: "#dcdcdc",
+	classPartial: "#9ec5f0",
 }
 
-// Names of the helper series that carry areas rather than data.
+// Names of the helper series that carry areas rather than data: the
+// legend names them, in the colour of their shading.
 const (
-	refusedSeries  = "refused" // nulls the estimator refused, with a reason
-	absentSeries   = "no data" // nulls for want of the series
-	incidentSeries = "incidents"
+	refusedSeries  = "refused window"     // nulls the estimator refused, with a reason
+	absentSeries   = "no data"            // nulls for want of the series, or holes with no poll
+	partialSeries  = "fewer engines"      // spans where a sum covers fewer members than it has
+	incidentSeries = "incident"           // marks of class warn
+	outageSeries   = "restart/down/stall" // marks of class fail
 	bandSeries     = "bands"
 )
 
+// ReasonPartial is the reason of a null point of a sum at a poll where
+// fewer members answered than there are: the chart shades the span as
+// TimeSeries.Partial says, not as a refusal.
+const ReasonPartial = "partial"
+
+// lineTypes tell the lines of one chart apart besides their colour, so
+// that lines lying on each other for a while stay distinguishable.
+var lineTypes = []string{"solid", "dashed", "dotted"}
+
 // Chart lays the time series out as a Chart: downsampled data, the
 // provenance table and the ECharts option, built with go-echarts.
+//
+// Series with no value at any point are left out (a note says so), series
+// equal at every point are drawn as one line (a note says so), seconds
+// whose magnitude stays under one are drawn as milliseconds, and the
+// legend lists every series and every kind of shading in as many rows as
+// it needs, never paged.
 func (ts TimeSeries) Chart() (Chart, error) {
 	if !validID(ts.ID) {
 		return Chart{}, fmt.Errorf("render: chart %q: id %q is not of the form ID returns", ts.Title, ts.ID)
@@ -162,61 +195,75 @@ func (ts TimeSeries) Chart() (Chart, error) {
 	// mergeGap (four pixels) are drawn as one.
 	minWidth, mergeGap := span/1000, span/250
 
+	series, notes := drawable(ts.Series)
+	scale := Scale{Factor: 1, Unit: ts.Unit}
+	if !ts.Percent {
+		scale = ScaleFor(ts.Unit, maxAbs(series))
+	}
+
 	provs := provTable{index: map[string]int{}}
 	line := charts.NewLine()
 	line.SetGlobalOptions(
 		charts.WithAnimation(false),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "0"}),
-		charts.WithGridOpts(opts.Grid{Left: "64", Right: "24", Top: "48", Bottom: "56"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Min: 0, Max: roundX(max(tEnd, t0) - t0)}),
-		charts.WithYAxisOpts(yAxis(ts.Unit, ts.Percent, ts.YMin, ts.YMax)),
 	)
-	seriesProv := make([]int, 0, len(ts.Series)+3)
+	seriesProv := make([]int, 0, len(series)+6)
+	canon := make([]string, 0, len(series)+6)
+	legend := make([]legendItem, 0, len(series)+5)
 	var drawn, total int
-	for _, s := range ts.Series {
-		data, def, n := timeData(s, t0, budget, &provs)
+	for i, s := range series {
+		data, def, n := timeData(s, t0, budget, scale.Factor, &provs)
 		drawn += n
 		total += len(s.Points)
 		seriesProv = append(seriesProv, def)
-		line.AddSeries(s.Name, nil, charts.WithLineChartOpts(opts.LineChart{
-			ShowSymbol: opts.Bool(false), ConnectNulls: opts.Bool(false), Symbol: "circle", SymbolSize: 5, Step: stepOf(s.Step),
-		}))
+		canon = append(canon, s.Canon)
+		lo := opts.LineChart{ShowSymbol: opts.Bool(false), ConnectNulls: opts.Bool(false), Symbol: "circle", SymbolSize: 5, Step: stepOf(s.Step)}
+		style := opts.LineStyle{Type: lineTypes[i%len(lineTypes)], Width: 1.5}
+		if s.Markers { // points, no line
+			lo.ShowSymbol, lo.SymbolSize, lo.Symbol = opts.Bool(true), 4, "diamond"
+			style = opts.LineStyle{Opacity: opts.Float(0)}
+		}
+		line.AddSeries(s.Name, nil, charts.WithLineChartOpts(lo), charts.WithLineStyleOpts(style))
 		line.MultiSeries[len(line.MultiSeries)-1].Data = data
-	}
-	legend := make([]string, 0, len(ts.Series)+2)
-	for _, s := range ts.Series {
-		legend = append(legend, s.Name)
+		legend = append(legend, legendItem{Name: s.Name})
 	}
 
 	// The spans without a value: one shaded area per run of nulls, runs of
 	// every series merged where they overlap or nearly touch; refusals and
-	// want of data apart.
-	refused, absent := refusedAreas(ts.Series, mergeGap)
+	// want of data apart. Then the spans of partial sums and the incidents.
+	refused, absent := refusedAreas(series, mergeGap)
+	var partial, warn, fail []area
+	for _, m := range ts.Partial {
+		partial = append(partial, area{from: m.From, to: m.To, label: m.Label})
+	}
+	for _, m := range ts.Marks {
+		a := area{from: m.From, to: m.To, label: m.Label}
+		if cmp.Or(m.Class, ClassFail) == ClassFail {
+			fail = append(fail, a)
+		} else {
+			warn = append(warn, a)
+		}
+	}
 	for _, a := range []struct {
 		name  string
 		class string
 		areas []area
-	}{{refusedSeries, ClassRefused, refused}, {absentSeries, ClassUnknown, absent}} {
+	}{
+		{refusedSeries, ClassRefused, refused}, {absentSeries, ClassUnknown, absent}, {partialSeries, classPartial, partial},
+		{incidentSeries, ClassWarn, warn}, {outageSeries, ClassFail, fail},
+	} {
 		if len(a.areas) > 0 {
 			addAreaSeries(line, a.name, a.class, a.areas, t0, minWidth)
 			seriesProv = append(seriesProv, -1)
-			legend = append(legend, a.name)
+			canon = append(canon, "")
+			legend = append(legend, legendItem{Name: a.name, Icon: "rect"})
 		}
-	}
-	if len(ts.Marks) > 0 {
-		areas := make([]area, 0, len(ts.Marks))
-		for _, m := range ts.Marks {
-			areas = append(areas, area{from: m.From, to: m.To, label: m.Label, class: cmp.Or(m.Class, ClassFail)})
-		}
-		addAreaSeries(line, incidentSeries, ClassFail, areas, t0, minWidth)
-		seriesProv = append(seriesProv, -1)
-		legend = append(legend, incidentSeries)
 	}
 	if len(ts.Bands) > 0 {
 		// A band open at one end reaches the fixed end of the axis, or else
 		// the drawn value farthest out (ECharts takes no infinity).
-		lo, hi := valueRange(ts.Series)
+		lo, hi := valueRange(series)
 		if ts.YMin.Valid {
 			lo = ts.YMin.V
 		}
@@ -226,11 +273,11 @@ func (ts TimeSeries) Chart() (Chart, error) {
 		edge := func(v float64) float64 {
 			switch {
 			case math.IsInf(v, 1) || math.IsNaN(v):
-				return max(hi, ts.Bands[0].From, ts.Bands[len(ts.Bands)-1].From)
+				v = max(hi, ts.Bands[0].From, ts.Bands[len(ts.Bands)-1].From)
 			case math.IsInf(v, -1):
-				return min(lo, ts.Bands[0].To, ts.Bands[len(ts.Bands)-1].To)
+				v = min(lo, ts.Bands[0].To, ts.Bands[len(ts.Bands)-1].To)
 			}
-			return v
+			return v * scale.Factor
 		}
 		bands := make([]any, 0, len(ts.Bands))
 		for _, b := range ts.Bands {
@@ -246,10 +293,14 @@ func (ts TimeSeries) Chart() (Chart, error) {
 			Label: &opts.Label{Show: opts.Bool(true), Position: "insideTopRight", Color: "#57606a"},
 		}}
 		seriesProv = append(seriesProv, -1)
+		canon = append(canon, "")
 	}
-	line.SetGlobalOptions(charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "0", Data: legend}))
 	line.Validate()
 	option := line.JSON()
+	rows := legendRows(legend)
+	option["legend"] = legendOption{Type: "plain", Top: 0, Left: 8, Right: 8, ItemGap: legendGap, ItemWidth: legendIcon, ItemHeight: 10, Data: legend}
+	option["grid"] = gridOption{Left: 72, Right: 24, Top: gridTop(rows), Bottom: 56}
+	option["yAxis"] = yAxisOf(scale.Unit, ts.Percent, ts.YMin, ts.YMax, scale.Factor)
 	// Zoom with the wheel or the slider. go-echarts' DataZoom has no
 	// showDataShadow: the slider's shadow of the data would double the
 	// time to draw a long chart.
@@ -258,7 +309,7 @@ func (ts TimeSeries) Chart() (Chart, error) {
 		{Type: "slider", FilterMode: "none", ShowDataShadow: false, Height: 18, Bottom: 8},
 	}
 
-	notes := slices.Clone(ts.Notes)
+	notes = append(slices.Clone(ts.Notes), notes...)
 	if drawn < total {
 		notes = append(notes, fmt.Sprintf("Drawn with %s of %s points: per bucket the lowest and highest value, every gap and every incident kept; tables use all points.", thousands(drawn), thousands(total)))
 	}
@@ -267,10 +318,175 @@ func (ts TimeSeries) Chart() (Chart, error) {
 		x = XValue
 	}
 	return Chart{
-		ID: ts.ID, Title: ts.Title, Notes: notes, Height: ts.Height,
-		Option: option, Prov: provs.list, SeriesProv: seriesProv,
-		X: x, T0: t0, Unit: ts.Unit, Percent: ts.Percent,
+		ID: ts.ID, Title: ts.Title, Notes: notes, Height: heightFor(ts.Height, rows),
+		Option: option, Prov: provs.list, SeriesProv: seriesProv, SeriesCanon: canon,
+		X: x, T0: t0, Unit: scale.Unit, Percent: ts.Percent,
 	}, nil
+}
+
+// drawable returns the series worth a line, with notes on the others: a
+// series with no value at any point draws nothing and is left out (its
+// reasons said in a note); a series equal to an earlier one at every point
+// is drawn as that one, named after both.
+func drawable(series []Series) ([]Series, []string) {
+	var out []Series
+	var notes []string
+	for _, s := range series {
+		if !slices.ContainsFunc(s.Points, Point.valid) {
+			if len(s.Points) > 0 {
+				notes = append(notes, fmt.Sprintf("%s: no value at any poll (%s); not drawn.", s.Name, refusedLabel(nil, nullReasons(s.Points))))
+			}
+			continue
+		}
+		merged := false
+		for i := range out {
+			if sameValues(out[i].Points, s.Points) {
+				notes = append(notes, fmt.Sprintf("%s equals %s at every poll: drawn as one line.", s.Name, out[i].Name))
+				out[i].Name += " = " + s.Name
+				out[i].Canon = strings.Trim(out[i].Canon+", "+s.Canon, ", ")
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			out = append(out, s)
+		}
+	}
+	return out, notes
+}
+
+// nullReasons counts the reasons of the null points.
+func nullReasons(pts []Point) map[string]int {
+	m := map[string]int{}
+	for _, p := range pts {
+		if !p.valid() {
+			m[cmp.Or(p.Cell.Reason, rate.ReasonAbsent)]++
+		}
+	}
+	return m
+}
+
+// sameValues reports whether two series have the same times, the same
+// nulls and the same values.
+func sameValues(a, b []Point) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].T != b[i].T || a[i].valid() != b[i].valid() || a[i].valid() && a[i].Cell.Value.V != b[i].Cell.Value.V {
+			return false
+		}
+	}
+	return true
+}
+
+// maxAbs is the largest magnitude of a value of the series, 0 with none.
+func maxAbs(series []Series) float64 {
+	m := 0.0
+	for _, s := range series {
+		for _, p := range s.Points {
+			if p.valid() {
+				m = max(m, math.Abs(p.Cell.Value.V))
+			}
+		}
+	}
+	return m
+}
+
+// legendItem is one entry of a chart's legend; Icon "rect" for shading.
+type legendItem struct {
+	Name string `json:"name"`
+	Icon string `json:"icon,omitempty"`
+}
+
+type legendOption struct {
+	Type       string       `json:"type"` // "plain": it wraps to more rows, never pages
+	Top        int          `json:"top"`
+	Left       int          `json:"left"`
+	Right      int          `json:"right"`
+	ItemGap    int          `json:"itemGap"`
+	ItemWidth  int          `json:"itemWidth"`
+	ItemHeight int          `json:"itemHeight"`
+	Data       []legendItem `json:"data"`
+}
+
+type gridOption struct {
+	Left   int `json:"left"`
+	Right  int `json:"right"`
+	Top    int `json:"top"`
+	Bottom int `json:"bottom"`
+}
+
+// The legend's layout: its icons and gaps in pixels, the width it is
+// planned for (a chart in the narrowest column of the page, 520 pixels,
+// less its padding and some slack), a row's height, and the width of a
+// character of its 12-pixel font, generously.
+const (
+	legendIcon  = 18
+	legendGap   = 10
+	legendWidth = 460
+	legendRow   = 20
+	legendChar  = 7
+)
+
+// legendRows is how many rows the legend takes at legendWidth.
+func legendRows(items []legendItem) int {
+	rows, used := 1, 0
+	for _, it := range items {
+		w := legendIcon + 5 + legendChar*utf8.RuneCountInString(it.Name)
+		if used > 0 && used+legendGap+w > legendWidth {
+			rows++
+			used = 0
+		}
+		if used > 0 {
+			used += legendGap
+		}
+		used += w
+	}
+	return rows
+}
+
+// gridTop leaves room for the legend's rows above the plot.
+func gridTop(rows int) int { return 16 + legendRow*rows }
+
+// heightFor is a chart's height: the one asked for, else 280 pixels for
+// a one-row legend and a row's more for each further row.
+func heightFor(h, rows int) int {
+	if h > 0 {
+		return h
+	}
+	return 280 + legendRow*(rows-1)
+}
+
+// yAxisOption is a value axis named by its unit, the name along the axis
+// (not above it, where the legend is).
+type yAxisOption struct {
+	Type         string   `json:"type"`
+	Name         string   `json:"name"`
+	NameLocation string   `json:"nameLocation"`
+	NameGap      int      `json:"nameGap"`
+	NameRotate   int      `json:"nameRotate"`
+	Scale        bool     `json:"scale"`
+	Min          *float64 `json:"min,omitempty"`
+	Max          *float64 `json:"max,omitempty"`
+}
+
+// yAxisOf is the y axis of values in unit (percent: ratios shown as %),
+// fixed to lo and hi where they are valid, scaled by factor.
+func yAxisOf(unit string, percent bool, lo, hi rate.Num, factor float64) yAxisOption {
+	y := yAxisOption{Type: "value", Name: unit, NameLocation: "middle", NameGap: 52, NameRotate: 90, Scale: !lo.Valid}
+	if percent {
+		y.Name = "%"
+	}
+	if lo.Valid {
+		v := lo.V * factor
+		y.Min = &v
+	}
+	if hi.Valid {
+		v := hi.V * factor
+		y.Max = &v
+	}
+	return y
 }
 
 // dataZoom is an ECharts dataZoom component on the x axis.
@@ -314,20 +530,6 @@ func stepOf(step bool) any {
 	return nil
 }
 
-func yAxis(unit string, percent bool, lo, hi rate.Num) opts.YAxis {
-	y := opts.YAxis{Type: "value", Name: unit, Scale: opts.Bool(!lo.Valid)}
-	if percent {
-		y.Name = "%"
-	}
-	if lo.Valid {
-		y.Min = lo.V
-	}
-	if hi.Valid {
-		y.Max = hi.V
-	}
-	return y
-}
-
 // provTable numbers distinct provenance texts in order of first use.
 type provTable struct {
 	list  []string
@@ -348,7 +550,7 @@ func (p *provTable) id(s string) int {
 // significant digits (the tooltip shows four); the series' default provenance (the most common one
 // among the drawn points, which [x, y] items have); and how many points
 // were drawn.
-func timeData(s Series, t0 float64, budget int, provs *provTable) (json.RawMessage, int, int) {
+func timeData(s Series, t0 float64, budget int, factor float64, provs *provTable) (json.RawMessage, int, int) {
 	pts := make([]downsample.Point, len(s.Points))
 	for i, p := range s.Points {
 		pts[i] = downsample.Point{X: p.T, Y: p.Cell.Value.V, Null: !p.valid(), Keep: p.Keep}
@@ -377,7 +579,7 @@ func timeData(s Series, t0 float64, budget int, provs *provTable) (json.RawMessa
 		if pts[i].Null {
 			b = append(b, "null"...)
 		} else {
-			b = appendY(b, p.Cell.Value.V)
+			b = appendY(b, p.Cell.Value.V*factor)
 		}
 		if ids[k] != def {
 			b = append(b, ',')
@@ -403,7 +605,6 @@ func roundX(x float64) float64 { return math.Round(x*10) / 10 }
 type area struct {
 	from, to float64
 	label    string
-	class    string
 }
 
 // refusedAreas returns the spans where a series has no value: from the last
@@ -438,14 +639,19 @@ func refusedAreas(series []Series, mergeGap float64) (refused, absent []area) {
 				r.to = pts[j].T
 			}
 			// Absent series and holes with no poll are no data; every
-			// other null was refused.
+			// other null was refused. A partial sum's null is shaded by
+			// TimeSeries.Partial.
 			k := 1
+			partial := true
 			for reason := range r.reasons {
 				if reason != rate.ReasonAbsent && reason != analyze.BreakGap {
 					k = 0
 				}
+				partial = partial && reason == ReasonPartial
 			}
-			runs[k] = append(runs[k], r)
+			if !partial {
+				runs[k] = append(runs[k], r)
+			}
 			i = j
 		}
 	}
@@ -511,7 +717,7 @@ type markX struct {
 }
 
 // addAreaSeries adds a series with no data whose markArea shades the areas
-// in the colour of class, or each in that of its own class when it has one.
+// in the colour of class, its legend icon in the same hue.
 func addAreaSeries(line *charts.Line, name, class string, areas []area, t0, minWidth float64) {
 	data := make([]any, 0, len(areas))
 	for _, a := range areas {
@@ -521,9 +727,6 @@ func addAreaSeries(line *charts.Line, name, class string, areas []area, t0, minW
 			from, to = mid-minWidth/2, mid+minWidth/2
 		}
 		start := markX{Name: a.label, XAxis: roundX(from)}
-		if a.class != "" && a.class != class {
-			start.ItemStyle = &opts.ItemStyle{Color: classColour[a.class]}
-		}
 		data = append(data, []markX{start, {XAxis: roundX(to)}})
 	}
 	line.AddSeries(name, nil, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),

@@ -55,9 +55,10 @@ func TestCellOf(t *testing.T) {
 type option struct {
 	XAxis  []struct{ Min, Max float64 } `json:"xAxis"`
 	Series []struct {
-		Name     string            `json:"name"`
-		Data     []json.RawMessage `json:"data"`
-		MarkArea struct {
+		Name      string                `json:"name"`
+		Data      []json.RawMessage     `json:"data"`
+		LineStyle struct{ Type string } `json:"lineStyle"`
+		MarkArea  struct {
 			Data [][]struct {
 				Name  string   `json:"name"`
 				XAxis *float64 `json:"xAxis"`
@@ -65,7 +66,24 @@ type option struct {
 			} `json:"data"`
 		} `json:"markArea"`
 	} `json:"series"`
-	Legend struct{ Data []string } `json:"legend"`
+	Legend struct {
+		Type string
+		Data []struct{ Name, Icon string }
+	} `json:"legend"`
+	YAxis struct {
+		Name string
+		Min  *float64
+		Max  *float64
+	} `json:"yAxis"`
+}
+
+// legendNames are the names the legend lists, in order.
+func (o option) legendNames() string {
+	var out []string
+	for _, d := range o.Legend.Data {
+		out = append(out, d.Name)
+	}
+	return strings.Join(out, ",")
 }
 
 func decode(t *testing.T, c render.Chart) option {
@@ -141,15 +159,15 @@ func TestTimeSeriesNulls(t *testing.T) {
 	}
 	// One refused span, poll 3 to poll 6, holding both series' nulls.
 	ref := o.Series[2]
-	if ref.Name != "refused" || len(ref.MarkArea.Data) != 1 {
+	if ref.Name != "refused window" || len(ref.MarkArea.Data) != 1 {
 		t.Fatalf("refused series %+v", ref)
 	}
 	area := ref.MarkArea.Data[0]
 	if *area[0].XAxis != 6 || *area[1].XAxis != 12 || area[0].Name != "stale ×2, jump ×1" {
 		t.Errorf("refused span %v–%v %q", *area[0].XAxis, *area[1].XAxis, area[0].Name)
 	}
-	if want := []string{"a", "b", "refused"}; strings.Join(o.Legend.Data, ",") != strings.Join(want, ",") {
-		t.Errorf("legend %q", o.Legend.Data)
+	if got, want := o.legendNames(), "a,b,refused window"; got != want {
+		t.Errorf("legend %q, want %q", got, want)
 	}
 }
 

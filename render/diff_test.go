@@ -74,8 +74,8 @@ func diffMarkdown(t *testing.T, rep *diff.Report) string {
 	return b.String()
 }
 
-// visibleLines counts the lines GitHub shows before anything is unfolded.
-func visibleLines(md string) int {
+// diffVisibleLines counts the lines GitHub shows before anything is unfolded.
+func diffVisibleLines(md string) int {
 	n, folded := 0, false
 	for _, l := range strings.Split(strings.TrimRight(md, "\n"), "\n") {
 		switch {
@@ -101,7 +101,7 @@ func TestDiffMarkdown(t *testing.T) {
 	}{{"diff.md.golden", plain, 1}, {"diff-hostile.md.golden", hostile, 1}, {"diff-long.md.golden", plain, 8}} {
 		md := diffMarkdown(t, sampleDiff(c.n, c.k))
 		golden(t, c.name, md)
-		if v := visibleLines(md); v > render.MaxDiffVisible {
+		if v := diffVisibleLines(md); v > render.MaxDiffVisible {
 			t.Errorf("%s: %d visible lines, at most %d", c.name, v, render.MaxDiffVisible)
 		}
 		if i, j := strings.Index(md, "| phase |"), strings.Index(md, "<summary>Seams"); i < 0 || j < i {
@@ -158,7 +158,7 @@ func TestDiffBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		contains(t, "tooltip", tip, "candidate", "tokens/s", "incidents: candidate: restart")
+		contains(t, "tooltip", tip, "candidate", "tokens/s", "candidate: restart")
 		tip, err = p.HoverChart("chart-0-decode", 0, 40)
 		if err != nil {
 			t.Fatal(err)

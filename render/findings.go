@@ -3,9 +3,11 @@ package render
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmrec/llmrec/analyze"
 	"github.com/llmrec/llmrec/analyze/findings"
@@ -17,62 +19,6 @@ import (
 // fleet with its seams, facts and drift. Everything here is read from the
 // analysis; nothing is computed again.
 
-// findingVerdicts are the verdict lines of the findings: the queue ceiling
-// and reason first (what the engine said), then incidents, seams, drift.
-func findingVerdicts(res *analyze.Result) []Verdict {
-	var vs []Verdict
-	for _, tf := range res.Facts {
-		for _, f := range tf.Facts {
-			if f.Name != findings.FactCeiling && f.Name != findings.FactQueueReason {
-				continue
-			}
-			class := ClassOK
-			if f.Name == findings.FactCeiling && f.Value.Valid {
-				class = ClassWarn
-			}
-			vs = append(vs, Verdict{Topic: strings.ReplaceAll(f.Name, "_", " "), Class: class, Href: "#facts",
-				Text: tf.Target + ": " + f.Text, Prov: factProv(f)})
-		}
-	}
-	if n := len(res.Incidents); n > 0 {
-		kinds := map[string]int{}
-		for _, in := range res.Incidents {
-			kinds[in.Kind]++
-		}
-		vs = append(vs, Verdict{Topic: "incidents", Class: ClassWarn, Href: "#incidents",
-			Text: fmt.Sprintf("%d incidents: %s", n, outcomes(kinds)), Prov: "where the measurement could not be trusted, and why"})
-	}
-	for _, s := range res.Settle {
-		if s.Published && s.Text != "" {
-			vs = append(vs, Verdict{Topic: "settle", Class: ClassNone, Href: "#settle", Text: s.Text,
-				Prov: fmt.Sprintf("published span %s: edges judged when the new load holds for 5 polls", spanName(s.Span))})
-		}
-	}
-	if len(res.Seams) > 0 {
-		var ids []string
-		for _, s := range res.Seams {
-			ids = append(ids, s.ID)
-		}
-		vs = append(vs, Verdict{Topic: "seams", Class: ClassWarn, Href: "#fleet",
-			Text: "engines count differently: " + strings.Join(ids, ", "), Prov: "fleet sums name what they add up"})
-	}
-	for _, d := range res.Drift {
-		if len(d.Missing)+len(d.Renamed) == 0 {
-			continue
-		}
-		vs = append(vs, Verdict{Topic: "drift", Class: ClassWarn, Href: "#drift",
-			Text: fmt.Sprintf("%s (%s %s): %d quantities not published, %d series under old names", d.Target, d.Engine, d.Version, len(d.Missing), len(d.Renamed)),
-			Prov: "version from " + d.VersionSource})
-	}
-	for _, r := range res.Rollups {
-		if r.Cap.Valid && r.AboveCap > 0 {
-			vs = append(vs, Verdict{Topic: "plausibility", Class: ClassFail, Href: "#rollups",
-				Text: fmt.Sprintf("%s %s: %d published values above the cap %s", r.Target, r.Cell, r.AboveCap, format(r.Cap.V))})
-		}
-	}
-	return vs
-}
-
 func factProv(f findings.Fact) string {
 	c := rate.Cell{Value: f.Value, Source: f.Source, Derived: f.Derived, Window: f.Window, Reason: f.Reason}
 	p := Prov(c)
@@ -82,15 +28,46 @@ func factProv(f findings.Fact) string {
 	return p
 }
 
-func when(n rate.Num) string {
-	if !n.Valid {
-		return ""
+// elapsed is t as time into the run, "+1:02" or "+1:02:03", with the UTC
+// time on hover: short enough to repeat in every row.
+func elapsed(t0, t float64) Cell {
+	if t == 0 {
+		return text("—")
 	}
-	return unix(n.V)
+	d := time.Duration(math.Round(t-t0)) * time.Second
+	sign := "+"
+	if d < 0 {
+		sign, d = "−", -d
+	}
+	h, m, sec := int(d/time.Hour), int(d/time.Minute)%60, int(d/time.Second)%60
+	s := fmt.Sprintf("%s%d:%02d", sign, m, sec)
+	if h > 0 {
+		s = fmt.Sprintf("%s%d:%02d:%02d", sign, h, m, sec)
+	}
+	return Cell{Text: s, Prov: unix(t) + " (time into the run since its first poll, " + unix(t0) + ")"}
+}
+
+// span is the stretch from a to b as time into the run, with its length.
+func span(t0, a, b float64) Cell {
+	from, to := elapsed(t0, a), elapsed(t0, b)
+	return Cell{Text: from.Text + " – " + to.Text + " (" + time.Duration(math.Round(b-a)*1e9).String() + ")",
+		Prov: unix(a) + " – " + unix(b)}
+}
+
+// runStart is the run's first poll, Unix seconds; 0 without polls.
+func runStart(res *analyze.Result) float64 {
+	first := 0.0
+	for _, t := range res.Targets {
+		if t.Summary.First != 0 && (first == 0 || t.Summary.First < first) {
+			first = t.Summary.First
+		}
+	}
+	return first
 }
 
 func findingSections(res *analyze.Result) ([]Section, error) {
 	var out []Section
+	t0 := runStart(res)
 
 	inc := Table{Title: "Incidents", Summary: true, Columns: []Column{{Title: "kind"}, {Title: "target"}, {Title: "when"},
 		{Title: "gate"}, {Title: "counterfactual", Prov: "what a naive Δ/Δt would have printed, and what was published instead"}, {Title: "detail"}}}
@@ -99,23 +76,25 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		if target == "" {
 			target = "all: " + strings.Join(in.Targets, ", ")
 		}
-		at := when(in.T)
-		if in.Start.Valid {
-			at = when(in.Start) + " – " + when(in.End)
+		at := text("—")
+		switch {
+		case in.Start.Valid && in.End.Valid:
+			at = span(t0, in.Start.V, in.End.V)
+		case in.T.Valid:
+			at = elapsed(t0, in.T.V)
 		}
-		inc.Rows = append(inc.Rows, []Cell{text(in.Kind), text(target), text(at), text(string(in.Gate)),
+		inc.Rows = append(inc.Rows, []Cell{text(in.Kind), text(target), at, text(string(in.Gate)),
 			text(in.Counterfactual), text(in.Detail)})
 	}
 	if len(inc.Rows) == 0 {
 		inc.Notes = append(inc.Notes, "no incident: every poll came on time and every window passed the gates")
 	}
-	out = append(out, Section{ID: "incidents", Title: "Incidents", Tables: []Table{inc}})
+	out = append(out, Section{ID: "incidents", Title: "Incidents", Tables: []Table{inc},
+		Notes: []string{"An incident is a stretch where the measurement could not be trusted. Times are into the run (hover for UTC). The gate is the rate estimator's check that refused a window there (floor, ceiling, stale, jump, reset, order, no_baseline); the counterfactual is what a naive Δ/Δt between two polls would have printed, beside what was published."}})
 
 	settle := Table{Title: "Settle polls per span", Summary: true, Columns: []Column{{Title: "span"}, {Title: "edges", Num: true},
 		{Title: "judged", Num: true}, {Title: "settled by poll 2", Num: true}, {Title: "unsettled", Num: true},
 		{Title: "median settle poll", Num: true}, {Title: "median |ln| at poll 2", Num: true}, {Title: "summary"}}}
-	bars := Bars{ID: "settle-chart", Title: "Median settle poll and |ln| error at poll 2, per span", XName: "span"}
-	poll, lnerr := BarSeries{Name: "median settle poll"}, BarSeries{Name: "median |ln(value/level)| at poll 2"}
 	for _, s := range res.Settle {
 		name := spanName(s.Span)
 		if s.Published {
@@ -123,19 +102,14 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		}
 		settle.Rows = append(settle.Rows, []Cell{text(name), text(strconv.Itoa(s.Edges)), text(strconv.Itoa(s.Judged)),
 			text(strconv.Itoa(s.ByPoll2)), text(strconv.Itoa(s.Unsettled)), numCell(s.MedianSettlePoll), numCell(s.MedianLnErrPoll2), text(s.Text)})
-		bars.Categories = append(bars.Categories, name)
-		poll.Values = append(poll.Values, Value{V: s.MedianSettlePoll, Prov: fmt.Sprintf("over %d judged edges", s.Judged)})
-		lnerr.Values = append(lnerr.Values, Value{V: s.MedianLnErrPoll2, Prov: fmt.Sprintf("over %d judged start edges", s.Starts)})
 	}
-	sec := Section{ID: "settle", Title: "Load edges and settle polls", Tables: []Table{settle}}
-	if len(bars.Categories) > 0 {
-		bars.Series = []BarSeries{poll, lnerr}
-		ch, err := bars.Chart()
-		if err != nil {
-			return nil, fmt.Errorf("settle chart: %w", err)
-		}
-		sec.Charts = append(sec.Charts, ch)
+	sec := Section{ID: "settle", Title: "Load edges and settle polls", Tables: []Table{settle},
+		Notes: []string{"A load edge is a change of load found on a target's decode counter. Its settle poll is the first poll after it (poll 1 is the first) whose published rate is within 10 % of the new level; the |ln| error at poll 2 is |ln(value/level)| there: 0.1 is about 10 % off, 0.69 a factor of 2. Each span (how far back a window may reach) is replayed to show what a longer or shorter one would have published."}}
+	settleCh, err := settleCharts(res)
+	if err != nil {
+		return nil, err
 	}
+	sec.Charts = append(sec.Charts, settleCh...)
 	edges := Table{Title: "Edges", Fold: true, Columns: []Column{{Title: "target"}, {Title: "kind"}, {Title: "t"},
 		{Title: "level", Num: true}, {Title: "judged"}, {Title: "settle poll", Num: true}, {Title: "|ln| at poll 2", Num: true}}}
 	// The table lists judged edges, at most maxEdgeRows; the JSON has all.
@@ -153,7 +127,7 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		if e.SettlePoll != nil {
 			sp = strconv.Itoa(*e.SettlePoll)
 		}
-		edges.Rows = append(edges.Rows, []Cell{text(e.Target), {Text: e.Kind, Prov: "found on the " + e.Signal}, text(unix(e.T)),
+		edges.Rows = append(edges.Rows, []Cell{text(e.Target), {Text: e.Kind, Prov: "found on the " + e.Signal}, elapsed(t0, e.T),
 			Cell{Text: numText(e.Level), Prov: e.LevelSource}, text("yes"), text(sp), numCell(e.LnErrPoll2)})
 	}
 	judged := len(res.Edges) - unjudged
@@ -167,7 +141,8 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 	out = append(out, sec)
 
 	fl := res.Fleet
-	fleet := Section{ID: "fleet", Title: "Fleet"}
+	fleet := Section{ID: "fleet", Title: "Fleet",
+		Notes: []string{"The fleet is every engine target together: per tick, the sum over the engines that answered. A seam is a quantity engines count differently (tokenizers, cache hits, when a counter moves): a sum across it adds unlike things, and the seams table names each."}}
 	sum := Table{Title: "Fleet totals", Summary: true, Columns: []Column{{Title: "quantity"}, {Title: "value", Num: true}}}
 	fs := fl.Summary
 	sum.Rows = [][]Cell{
@@ -189,23 +164,11 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		seams.Rows = append(seams.Rows, []Cell{text(s.ID), text(strings.Join(s.Cells, ", ")), text(strings.Join(groups, "; ")), text(s.Note)})
 	}
 	fleet.Tables = append(fleet.Tables, sum, seams)
-	if len(fl.Polls) > 0 {
-		ts := TimeSeries{ID: "fleet-decode", Title: "Fleet decode tokens per second (sum over engines that answered)", Unit: "tokens/s"}
-		ser := Series{Name: "fleet decode"}
-		for _, p := range fl.Polls {
-			c := rate.Cell{Value: p.Decode, Source: fmt.Sprintf("Σ decode_tokens_per_second over %d of %d live engines", p.DecodeOf, p.Total), Derived: true}
-			if !p.Decode.Valid {
-				c.Reason = "no engine contributed"
-			}
-			ser.Points = append(ser.Points, Point{T: p.T, Cell: c})
-		}
-		ts.Series = []Series{ser}
-		ch, err := ts.Chart()
-		if err != nil {
-			return nil, fmt.Errorf("fleet chart: %w", err)
-		}
-		fleet.Charts = append(fleet.Charts, ch)
+	fleetCh, err := fleetCharts(fl)
+	if err != nil {
+		return nil, err
 	}
+	fleet.Charts = append(fleet.Charts, fleetCh...)
 	out = append(out, fleet)
 
 	facts := Section{ID: "facts", Title: "What the engines already know"}
@@ -235,7 +198,11 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 
 	drift := Section{ID: "drift", Title: "Engine-version drift"}
 	for _, d := range res.Drift {
-		t := Table{Title: fmt.Sprintf("%s: %s %s (version from %s)", d.Target, d.Engine, d.Version, d.VersionSource), Columns: []Column{{Title: "what"}, {Title: "series"}, {Title: "note"}}}
+		ver := "version unknown"
+		if d.Version != "" {
+			ver = d.Version + " (version from " + cmpOr(d.VersionSource, "unknown") + ")"
+		}
+		t := Table{Title: fmt.Sprintf("%s: %s %s", d.Target, d.Engine, ver), Columns: []Column{{Title: "what"}, {Title: "series"}, {Title: "note"}}}
 		for _, m := range d.Missing {
 			t.Rows = append(t.Rows, []Cell{text("missing " + m.Cell), text(strings.Join(m.Series, ", ")), text(m.Note)})
 		}

@@ -28,7 +28,8 @@ type Input struct {
 	Polls *Polls
 }
 
-// targetChart is one chart per target: the cells it draws.
+// targetChart is one chart per target: the cells it draws, all in one
+// unit (the y axis's name), named by NameOf in the legend.
 type targetChart struct {
 	key, title, unit string
 	percent, step    bool
@@ -37,21 +38,23 @@ type targetChart struct {
 }
 
 var targetCharts = []targetChart{
-	{key: "tokens", title: "Tokens per second", unit: "tokens/s",
+	{key: "tokens", title: "Tokens per second", unit: UnitTokensPS,
 		cells: []string{engine.DecodeTokensPerSecond, engine.PromptTokensPerSecond, engine.PromptTokensComputedPerSecond}},
-	{key: "requests", title: "Requests running and waiting", unit: "requests", step: true,
+	{key: "requests", title: "Requests running and waiting", unit: UnitRequests, step: true,
 		cells: []string{engine.RequestsRunning, engine.RequestsWaiting}},
 	{key: "kv", title: "KV-cache usage", percent: true, step: true, bands: true,
 		cells: []string{engine.KVCacheUsageRatio}},
-	{key: "ttft", title: "Time to first token (windowed percentiles)", unit: "s",
+	{key: "ttft", title: "Time to first token (windowed percentiles)", unit: UnitSeconds,
 		cells: []string{engine.TTFT + "__p50", engine.TTFT + "__p95", engine.TTFT + "__p99"}},
-	{key: "tpot", title: "Time per output token and inter-token latency (windowed)", unit: "s",
+	{key: "tpot", title: "Time per output token and inter-token latency (windowed)", unit: UnitSeconds,
 		cells: []string{engine.TPOT + "__p50", engine.TPOT + "__p95", engine.ITL + "__p50", engine.ITL + "__p95"}},
-	{key: "e2e", title: "End-to-end and queue time (windowed)", unit: "s",
+	{key: "e2e", title: "End-to-end and queue time (windowed)", unit: UnitSeconds,
 		cells: []string{engine.E2E + "__p50", engine.E2E + "__p95", engine.Queue + "__p50", engine.Queue + "__p95"}},
-	{key: "cache", title: "Prefix-cache hit ratio and speculative acceptance", percent: true,
-		cells: []string{engine.PrefixCacheHitRatio, engine.SpecAcceptRatio}},
-	{key: "preempt", title: "Preemptions per second", unit: "/s",
+	{key: "cache", title: "Prefix-cache hit ratio", percent: true,
+		cells: []string{engine.PrefixCacheHitRatio}},
+	{key: "spec", title: "Speculative-decoding acceptance", percent: true,
+		cells: []string{engine.SpecAcceptRatio}},
+	{key: "preempt", title: "Preemptions per second", unit: "preemptions/s",
 		cells: []string{engine.PreemptionsPerSecond}},
 }
 
@@ -62,8 +65,7 @@ func FromAnalysis(in Input) (Report, error) {
 	if title == "" {
 		title = "llmrec report"
 	}
-	r := Report{Title: title, Generator: res.Generator, Header: header(res)}
-	r.Verdicts = append(findingVerdicts(res), verdicts(res)...)
+	r := Report{Title: title, Generator: res.Generator, Answer: answerTable(res), Verdicts: answerFindings(res), Header: header(res)}
 	polls := in.Polls
 	if polls == nil {
 		polls = NewPolls()
@@ -92,7 +94,7 @@ func FromAnalysis(in Input) (Report, error) {
 	if config == "" {
 		config = recordingConfigs(res)
 	}
-	r.Appendix = appendix(res, config)
+	r.Appendix = append([]Section{glossarySection()}, appendix(res, config)...)
 	return r, nil
 }
 
@@ -187,63 +189,13 @@ func num(n rate.Num, unit string) string {
 	return s
 }
 
-// verdicts are the lines above the numbers: files that could not be read
-// and, per target, the refusals of its headline cells.
-func verdicts(res *analyze.Result) []Verdict {
-	var vs []Verdict
-	for _, p := range res.Problems {
-		v := Verdict{Topic: "skipped file", Class: ClassFail, Text: p.File + ": " + p.Error,
-			Prov: "this file was skipped, none of its rows analysed; the rest was"}
-		switch p.Kind {
-		case analyze.ProblemPartial:
-			v.Topic = "file read in part"
-			v.Prov = fmt.Sprintf("%d rows of this file, before the damage, were analysed; the rest of it was not", p.RowsRead)
-		case analyze.ProblemSeals:
-			v.Topic = "seal ledger"
-			v.Prov = "the files this line sealed were read unverified"
-		}
-		vs = append(vs, v)
-	}
-	normal := map[string]int{}
-	for _, t := range res.Targets {
-		for r, n := range t.Summary.Normal {
-			normal[r] += n
-		}
-		// Only refusals that hid a value a reader needed make the verdict.
-		if len(t.Summary.Withheld) == 0 {
-			continue
-		}
-		n := 0
-		var cells []string
-		for _, c := range slices.Sorted(maps.Keys(t.Summary.Withheld)) {
-			m := 0
-			for _, k := range t.Summary.Withheld[c] {
-				m += k
-			}
-			n += m
-			cells = append(cells, fmt.Sprintf("%s (%s)", c, outcomes(t.Summary.Withheld[c])))
-		}
-		vs = append(vs, Verdict{Topic: "refused windows", Class: ClassRefused, Href: "#" + ID("target", t.Name),
-			Text: fmt.Sprintf("%s: %d headline values withheld by the gates where a reader needed them: %s", t.Name, n, strings.Join(cells, ", ")),
-			Prov: "null with a reason, never interpolated: see the shaded spans in the charts"})
-	}
-	if len(vs) == 0 {
-		v := Verdict{Topic: "measurement", Class: ClassOK, Text: "every headline window passed the gates"}
-		if len(normal) > 0 {
-			v.Text = fmt.Sprintf("no headline value a reader needed was withheld; the gates' only refusals were normal (%s)", outcomes(normal))
-			v.Prov = "the first poll has nothing to diff (no_baseline); a jump hold released at the next poll is a load start confirmed"
-		}
-		vs = append(vs, v)
-	}
-	return vs
-}
-
 func format(v float64) string {
 	a := math.Abs(v)
 	switch {
 	case a == 0:
 		return "0"
-	case a >= 100:
+	case a >= 100 || v == math.Trunc(v):
+		// Counts are integers: 12, not 12.00.
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case a >= 1:
 		return strconv.FormatFloat(v, 'f', 2, 64)
@@ -306,22 +258,31 @@ func targetSection(t analyze.Target, ps *Polls, marks []Mark) (Section, error) {
 			ts.Bands = KVBands()
 			ts.YMin, ts.YMax = rate.Some(0), rate.Some(1)
 		}
-		drawn := false
+		var empty []string
 		for _, name := range spec.cells {
-			// A series the engine does not publish at all is not drawn.
-			if points, any := ps.series(tp, name); any {
-				ts.Series = append(ts.Series, Series{Name: name, Step: spec.step, Points: points})
-				drawn = true
+			points, any := ps.series(tp, name)
+			// A series the engine does not publish at all is not drawn;
+			// one it publishes with no value at any poll is named below.
+			if !any {
+				continue
 			}
+			if !slices.ContainsFunc(points, Point.valid) {
+				empty = append(empty, fmt.Sprintf("%s (%s): no value at any poll (%s)", HumanName(name), name, refusedLabel(nil, nullReasons(points))))
+				continue
+			}
+			ts.Series = append(ts.Series, Series{Name: HumanName(name), Canon: name, Step: spec.step, Points: points})
 		}
 		if spec.key == "requests" {
-			if byReason := ps.waitingByReason(tp); len(byReason) > 0 {
-				ts.Series = append(ts.Series, byReason...)
-				drawn = true
-			}
+			ts.Series = append(ts.Series, ps.waitingByReason(tp)...)
 		}
-		if !drawn {
+		if len(ts.Series) == 0 {
+			if len(empty) > 0 {
+				s.Notes = append(s.Notes, fmt.Sprintf("No chart of %s: %s.", strings.ToLower(spec.title[:1])+spec.title[1:], strings.Join(empty, "; ")))
+			}
 			continue // the engine publishes none of these: said in the appendix's catalog
+		}
+		for _, e := range empty {
+			ts.Notes = append(ts.Notes, e+"; not drawn.")
 		}
 		ch, err := ts.Chart()
 		if err != nil {

@@ -17,6 +17,11 @@ import (
 
 const payload = `</script><img src=x onerror=alert(1)>__f__(function(){alert(2)})__f__`
 
+// mdPayload is what could make a link, an image, a mention, a heading or a
+// table cell of a value pasted into a pull request.
+const mdPayload = "a|b\n# heading\n[x](http://evil.example/) ![i](http://evil.example/i.png) <http://evil.example> " +
+	"https://evil.example/p www.evil.example mail@evil.example @someone #12 <img src=y> `code` **bold**"
+
 // A recording whose model name and label values hold markup and go-echarts'
 // function markers goes through record, analyze and render: the page holds
 // them only as text and, in Chromium, nothing runs and nothing is fetched.
@@ -40,8 +45,8 @@ model = "m"
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Engines[0].Model = payload
-	sc.Engines[0].Events[0].Label = payload
+	sc.Engines[0].Model = payload + mdPayload
+	sc.Engines[0].Events[0].Label = mdPayload + payload
 	dir := t.TempDir()
 	if _, err := record.WriteGenerated(dir, sc, sim.GenerateOptions{Interval: time.Second}, 0, nil); err != nil {
 		t.Fatal(err)
@@ -68,6 +73,10 @@ model = "m"
 	if strings.Contains(md.String(), "<img src=x") {
 		t.Fatal("the summary holds the payload as markup")
 	}
+	if !strings.Contains(md.String(), "evil") {
+		t.Fatal("the summary does not show the hostile label at all: the check below would see nothing")
+	}
+	checkSummary(t, "hostile", md.String(), rep, 60)
 	path := filepath.Join(t.TempDir(), "report.html")
 	if err := os.WriteFile(path, page.Bytes(), 0o644); err != nil {
 		t.Fatal(err)

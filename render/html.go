@@ -89,6 +89,7 @@ type page struct {
 	CSS              template.CSS
 	ECharts, JS      template.JS
 	EChartsVersion   string
+	Answer           *tableView // nil: the report has no answer table
 	Header           headerView
 	Verdicts         []Verdict
 	TOC              []tocEntry
@@ -143,6 +144,7 @@ type chartSpec struct {
 	Option     any      `json:"option"`
 	Prov       []string `json:"prov"`
 	SeriesProv []int    `json:"sprov"`
+	Canon      []string `json:"canon,omitempty"`
 	X          string   `json:"x"`
 	T0         float64  `json:"t0"`
 	Unit       string   `json:"unit"`
@@ -164,10 +166,17 @@ func (c *checker) id(id, what string) error {
 }
 
 func newPage(r Report, a *assets) (*page, error) {
-	c := &checker{ids: map[string]string{"prov-tip": "the page", "appendix": "the page"}}
+	c := &checker{ids: map[string]string{"prov-tip": "the page", "appendix": "the page", "answer": "the page", "run": "the page"}}
 	p := &page{
 		Title: r.Title, Generator: r.Generator, CSP: a.csp,
 		CSS: a.css, ECharts: a.echarts, JS: a.js, EChartsVersion: templates.EChartsVersion,
+	}
+	if len(r.Answer.Columns) > 0 {
+		tv, err := tableOf(r.Answer)
+		if err != nil {
+			return nil, err
+		}
+		p.Answer = &tv
 	}
 	for _, f := range r.Header.Facts {
 		v, err := cellOf(f.Value, false, "header fact "+f.Name)
@@ -309,7 +318,7 @@ func chartOf(ch Chart, c *checker) (chartView, error) {
 	}
 	// encoding/json escapes <, > and & (and U+2028, U+2029), so the JSON
 	// cannot end the <script> element it sits in.
-	b, err := json.Marshal(chartSpec{Option: ch.Option, Prov: prov, SeriesProv: sprov, X: ch.X, T0: ch.T0, Unit: ch.Unit, Percent: ch.Percent})
+	b, err := json.Marshal(chartSpec{Option: ch.Option, Prov: prov, SeriesProv: sprov, Canon: ch.SeriesCanon, X: ch.X, T0: ch.T0, Unit: ch.Unit, Percent: ch.Percent})
 	if err != nil {
 		return chartView{}, fmt.Errorf("render: chart %s: %w", ch.ID, err)
 	}
@@ -369,7 +378,7 @@ func checkLinks(r Report, c *checker) error {
 		}
 		return nil
 	}
-	for _, t := range r.Header.Tables {
+	for _, t := range append([]Table{r.Answer}, r.Header.Tables...) {
 		for _, row := range t.Rows {
 			for _, cell := range row {
 				if err := check(cell.Href, "table "+t.Title); err != nil {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"strconv"
 	"strings"
@@ -19,39 +20,61 @@ const mdReserve = 800
 // the summary: one hostile label cannot eat the budget.
 const mdClip = 2000
 
-// Markdown writes the summary of the report as GitHub-flavoured Markdown:
-// the header, the verdicts, and the tables marked Summary under the titles
-// of their sections, each value's provenance as a footnote. Charts and the
-// appendix are left to the page. It writes at most MaxMarkdown bytes; what
-// does not fit is left out whole (a table is cut between rows) and a note
-// at the end says what. Every string of r is escaped so that it shows as
-// text.
+// Markdown writes the summary of the report as GitHub-flavoured Markdown
+// for a pull request. Visible: the title, the answer table with its
+// legend of windows, and the findings, one line each. Everything else (the
+// run header, and the tables marked Summary under the titles of their
+// sections) is folded, one <details> per section. Provenance is the
+// answer's legend of windows, and for the rest the HTML report's hovers:
+// no footnotes. A table without rows is not written (its notes are).
+//
+// It writes at most MaxMarkdown bytes; what does not fit is left out whole
+// (a table is cut between rows) and a note at the end says what. Every
+// string of r is data and is escaped (see mdInline) so that it shows as
+// text: it cannot break a table, start a heading, or make a link, an
+// image, a mention or any HTML.
 func Markdown(w io.Writer, r Report) error {
-	d := &mdDoc{limit: MaxMarkdown - mdReserve, foot: map[string]int{}}
+	d := &mdDoc{limit: MaxMarkdown - mdReserve}
 	d.block(fmt.Sprintf("# %s\n\n", mdInline(r.Title)), "the title")
+	gen := "Charts, every table and each number's provenance (source, window, derived) on hover are in the HTML report."
 	if r.Generator != "" {
-		d.block(fmt.Sprintf("Written by %s. Charts, the full tables and the appendix are in the HTML report.\n\n", mdInline(r.Generator)), "the generator line")
+		gen = fmt.Sprintf("Written by %s. %s", mdInline(r.Generator), gen)
 	}
-	if len(r.Header.Facts) > 0 {
-		var items []mdItem
-		for _, f := range r.Header.Facts {
-			items = append(items, mdItem{text: fmt.Sprintf("- **%s**: %s", mdInline(f.Name), mdInline(f.Value.Text)), prov: f.Value.Prov})
-		}
-		d.list(items, "the run header")
-	}
-	for _, t := range r.Header.Tables {
-		d.table(t)
+	d.block(gen+"\n\n", "the generator line")
+	if len(r.Answer.Columns) > 0 {
+		d.table(r.Answer)
 	}
 	if len(r.Verdicts) > 0 {
-		d.block("## Verdicts\n\n", "the verdicts")
-		var items []mdItem
+		var b strings.Builder
+		b.WriteString("**Findings**\n\n")
 		for _, v := range r.Verdicts {
-			items = append(items, mdItem{text: fmt.Sprintf("- %s **%s**: %s", badge(v.Class), mdInline(v.Topic), mdInline(v.Text)), prov: v.Prov})
+			fmt.Fprintf(&b, "- %s **%s**: %s\n", badge(v.Class), mdInline(v.Topic), mdInline(v.Text))
 		}
-		d.list(items, "the verdicts")
+		b.WriteString("\n")
+		d.block(b.String(), "the findings")
+	}
+	if len(r.Header.Facts)+len(r.Header.Tables) > 0 {
+		d.open("The run: recording, sessions, span, gates, targets")
+		var b strings.Builder
+		for _, f := range r.Header.Facts {
+			fmt.Fprintf(&b, "- **%s**: %s\n", mdInline(f.Name), mdInline(f.Value.Text))
+		}
+		if b.Len() > 0 {
+			d.block(b.String()+"\n", "the run header")
+		}
+		for _, t := range r.Header.Tables {
+			d.table(t)
+		}
+		d.close()
 	}
 	for _, s := range r.Sections {
-		d.section(s, 2)
+		if !hasSummary(s) {
+			continue
+		}
+		if d.open(s.Title) {
+			d.body(s, 3)
+			d.close()
+		}
 	}
 	if d.cut {
 		d.note()
@@ -77,7 +100,7 @@ func badge(class string) string {
 	case ClassUnknown:
 		return "❔ unknown"
 	}
-	return "ℹ️"
+	return "ℹ️ note"
 }
 
 // mdDoc is a summary being written within its budget.
@@ -86,8 +109,7 @@ type mdDoc struct {
 	limit   int
 	cut     bool     // something did not fit: everything after is left out
 	omitted []string // what was left out, in order
-	foot    map[string]int
-	nfoot   int
+	folded  bool     // inside a <details>
 }
 
 func (d *mdDoc) fits(n int) bool { return !d.cut && d.b.Len()+n <= d.limit }
@@ -107,69 +129,43 @@ func (d *mdDoc) leaveOut(what string) {
 	d.omitted = append(d.omitted, what)
 }
 
-// footnotes returns the references of provs: existing ones reused, new ones
-// numbered after d.nfoot (not yet committed), and the definitions of the new
-// ones.
-func (d *mdDoc) footnotes(provs []string, pending map[string]int) (refs []string, defs []string) {
-	for _, p := range provs {
-		if p == "" {
-			refs = append(refs, "")
-			continue
-		}
-		n, ok := d.foot[p]
-		if !ok {
-			n, ok = pending[p]
-		}
-		if !ok {
-			n = d.nfoot + len(pending) + 1
-			pending[p] = n
-			defs = append(defs, fmt.Sprintf("[^%d]: %s\n", n, mdInline(p)))
-		}
-		refs = append(refs, fmt.Sprintf("[^%d]", n))
-	}
-	return refs, defs
+// open starts a folded part whose summary line is title. The summary line
+// is an HTML block, where Markdown is not read: title is HTML-escaped.
+func (d *mdDoc) open(title string) bool {
+	d.folded = d.block("<details><summary>"+htmlInline(title)+"</summary>\n\n", "section "+clipText(title, 60))
+	return d.folded
 }
 
-func (d *mdDoc) commit(pending map[string]int) {
-	for p, n := range pending {
-		d.foot[p] = n
-	}
-	d.nfoot += len(pending)
-}
-
-type mdItem struct{ text, prov string }
-
-// list writes list items, each with its footnote, then the footnotes' text.
-func (d *mdDoc) list(items []mdItem, what string) {
-	pending := map[string]int{}
-	var b strings.Builder
-	var defs []string
-	for _, it := range items {
-		refs, ds := d.footnotes([]string{it.prov}, pending)
-		b.WriteString(it.text + refs[0] + "\n")
-		defs = append(defs, ds...)
-	}
-	b.WriteString("\n")
-	if len(defs) > 0 {
-		b.WriteString(strings.Join(defs, "") + "\n")
-	}
-	if d.block(b.String(), what) {
-		d.commit(pending)
+// close ends the folded part, if one is open; mdReserve keeps room for it.
+// The next part's <details> line follows at once: the two lines are one
+// HTML block, and the fold takes one visible line.
+func (d *mdDoc) close() {
+	if d.folded {
+		d.b.WriteString("</details>\n")
+		d.folded = false
 	}
 }
 
-// section writes the titles and summary tables of s and its subsections,
-// if any of them has one.
+// section writes the title of s, then its body, if s or a subsection of
+// it has a summary table.
 func (d *mdDoc) section(s Section, level int) {
 	if !hasSummary(s) {
 		return
 	}
+	if !d.block(strings.Repeat("#", min(level, 6))+" "+mdInline(s.Title)+"\n\n", "section "+clipText(s.Title, 60)) {
+		return
+	}
+	d.body(s, level+1)
+}
+
+// body writes the notes and summary tables of s, then its subsections
+// under headings of level.
+func (d *mdDoc) body(s Section, level int) {
 	var b strings.Builder
-	b.WriteString(strings.Repeat("#", min(level, 6)) + " " + mdInline(s.Title) + "\n\n")
 	for _, n := range s.Notes {
 		b.WriteString(mdInline(n) + "\n\n")
 	}
-	if !d.block(b.String(), "section "+clipText(s.Title, 60)) {
+	if b.Len() > 0 && !d.block(b.String(), "the notes of "+clipText(s.Title, 60)) {
 		return
 	}
 	for _, t := range s.Tables {
@@ -178,7 +174,7 @@ func (d *mdDoc) section(s Section, level int) {
 		}
 	}
 	for _, sub := range s.Sections {
-		d.section(sub, level+1)
+		d.section(sub, level)
 	}
 }
 
@@ -196,27 +192,32 @@ func hasSummary(s Section) bool {
 	return false
 }
 
-// table writes t as a GitHub table, row by row while rows fit, with the
-// footnotes of its cells after it.
+// table writes t as a GitHub table, row by row while rows fit, then its
+// notes. A table without rows is only its title and notes, if any.
 func (d *mdDoc) table(t Table) {
 	what := "table " + clipText(t.Title, 60)
 	if d.cut {
 		d.leaveOut(what)
 		return
 	}
+	var notes strings.Builder
+	for _, n := range t.Notes {
+		notes.WriteString(mdInline(n) + "\n\n")
+	}
+	// No rows: no table, only what the notes say.
+	if len(t.Rows) == 0 {
+		if notes.Len() > 0 {
+			d.block("**"+mdInline(t.Title)+"**: "+notes.String(), what)
+		}
+		return
+	}
 	var head strings.Builder
 	if t.Title != "" {
 		head.WriteString("**" + mdInline(t.Title) + "**\n\n")
 	}
-	provs := make([]string, len(t.Columns))
-	for i, c := range t.Columns {
-		provs[i] = c.Prov
-	}
-	pending := map[string]int{}
-	refs, defs := d.footnotes(provs, pending)
 	head.WriteString("|")
-	for i, c := range t.Columns {
-		head.WriteString(" " + mdInline(c.Title) + refs[i] + " |")
+	for _, c := range t.Columns {
+		head.WriteString(" " + mdInline(c.Title) + " |")
 	}
 	head.WriteString("\n|")
 	for _, c := range t.Columns {
@@ -227,57 +228,34 @@ func (d *mdDoc) table(t Table) {
 		}
 	}
 	head.WriteString("\n")
-	size := func(body int, defs []string) int {
-		n := body + 1 // the blank line after the table
-		for _, s := range defs {
-			n += len(s)
-		}
-		if len(defs) > 0 {
-			n++
-		}
-		return n
-	}
-	if !d.fits(size(head.Len(), defs)) {
+	if !d.fits(head.Len() + 1 + notes.Len()) {
 		d.leaveOut(what)
 		return
 	}
 	body := head.String()
 	written := 0
 	for _, row := range t.Rows {
-		provs := make([]string, len(row))
-		for i, c := range row {
-			provs[i] = c.Prov
-		}
-		rowPending := make(map[string]int, len(pending))
-		for k, v := range pending {
-			rowPending[k] = v
-		}
-		refs, rowDefs := d.footnotes(provs, rowPending)
 		var line strings.Builder
 		line.WriteString("|")
-		for i, c := range row {
-			line.WriteString(" " + mdInline(c.Text) + refs[i] + " |")
+		for _, c := range row {
+			line.WriteString(" " + mdInline(c.Text) + " |")
 		}
 		line.WriteString("\n")
-		allDefs := append(append([]string(nil), defs...), rowDefs...)
-		if !d.fits(size(len(body)+line.Len(), allDefs)) {
+		if !d.fits(len(body) + line.Len() + 1 + notes.Len()) {
 			break
 		}
 		body += line.String()
-		pending, defs = rowPending, allDefs
 		written++
 	}
 	d.b.WriteString(body)
+	d.b.WriteString("\n")
 	if written < len(t.Rows) {
 		// Cut between rows: say so under the table.
-		d.b.WriteString(fmt.Sprintf("\n*%s of %s rows shown.*\n", thousands(written), thousands(len(t.Rows))))
+		d.b.WriteString(fmt.Sprintf("*%s of %s rows shown.*\n\n", thousands(written), thousands(len(t.Rows))))
 		d.leaveOut(fmt.Sprintf("%s rows of %s", thousands(len(t.Rows)-written), what))
+		return
 	}
-	d.b.WriteString("\n")
-	if len(defs) > 0 {
-		d.b.WriteString(strings.Join(defs, "") + "\n")
-	}
-	d.commit(pending)
+	d.b.WriteString(notes.String())
 }
 
 // note writes the truncation note: what was left out.
@@ -299,6 +277,11 @@ func (d *mdDoc) note() {
 		b.WriteString(fmt.Sprintf("; and %d more", more))
 	}
 	b.WriteString(". The HTML report has everything.\n")
+	d.close()
+	// A fold's closing line would take the note into its HTML block.
+	if strings.HasSuffix(d.b.String(), "</details>\n") {
+		d.b.WriteString("\n")
+	}
 	d.b.WriteString(b.String())
 }
 
@@ -314,11 +297,22 @@ func clipText(s string, n int) string {
 	return s[:cut] + "…"
 }
 
-// mdInline escapes s so that GitHub shows it as text on one line: HTML
-// special characters as entities, Markdown punctuation with a backslash,
-// line breaks as spaces.
+// mdInline escapes s so that GitHub shows it as text on one line:
+//   - HTML special characters as entities (no tag, no <http://...> autolink);
+//   - Markdown punctuation with a backslash (\ ` * _ [ ] | ~ # $): no
+//     emphasis, code span, link or image bracket, table cell break, or
+//     heading;
+//   - line breaks and tabs as spaces: no new block (a heading, a list, a
+//     table row) can start inside a value;
+//   - other control characters as \uXX;
+//   - what GitHub links in plain text is broken with a zero-width space
+//     (U+200B), which the reader does not see: inside "://" and "www."
+//     (bare URLs), after "@" (e-mail addresses and @mentions) and after
+//     "#" (issue references). Copying such a value out of the
+//     summary carries the zero-width space along; the analysis JSON and
+//     the HTML report have it as recorded.
 func mdInline(s string) string {
-	s = clipText(s, mdClip)
+	s = breakLinks(clipText(s, mdClip))
 	var b strings.Builder
 	b.Grow(len(s) + 8)
 	for _, r := range s {
@@ -340,6 +334,40 @@ func mdInline(s string) string {
 				continue
 			}
 			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// htmlInline escapes s for the text of an HTML element on one line, where
+// Markdown is not read: entities, no line break, and links broken as
+// mdInline breaks them.
+func htmlInline(s string) string {
+	s = strings.NewReplacer("\n", " ", "\r", " ", "\t", " ").Replace(breakLinks(clipText(s, mdClip)))
+	return html.EscapeString(s)
+}
+
+// zwsp is the zero-width space that breaks what GitHub would link.
+const zwsp = "\u200b"
+
+// breakLinks puts a zero-width space into everything GitHub turns into a
+// link in plain text: "://", "www.", "@" and "#" (see mdInline).
+func breakLinks(s string) string {
+	if !strings.ContainsAny(s, ":@#wW") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		b.WriteByte(c)
+		switch {
+		case c == '@' || c == '#':
+			b.WriteString(zwsp)
+		case c == ':' && strings.HasPrefix(s[i+1:], "//"):
+			b.WriteString(zwsp)
+		case (c == 'w' || c == 'W') && i+3 < len(s) && strings.EqualFold(s[i:i+4], "www."):
+			b.WriteString(zwsp)
 		}
 	}
 	return b.String()

@@ -5,12 +5,15 @@ package render
 // (a scraped label, a model name, a target name) and is escaped wherever it
 // is written.
 type Report struct {
-	Title     string    // the page title and the summary's heading
-	Generator string    // "llmrec v0.3.0": the footer and <meta name=generator>
-	Header    Header    // the run header
-	Verdicts  []Verdict // the strip above the numbers
-	Sections  []Section // the body: per target, fleet, incidents, settle polls...
-	Appendix  []Section // series catalogs, unknown series, effective config
+	Title     string // the page title and the summary's heading
+	Generator string // "llmrec v0.3.0": the footer and <meta name=generator>
+	// Answer is the first table: a row per target and one for the fleet,
+	// with the busy figures and a status and its reason.
+	Answer   Table
+	Verdicts []Verdict // the findings in brief, one line per kind, under the answer
+	Header   Header    // the run header: below the answer
+	Sections []Section // the body: per target, fleet, incidents, settle polls...
+	Appendix []Section // series catalogs, unknown series, effective config
 }
 
 // Header is the run header: targets, engines and versions, duration,
@@ -32,7 +35,7 @@ type Verdict struct {
 	Topic string
 	Class string // one of the Class constants
 	Text  string
-	Prov  string // provenance shown on hover (HTML) or as a footnote (Markdown)
+	Prov  string // provenance shown on hover (HTML only)
 	Href  string // "#section-id" to jump to the evidence, or ""
 }
 
@@ -41,7 +44,7 @@ type Verdict struct {
 type Section struct {
 	ID       string   // anchor, unique in the report; see ID
 	Title    string   //
-	Notes    []string // paragraphs under the title (HTML only)
+	Notes    []string // paragraphs under the title (in the summary, folded with the section)
 	Tables   []Table
 	Charts   []Chart
 	Blocks   []Block // preformatted text, such as the effective config
@@ -110,12 +113,15 @@ type Chart struct {
 	// series, SeriesProv[seriesIndex] (-1: none).
 	Prov       []string
 	SeriesProv []int
+	// SeriesCanon is each series' canonical cell name, shown on hover
+	// beside its human name; "" for none. May be shorter than the series.
+	SeriesCanon []string
 	// X says how the page labels the x axis: XElapsed (seconds since T0),
 	// XCategory or XValue.
 	X  string
 	T0 float64 // Unix seconds at x = 0, for XElapsed
-	// Unit is appended to values in tooltips; Percent shows ratios 0..1 as
-	// percentages.
+	// Unit is appended to values in tooltips (values are in it: "ms" when
+	// the chart scaled seconds); Percent shows ratios 0..1 as percentages.
 	Unit    string
 	Percent bool
 }

@@ -104,6 +104,7 @@ func phasesSection(res *analyze.Result) (Section, bool) {
 	if len(o.Phases) == 0 {
 		return Section{}, false
 	}
+	t0 := runStart(res)
 	s := Section{ID: "phases", Title: "Phases",
 		Notes: []string{"Named phases (a --phases file, marks made while recording) come first and span every target; then the idle, ramp and steady phases found at each target's load edges. Each figure is Δcounter/Δt between the phase's first and last good polls, per process across a restart."}}
 	tbl := Table{Title: "Phases and their figures", Fold: len(o.Phases) > 40, Columns: []Column{{Title: "phase"}, {Title: "kind"}, {Title: "source"},
@@ -120,7 +121,7 @@ func phasesSection(res *analyze.Result) (Section, bool) {
 				return c
 			}
 			tbl.Rows = append(tbl.Rows, []Cell{{Text: m.Name, Prov: m.Why}, text(m.Kind), text(m.Source), text(tf.Target),
-				text(unix(m.Start)), text(Window(m.Duration())), fig(engine.DecodeTokensPerSecond), fig("requests_running__mean"),
+				elapsed(t0, m.Start), text(Window(m.Duration())), fig(engine.DecodeTokensPerSecond), fig("requests_running__mean"),
 				fig(engine.TTFT + "__p50"), text(percent(tf.Bounds.Coverage))})
 		}
 		if m.Fleet != nil {

@@ -195,7 +195,7 @@ func (ps *Polls) waitingByReason(tp *targetPolls) []Series {
 	}
 	var out []Series
 	for _, reason := range slices.Sorted(maps.Keys(reasons)) {
-		ser := Series{Name: "waiting: " + reason, Step: true}
+		ser := Series{Name: "waiting: " + reason, Canon: engine.WaitingByReason + `{reason="` + reason + `"}`, Step: true}
 		for i, w := range tp.waiting {
 			if !w.present {
 				continue

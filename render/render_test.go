@@ -144,7 +144,8 @@ func TestHostileStringsStayText(t *testing.T) {
 		t.Error("the page does not show the hostile string as text")
 	}
 
-	md := markdownOf(t, r)
+	// The summary's only tags are its folds, whose titles are escaped.
+	md := regexp.MustCompile(`(?m)^(<details><summary>[^<>]*</summary>|</details>)$`).ReplaceAllString(markdownOf(t, r), "")
 	if strings.ContainsAny(md, "<>") {
 		i := strings.IndexAny(md, "<>")
 		t.Errorf("the summary holds raw < or >: …%s…", md[max(0, i-80):min(len(md), i+80)])

@@ -113,6 +113,9 @@
         row.appendChild(el('span', 'tt-name', p.seriesName));
         row.appendChild(el('span', 'tt-val', v === null || v === undefined ? 'no value' : withUnit(num(v, spec.pct), spec)));
         box.appendChild(row);
+        // The canonical name of the cell, as the analysis JSON has it.
+        var canon = spec.canon && p.seriesIndex < spec.canon.length ? spec.canon[p.seriesIndex] : '';
+        if (canon) box.appendChild(el('div', 'tt-canon', canon));
         var prov = provOf(spec, p);
         if (prov) box.appendChild(el('div', 'tt-prov', prov));
       });

@@ -18,6 +18,12 @@ type Output struct {
 	// Busy is each target's headline: its figures over all its steady
 	// phases together.
 	Busy []Figures `json:"-"`
+	// FleetBusy is the fleet's row of the answer: the targets' busy
+	// figures added up where they add (fleetSums: each target over its own
+	// steady phases) and the largest of their maxima (fleetMaxes: the
+	// fullest engine); quantiles do not add across engines and are not
+	// given.
+	FleetBusy Fleet `json:"fleet_busy"`
 	// Disagreements list the figures whose published median is more than
 	// 10 % off, in the order of Phases.
 	Disagreements []Finding `json:"phase_disagreements"`
@@ -101,6 +107,7 @@ func Compute(named []Phase, found map[string][]Phase, inputs []*Input, problems 
 		}
 		out.Busy = append(out.Busy, busy)
 	}
+	out.FleetBusy = fleetBusy(out.Busy)
 	for _, m := range out.Phases {
 		for _, tf := range m.Targets {
 			for _, f := range tf.Figures {
@@ -146,6 +153,36 @@ func fleet(ts []Figures) *Fleet {
 	return fl
 }
 
+// fleetMaxes are the maxima the fleet's busy row takes the largest of.
+var fleetMaxes = []string{"requests_waiting__max", "kv_cache_usage_ratio__max"}
+
+// fleetBusy is the fleet's busy row: the sums of fleet, then the largest
+// of each of fleetMaxes, each naming how many targets it read.
+func fleetBusy(ts []Figures) Fleet {
+	fl := *fleet(ts)
+	for k := range fl.Figures {
+		fl.Figures[k].Source = "the sum of the targets' busy figures, each over its own steady phases (" + strings.TrimPrefix(fl.Figures[k].Source, "sum ") + ")"
+	}
+	for _, name := range fleetMaxes {
+		f := Figure{Name: name}
+		top, n := 0.0, 0
+		for _, t := range ts {
+			if g, ok := t.Get(name); ok && g.Value.Valid {
+				top = max(top, g.Value.V)
+				n++
+			}
+		}
+		f.Source = fmt.Sprintf("largest of the targets' busy maxima, over %d of %d targets", n, len(ts))
+		if n == 0 {
+			f.Reason = rate.ReasonAbsent
+		} else {
+			f.Value = rate.Some(top)
+		}
+		fl.Figures = append(fl.Figures, f)
+	}
+	return fl
+}
+
 // Get returns the figure called name.
 func (f *Figures) Get(name string) (Figure, bool) {
 	for _, g := range f.Figures {
@@ -154,4 +191,9 @@ func (f *Figures) Get(name string) (Figure, bool) {
 		}
 	}
 	return Figure{}, false
+}
+
+// Get returns the fleet's figure called name.
+func (f *Fleet) Get(name string) (Figure, bool) {
+	return (&Figures{Figures: f.Figures}).Get(name)
 }
