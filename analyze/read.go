@@ -186,15 +186,12 @@ func recoverDamage(err *error) {
 // columns in its schema.
 func openSegment(f io.ReaderAt, size int64) (pf *parquet.File, leaves [nColumns]parquet.LeafColumn, err error) {
 	defer recoverDamage(&err)
-	pf, err = parquet.OpenFile(f, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	pf, err = capture.OpenParquet(f, size)
 	if err != nil {
 		return nil, leaves, err
 	}
 	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != capture.SchemaVersion {
 		return nil, leaves, fmt.Errorf("schema version %s, this llmrec reads %s", v, capture.SchemaVersion)
-	}
-	if err := capture.CheckFooter(pf); err != nil {
-		return nil, leaves, err
 	}
 	for i, p := range columns {
 		leaf, ok := pf.Schema().Lookup(p...)

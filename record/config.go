@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -38,8 +39,13 @@ type Config struct {
 	CompactEvery int `toml:"compact_every" json:"compact_every"`
 	// FollowRedirects follows a redirect to the same scheme, host and port
 	// (never elsewhere); by default a redirect is a row, not followed.
-	FollowRedirects bool     `toml:"follow_redirects" json:"follow_redirects"`
-	Targets         []Target `toml:"target" json:"targets"`
+	FollowRedirects bool `toml:"follow_redirects" json:"follow_redirects"`
+	// TLS holds the defaults of every https:// target's TLS options.
+	TLS TLS `toml:"tls" json:"tls,omitzero"`
+	// FileSD are Prometheus file_sd target files (globs) whose targets
+	// join Targets when the config is validated (see filesd.go).
+	FileSD  []string `toml:"file_sd" json:"file_sd,omitempty"`
+	Targets []Target `toml:"target" json:"targets"`
 }
 
 // Target is one engine to scrape.
@@ -60,6 +66,12 @@ type Target struct {
 	// FollowRedirects overrides the config's follow_redirects; nil before
 	// Validate means "as the config says".
 	FollowRedirects *bool `toml:"follow_redirects" json:"follow_redirects,omitempty"`
+	// TLS of an https:// URL; empty fields take the config's (see TLS).
+	TLS TLS `toml:"tls" json:"tls,omitzero"`
+	// FileSD is the base name of the file_sd file that named the target
+	// ("" for one of the config's own), Labels its group's labels.
+	FileSD string            `toml:"-" json:"file_sd,omitempty"`
+	Labels map[string]string `toml:"-" json:"labels,omitempty"`
 }
 
 // follows reports whether the target's scrapes follow same-origin redirects.
@@ -171,12 +183,20 @@ func (c *Config) Validate() error {
 	if c.CompactEvery == 0 {
 		c.CompactEvery = capture.DefaultCompactEvery
 	}
+	targets, err := c.withFileSD()
+	if err != nil {
+		return err
+	}
+	c.Targets = targets
 	seen := map[string]bool{}
 	for i := range c.Targets {
 		t := &c.Targets[i]
 		where := fmt.Sprintf("target %d", i+1)
 		if t.Name != "" {
 			where = fmt.Sprintf("target %q", t.Name)
+		}
+		if t.FileSD != "" {
+			where += " (from file_sd " + t.FileSD + ")"
 		}
 		if !namePattern.MatchString(t.Name) {
 			return fmt.Errorf("%s: name %q must start with a letter or digit and hold only letters, digits and _.:-", where, t.Name)
@@ -188,6 +208,9 @@ func (c *Config) Validate() error {
 		u, err := url.Parse(t.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%s: url %q is not an http(s) URL", where, redact.URL(t.URL))
+		}
+		if err := t.checkTLS(u.Scheme, c.TLS); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		if t.Interval < 0 || t.Timeout < 0 {
 			return fmt.Errorf("%s: interval and timeout must not be negative", where)
@@ -247,10 +270,17 @@ func ParseTargetFlag(s string) (Target, error) {
 // through redact.Headers (an allow-list; other values become digests).
 func (c Config) Redacted() Config {
 	out := c
+	out.TLS = c.TLS.redacted()
+	// A file_sd pattern's folder may name a user, as a TLS file's may.
+	out.FileSD = nil
+	for _, p := range c.FileSD {
+		out.FileSD = append(out.FileSD, filepath.Base(p))
+	}
 	out.Targets = make([]Target, len(c.Targets))
 	for i, t := range c.Targets {
 		t.URL = redact.URL(t.URL)
 		t.Headers = redact.Headers(t.Headers)
+		t.TLS = t.TLS.redacted()
 		out.Targets[i] = t
 	}
 	return out

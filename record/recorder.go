@@ -133,6 +133,10 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	if len(cfg.Targets) == 0 {
 		return nil, errors.New("no targets: give --target NAME=URL or a config file with [[target]] tables")
 	}
+	hc, err := clients(cfg.Targets)
+	if err != nil {
+		return nil, err
+	}
 	runID := NewRunID(time.Now())
 	w, err := capture.NewWriter(opt.Dir, runID, cfg.Rotate.D())
 	if err != nil {
@@ -140,11 +144,16 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	}
 	w.SetCompactEvery(cfg.CompactEvery)
 	w.SetLimits(cfg.Limits())
-	client := newClient()
 	host, _ := os.Hostname()
 	m := capture.Manifest{
 		SchemaVersion: capture.SchemaVersion, RunID: runID,
 		Host: host, Version: capture.Version, Config: cfg.Redacted(),
+		Warnings: insecureWarnings(cfg.Targets),
+	}
+	for _, wn := range m.Warnings {
+		if opt.Warnings != nil {
+			fmt.Fprintf(opt.Warnings, "warning: %s\n", wn)
+		}
 	}
 	phases := Phases(cfg.Targets)
 	for i, t := range cfg.Targets {
@@ -166,7 +175,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	// only after StopGrace (or at once on Abort), with a cause.
 	scrapeCtx, stopScrapes := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopScrapes(nil)
-	rec := &recorder{client: client, runID: runID, maxBody: cfg.MaxBody, limits: cfg.Limits(), scrapeCtx: scrapeCtx,
+	rec := &recorder{clients: hc, runID: runID, maxBody: cfg.MaxBody, limits: cfg.Limits(), scrapeCtx: scrapeCtx,
 		abort: opt.Abort, rows: make(chan queued, cmp.Or(opt.rowsBuffer, 256)),
 		bodies: newBodyReader(), parses: newParseGate(), stats: make([]TargetStats, len(cfg.Targets)), warn: opt.Warnings}
 	stop := func(cause error) {
@@ -266,7 +275,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	infoDone := make(chan struct{})
 	go func() {
 		defer close(infoDone)
-		engines := engineInfo(ctx, client, cfg.Targets)
+		engines := engineInfo(ctx, hc, cfg.Targets)
 		manifestMu.Lock()
 		defer manifestMu.Unlock()
 		m.Engines = engines
@@ -320,7 +329,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 type recorder struct {
 	warn    io.Writer // Options.Warnings; nil for none
 	clock   Clock
-	client  *http.Client
+	clients []*http.Client // of each target
 	runID   string
 	maxBody int64
 	limits  capture.Limits
@@ -412,7 +421,7 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 		defer r.inflight.Done()
 		q := request{target: t, endpoint: ep.name, url: ep.url, seq: k, scheduled: at, maxBody: r.maxBody,
 			limits: r.limits, runID: r.runID, interner: &ep.interner, bodies: r.bodies, parses: r.parses}
-		row := fetch(r.scrapeCtx, r.client, r.clock, q)
+		row := fetch(r.scrapeCtx, r.clients[ti], r.clock, q)
 		r.markShutdown(&row, t.Timeout.D())
 		// Journaled before it is parsed: a kill during a long parse loses
 		// nothing. The parse's result follows through p; the endpoint stays
@@ -598,7 +607,7 @@ var engineInfoPaths = []string{"/version", "/v1/models", "/props", "/info"}
 // thousands of targets, fetching all at once would bury the first ticks.
 const infoFetches = 16
 
-func engineInfo(ctx context.Context, client *http.Client, targets []Target) map[string][]capture.EngineInfo {
+func engineInfo(ctx context.Context, clients []*http.Client, targets []Target) map[string][]capture.EngineInfo {
 	out := make(map[string][]capture.EngineInfo, len(targets))
 	slots := make(chan struct{}, infoFetches)
 	var mu sync.Mutex
@@ -614,7 +623,7 @@ func engineInfo(ctx context.Context, client *http.Client, targets []Target) map[
 				pw.Go(func() {
 					slots <- struct{}{}
 					defer func() { <-slots }()
-					infos[j] = fetchInfo(ctx, client, t, p)
+					infos[j] = fetchInfo(ctx, clients[i], t, p)
 				})
 			}
 			pw.Wait()

@@ -273,6 +273,9 @@ func describe(err error, timeout time.Duration) error {
 	if ue, ok := err.(*url.Error); ok {
 		c := *ue
 		c.URL = redact.URL(ue.URL)
+		if te := describeTLS(ue.Err); te != nil {
+			c.Err = te
+		}
 		err = &c
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

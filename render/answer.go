@@ -319,7 +319,7 @@ func disagreeFinding(res *analyze.Result) *Verdict {
 	var who, figs []string
 	for _, d := range ds {
 		who = append(who, d.Target)
-		figs = append(figs, d.Figure)
+		figs = append(figs, HumanName(d.Figure))
 	}
 	return &Verdict{Topic: "published values", Class: ClassWarn, Href: "#phases",
 		Prov: "each phase figure is compared with the median of the values the engine's metrics gave per poll inside the phase (windowed rates and quantiles); more than 10 % apart is a finding; the figure from the counters is the one to quote",

@@ -68,6 +68,7 @@ var histNames = map[string]string{
 
 var histSuffixes = map[string]CellName{
 	engine.SuffixP50:   {" p50", UnitSeconds},
+	"__p90":            {" p90", UnitSeconds}, // phase figures' quantile
 	engine.SuffixP95:   {" p95", UnitSeconds},
 	engine.SuffixP99:   {" p99", UnitSeconds},
 	engine.SuffixMean:  {" mean", UnitSeconds},
@@ -87,6 +88,10 @@ func NameOf(cell string) (CellName, bool) {
 			if s, ok := histSuffixes["__"+suffix]; ok {
 				return CellName{Name: h + s.Name, Unit: s.Unit}, true
 			}
+		}
+		// A phase figure's statistic of a gauge: "requests_waiting__max".
+		if g, ok := cellNames[base]; ok && (suffix == "mean" || suffix == "max") {
+			return CellName{Name: g.Name + " " + suffix, Unit: g.Unit}, true
 		}
 	}
 	return CellName{Name: strings.TrimSpace(strings.ReplaceAll(cell, "_", " "))}, false

@@ -79,7 +79,7 @@ func figureRow(f *phases.Figure, bd *phases.Bounds) []Cell {
 			counts += "; " + outcomes(p.Nulls)
 		}
 	}
-	return []Cell{text(f.Name), val, text(bucket), text(pub), text(counts)}
+	return []Cell{{Text: HumanName(f.Name), Prov: f.Name}, val, text(bucket), text(pub), text(counts)}
 }
 
 func optional(n rate.Num) string {

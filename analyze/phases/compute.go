@@ -91,7 +91,7 @@ func Compute(named []Phase, found map[string][]Phase, inputs []*Input, problems 
 		steady := in.sum(nil)
 		n := 0
 		for _, p := range found[in.Target.Name] {
-			s := in.sum([]Phase{p})
+			s := in.sumWith([]Phase{p}, p.Kind == KindSteady)
 			if p.Kind == KindSteady {
 				steady.merge(s)
 				n++

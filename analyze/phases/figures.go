@@ -124,6 +124,9 @@ type Figure struct {
 	// Disagrees says, when the published median is more than 10 % off the
 	// figure, by how much and on which side the left-out windows lay.
 	Disagrees string `json:"disagrees,omitempty"`
+	// Blocks are the figure over non-overlapping blocks of the phase, the
+	// sample a diff compares (blocks.go); only on a named or steady phase.
+	Blocks *Blocks `json:"blocks,omitempty"`
 }
 
 // Published is the distribution of one cell's published values.
@@ -172,9 +175,10 @@ var twins = func() map[string]twin {
 // counters' Δ, whatever a window would have been refused for.
 var offGates = rate.Config{Span: 1e-6, MinWindow: -1, CeilingFactor: -1, JumpFactor: -1, JumpFloor: -1, StaleFraction: -1}
 
-// Measure measures one target over windows.
+// Measure measures one target over windows; over one window with its
+// figures' blocks.
 func Measure(in *Input, windows []Phase) Figures {
-	return in.figures(in.sum(windows))
+	return in.figures(in.sumWith(windows, len(windows) == 1))
 }
 
 // sums are the counters' Δ over windows and what they were read over.
@@ -182,7 +186,8 @@ type sums struct {
 	acc     []float64 // by log id
 	dt, len float64   // seconds differenced; the windows' length
 	b       Bounds
-	pollsIn []int // polls inside the windows [start, end)
+	pollsIn []int    // polls inside the windows [start, end)
+	bl      *blocker // the blocks' boundaries, nil when not asked
 }
 
 // prepare checks the input and marks its good polls and restarts once.
@@ -209,7 +214,11 @@ func (in *Input) prepare() {
 }
 
 // sum adds up the counters' Δ over windows.
-func (in *Input) sum(windows []Phase) *sums {
+func (in *Input) sum(windows []Phase) *sums { return in.sumWith(windows, false) }
+
+// sumWith adds up the counters' Δ over windows and, when blocks is set and
+// there is one window, marks the blocks' boundaries on the way.
+func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 	in.prepare()
 	l, ps := in.Log, in.Target.Polls
 	s := &sums{acc: make([]float64, len(l.Series)),
@@ -242,6 +251,9 @@ func (in *Input) sum(windows []Phase) *sums {
 			}
 			z = i
 		}
+		if blocks && len(windows) == 1 {
+			s.bl = newBlocker(in, a, z)
+		}
 		if a >= 0 && z > a {
 			win.First, win.Last = rate.Some(ps[a].T), rate.Some(ps[z].T)
 			// Each process is differenced between its own first and last
@@ -263,11 +275,14 @@ func (in *Input) sum(windows []Phase) *sums {
 				if g2 > g1 {
 					b.Spans = append(b.Spans, [2]float64{ps[g1].T, ps[g2].T})
 				}
+				s.bl.begin(g1, s.acc)
 				for i := g1 + 1; i <= g2; i++ {
 					l.add(i, s.acc)
 					s.dt += ps[i].T - ps[i-1].T
 					b.Intervals++
+					s.bl.step(i, good(i), s.acc)
 				}
+				s.bl.end(g2)
 				if q <= z {
 					b.RestartsLeftOut = append(b.RestartsLeftOut, ps[q].T)
 				}
@@ -314,19 +329,10 @@ func (in *Input) figures(s *sums) Figures {
 	} else {
 		cells = in.evaluate(dt, acc)
 	}
-	for _, name := range counterFigures {
-		f := Figure{Name: name}
-		if cells == nil {
-			f.Reason = ReasonFewPolls
-		} else if c, ok := cells.Get(name); ok {
-			f.Value, f.Reason, f.Source = c.Value, c.Reason, c.Source
-		}
-		out.Figures = append(out.Figures, f)
+	out.Figures = counted(out.Figures, l, ps, cells, acc, pollsIn, true)
+	if s.bl != nil {
+		in.blockFigures(s, out.Figures)
 	}
-	for _, base := range engine.Histograms {
-		out.Figures = append(out.Figures, histFigures(l, base, cells, acc)...)
-	}
-	out.Figures = append(out.Figures, gaugeFigures(ps, pollsIn)...)
 	rates := in.publishedRates(pollsIn)
 	for k := range out.Figures {
 		f := &out.Figures[k]
@@ -347,6 +353,27 @@ func (in *Input) figures(s *sums) Figures {
 		f.Disagrees = disagrees(f, ps, pollsIn, tw)
 	}
 	return out
+}
+
+// counted appends to out the figures of one stretch: the cells of the
+// counters' Δ acc (nil: too few polls), the histograms' quantiles of the
+// bucket deltas, and the gauges over the polls idx. A phase and each of its
+// blocks are measured by it alike (a block's figures without their
+// sources: only the values are kept).
+func counted(out []Figure, l *Log, ps []findings.Poll, cells engine.Cells, acc []float64, idx []int, sources bool) []Figure {
+	for _, name := range counterFigures {
+		f := Figure{Name: name}
+		if cells == nil {
+			f.Reason = ReasonFewPolls
+		} else if c, ok := cells.Get(name); ok {
+			f.Value, f.Reason, f.Source = c.Value, c.Reason, c.Source
+		}
+		out = append(out, f)
+	}
+	for _, base := range engine.Histograms {
+		out = histFigures(out, l, base, cells, acc, sources)
+	}
+	return gaugeFigures(out, ps, idx, sources)
 }
 
 // gateReasons are the estimator's refusals.
@@ -438,9 +465,8 @@ func (in *Input) evaluate(dt float64, acc []float64) engine.Cells {
 
 // histFigures are a histogram's count and mean as the reader makes them
 // from the phase's Δ, and its quantiles from the bucket deltas.
-func histFigures(l *Log, base string, cells engine.Cells, acc []float64) []Figure {
+func histFigures(out []Figure, l *Log, base string, cells engine.Cells, acc []float64, sources bool) []Figure {
 	hc := engine.HistCells(base)
-	out := make([]Figure, 0, 5)
 	for _, name := range hc[:2] {
 		f := Figure{Name: name, Reason: ReasonFewPolls}
 		if c, ok := cells.Get(name); ok {
@@ -459,7 +485,9 @@ func histFigures(l *Log, base string, cells engine.Cells, acc []float64) []Figur
 			// The reader makes no quantile here: its reason is the figure's.
 			f.Reason, f.Source = p50.Reason, p50.Source
 		default:
-			f.Source = "computed:histogram_quantile(" + strconv.FormatFloat(q.q, 'g', -1, 64) + ", Δ" + series + " across the phase)"
+			if sources {
+				f.Source = "computed:histogram_quantile(" + strconv.FormatFloat(q.q, 'g', -1, 64) + ", Δ" + series + " across the phase)"
+			}
 			f.Value, f.Bucket, f.Reason = quantile(l, series, q.q, acc)
 		}
 		out = append(out, f)
@@ -549,24 +577,27 @@ func leOf(labels string) (float64, bool) {
 	return le, true
 }
 
+// gauge is a gauge figure's cell and how a poll holds it.
+type gauge struct {
+	name  string
+	src   string
+	read  func(*findings.Poll) rate.Num
+	stats []string
+}
+
+// gauges are the gauge figures.
+var gauges = []gauge{
+	{engine.RequestsRunning, engine.RequestsRunning, func(p *findings.Poll) rate.Num { return p.Running }, []string{"mean", "max"}},
+	{engine.RequestsWaiting, engine.RequestsWaiting, func(p *findings.Poll) rate.Num { return p.Waiting }, []string{"mean", "max"}},
+	{"waiting_capacity", engine.WaitingByReason + `{reason="capacity"}`, func(p *findings.Poll) rate.Num { return p.Capacity }, []string{"mean", "max"}},
+	{"waiting_deferred", engine.WaitingByReason + `{reason="deferred"}`, func(p *findings.Poll) rate.Num { return p.Deferred }, []string{"mean", "max"}},
+	{engine.KVCacheUsageRatio, engine.KVCacheUsageRatio, func(p *findings.Poll) rate.Num { return p.KV }, []string{"max"}},
+}
+
 // gaugeFigures are the mean and max of the gauges over the polls inside
 // the windows: every poll counts the same (the cadence is fixed).
-func gaugeFigures(ps []findings.Poll, idx []int) []Figure {
-	type g struct {
-		name  string
-		src   string
-		read  func(*findings.Poll) rate.Num
-		stats []string
-	}
-	gs := []g{
-		{engine.RequestsRunning, engine.RequestsRunning, func(p *findings.Poll) rate.Num { return p.Running }, []string{"mean", "max"}},
-		{engine.RequestsWaiting, engine.RequestsWaiting, func(p *findings.Poll) rate.Num { return p.Waiting }, []string{"mean", "max"}},
-		{"waiting_capacity", engine.WaitingByReason + `{reason="capacity"}`, func(p *findings.Poll) rate.Num { return p.Capacity }, []string{"mean", "max"}},
-		{"waiting_deferred", engine.WaitingByReason + `{reason="deferred"}`, func(p *findings.Poll) rate.Num { return p.Deferred }, []string{"mean", "max"}},
-		{engine.KVCacheUsageRatio, engine.KVCacheUsageRatio, func(p *findings.Poll) rate.Num { return p.KV }, []string{"max"}},
-	}
-	var out []Figure
-	for _, x := range gs {
+func gaugeFigures(out []Figure, ps []findings.Poll, idx []int, sources bool) []Figure {
+	for _, x := range gauges {
 		sum, hi, n := 0.0, math.Inf(-1), 0
 		for _, i := range idx {
 			v := x.read(&ps[i])
@@ -576,7 +607,10 @@ func gaugeFigures(ps []findings.Poll, idx []int) []Figure {
 			sum, hi, n = sum+v.V, max(hi, v.V), n+1
 		}
 		for _, st := range x.stats {
-			f := Figure{Name: x.name + "__" + st, Source: fmt.Sprintf("%s of %s over %d polls", st, x.src, n)}
+			f := Figure{Name: x.name + "__" + st}
+			if sources {
+				f.Source = fmt.Sprintf("%s of %s over %d polls", st, x.src, n)
+			}
 			switch {
 			case n == 0:
 				// Never published in the phase: absent, not 0.

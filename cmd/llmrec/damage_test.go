@@ -29,6 +29,7 @@ func everyReader(t *testing.T, dir string) map[string]error {
 		"analyze-json": {"analyze", dir, "--quiet", "--spans", "none", "--json", filepath.Join(out, "a.json")},
 		"render":       {"render", dir, "--quiet", "--spans", "none", "-o", filepath.Join(out, "r.html"), "--md", filepath.Join(out, "r.md")},
 		"export":       {"export", dir, "--target", "vllm-0", "--seq", "5"},
+		"export-om":    {"export", dir, "--openmetrics", "-o", filepath.Join(out, "r.om")},
 	}
 	errs := map[string]error{}
 	for name, args := range cmds {

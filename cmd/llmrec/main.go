@@ -46,7 +46,7 @@ func commands() map[string]command {
 		"analyze": {analyzeRun, "replay recordings offline into cells with provenance (rates, ratios, latencies)"},
 		"diff":    {diffRun, "compare a candidate's runs with a baseline's: better, worse or ~ per phase and quantity"},
 		"mark":    {markRun, "mark the start or end of a named phase of a run being recorded"},
-		"export":  {exportRun, "print one captured body byte-exact (make a test fixture)"},
+		"export":  {exportRun, "print one captured body byte-exact (a test fixture), or every sample as OpenMetrics for promtool"},
 		"repair":  {repairRun, "seal a crashed recording's journals into segments (reads never change a folder)"},
 		"sim": {func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			return simRun(stdout, stderr, args)

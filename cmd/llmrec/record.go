@@ -60,6 +60,7 @@ Config file (TOML):
   compact_every = 10         # merge this many closed segments into one file (1: never)
   max_body_bytes = 67108864  # bodies above this (after gzip) are refused
   follow_redirects = false   # follow same-origin redirects (also per target)
+  file_sd = ["targets/*.json"]     # Prometheus file_sd target files (see Discovery below)
   max_series = 200000        # pages with more sample lines are stored unparsed
   max_label_value_bytes = 16384   # ... or with a longer label value
   max_label_bytes = 33554432 # ... or with more label bytes in all
@@ -69,9 +70,31 @@ Config file (TOML):
   engine = "vllm"            # hint for analysis
   bearer_token_env = "VLLM_API_KEY"   # the variable's name; the token is never written
   headers = { "X-Bench" = "run-7" }
+  [target.tls]               # for an https:// url; [tls] at the top sets every target's default
+  ca_file = "ca.pem"         # the authority that signs the engine's certificate (default: the system's)
+  cert_file = "client.pem"   # a client certificate and its key, for mTLS
+  key_file = "client-key.pem"
+  server_name = "vllm.internal"    # the name to verify when the URL's host is not on the certificate
+  insecure_skip_verify = false     # check nothing (warned on stderr and in the manifest)
   [[target.endpoint]]        # extra captures on the same cadence, or once at start
   path = "/slots"
   once = false
+
+TLS: an https:// target is verified by the system's authorities unless the
+config or --tls-ca-file names one; --tls-* flags override the file's [tls]
+and every target's own. A failed handshake is a row whose error says why in
+plain words (unknown authority, expired, wrong name, a client certificate
+required or refused), and the first is said on stderr with the target's name.
+The manifest names the files by base name (with the SHA-256 of a
+certificate), never by path; the key is never copied anywhere.
+
+Discovery: file_sd = ["targets/*.json"] (or --file-sd FILE) reads Prometheus'
+file_sd target files: [{"targets": ["HOST:PORT", ...], "labels": {...}}].
+Each address is a target at __scheme__://HOST:PORT__metrics_path__ (default
+http and /metrics), named by its llmrec_name label or its address, with
+llmrec_engine as its engine hint; other labels go into the manifest. The
+files are read at start; changes while recording are not followed yet. YAML
+files are not read yet.
 
 Phases: --mark-listen ADDR serves POST /mark?name=NAME[&end=1] (loopback only
 unless --mark-public); each mark is appended to DIR/marks.jsonl, as
@@ -88,11 +111,14 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	configPath := fs.String("config", "", "TOML config file")
 	var targets multiFlag
 	fs.Var(&targets, "target", "NAME=URL of a /metrics endpoint (repeatable; adds to the config's targets)")
+	var fileSD multiFlag
+	fs.Var(&fileSD, "file-sd", "Prometheus file_sd target file (JSON; a glob; repeatable; adds to the config's file_sd)")
 	interval := fs.Duration("interval", 0, "scrape cadence of every target (default 2s, or the config's)")
 	timeout := fs.Duration("timeout", 0, "per-scrape timeout (default: the interval)")
 	duration := fs.Duration("duration", 0, "stop after this long (default: until SIGINT/SIGTERM)")
 	rotate := fs.Duration("rotate", 0, "close a Parquet segment this often (default 60s)")
 	follow := fs.Bool("follow-redirects", false, "follow redirects to the same scheme, host and port (default: a redirect is a row)")
+	tlsFlags := addTLSFlags(fs)
 	maxSeries := fs.Int("max-series", 0, "store pages with more sample lines unparsed (default 200000, or the config's)")
 	maxLabelValue := fs.Int("max-label-value-bytes", 0, "store pages with a longer label value unparsed (default 16384, or the config's)")
 	maxLabels := fs.Int64("max-label-bytes", 0, "store pages with more label bytes in all unparsed (default 33554432, or the config's)")
@@ -147,6 +173,7 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 			cfg.Targets[i].FollowRedirects = nil
 		}
 	}
+	tlsFlags.apply(cfg, set)
 	if set["rotate"] {
 		cfg.Rotate = record.Duration(*rotate)
 	}
@@ -166,8 +193,9 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		}
 		cfg.Targets = append(cfg.Targets, t)
 	}
-	if len(cfg.Targets) == 0 {
-		return fmt.Errorf("%w: record: no targets: give --target NAME=URL or a config file with [[target]] tables", errUsage)
+	cfg.FileSD = append(cfg.FileSD, fileSD...)
+	if len(cfg.Targets) == 0 && len(cfg.FileSD) == 0 {
+		return fmt.Errorf("%w: record: no targets: give --target NAME=URL, --file-sd FILE or a config file with [[target]] tables", errUsage)
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: record: %v", errUsage, err)

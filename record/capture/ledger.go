@@ -114,11 +114,8 @@ func sealOf(path string) (Seal, error) {
 // and its row groups' must agree.
 func footerRows(r io.ReaderAt, size int64) (rows int64, err error) {
 	defer recoverDamage(&err)
-	pf, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	pf, _, err := openFooter(r, size)
 	if err != nil {
-		return 0, err
-	}
-	if err := CheckFooter(pf); err != nil {
 		return 0, err
 	}
 	var sum int64
@@ -136,7 +133,7 @@ func footerRows(r io.ReaderAt, size int64) (rows int64, err error) {
 // gzip pages). A flipped bit in a chunk's codec turns zstd pages into
 // LZ4_RAW ones, and parquet-go's LZ4 decoder doubles its buffer on every
 // failure until the process runs out of memory: a fatal error no recover
-// catches. Call it after parquet.OpenFile, before reading pages.
+// catches. OpenParquet calls it after opening the footer, before the pages.
 func CheckFooter(pf *parquet.File) (err error) {
 	defer recoverDamage(&err)
 	for g, rg := range pf.Metadata().RowGroups {

@@ -25,6 +25,9 @@ type Manifest struct {
 	Config any `json:"config"`
 	// Engines holds what each target said about itself once at start.
 	Engines map[string][]EngineInfo `json:"engines"`
+	// Warnings are what the recorder warned of at start (a target whose
+	// TLS certificate is not checked); absent when none.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ManifestTarget is one recorded target.

@@ -165,18 +165,12 @@ func ReadSegment[T any](path string, fn func(*T) error) error {
 // is an error, never a panic.
 func openSegment[T any](f io.ReaderAt, size int64) (pf *parquet.File, r *parquet.GenericReader[T], err error) {
 	defer recoverDamage(&err)
-	// Nothing here reads the page index or the bloom filters; the page
-	// index's length, from the footer, was allocated and zeroed whole
-	// before anything checked it (a flipped bit: 2 GB).
-	pf, err = parquet.OpenFile(f, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	pf, err = OpenParquet(f, size)
 	if err != nil {
 		return nil, nil, err
 	}
 	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != SchemaVersion {
 		return nil, nil, fmt.Errorf("schema version %s, this llmrec reads %s", v, SchemaVersion)
-	}
-	if err := CheckFooter(pf); err != nil {
-		return nil, nil, err
 	}
 	// A column T has and the file lacks reads as zero: a row's identity
 	// must not (a flipped bit in a column's name in the footer did that).

@@ -1,0 +1,448 @@
+package capture
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// parquet-go trusts the sizes a file states: it allocates a footer, a page
+// header's strings and lists, a page, its decompressed form and its values
+// at the sizes read, before reading the bytes they describe. One flipped
+// bit in a file without a seal made it allocate 3.5 GB for a 130 KB file
+// (the footer's length), and a fuzz worker that ran two such files at once
+// died of it: "out of memory" is a fatal error, not a panic a recover
+// catches. So every size parquet-go will trust is checked first, against
+// the bytes it describes and against the caps below; a file over them is
+// damaged. A sealed file whose CRC checks out passes as a matter of course.
+const (
+	// maxFooterBytes caps the footer: llmrec's are a few KB (one row
+	// group per merged segment, some 30 columns).
+	maxFooterBytes = 16 << 20
+	// maxPageBytes caps a page, compressed or not: a page holds at least
+	// one whole value, a body up to the 64 MiB cap, and the writer closes
+	// a page at 4 MiB of values (pageBufferSize).
+	maxPageBytes = 128 << 20
+	// maxPageValues caps the values a page states: parquet-go allocates
+	// levels and offsets for each (up to some 20 bytes a value) before
+	// decoding. A page of 4 MiB holds at most a million dictionary ids.
+	maxPageValues = 1 << 23
+	// maxListWeight caps what the lists of one footer or page header
+	// may make the thrift decoder allocate: a list states its length
+	// first, and each element of a struct list is a Go struct of up to
+	// some 600 bytes however few bytes encode it.
+	maxListWeight = 64 << 20
+)
+
+// OpenParquet opens a Parquet file of size bytes for reading, after checking
+// that nothing in it makes parquet-go allocate more than its bytes and the
+// caps above allow (see the top of this file): its footer, then the header
+// of every page of every column chunk. It does not decode a page. Anything
+// out of bounds is an error wrapping ErrDamaged; a panic of parquet-go over
+// the bytes is one too. The file is opened without its page index and
+// bloom filters, which nothing here reads.
+func OpenParquet(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
+	pf, footer, err := openFooter(r, size)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPages(r, size-8-footer, pf); err != nil {
+		return nil, err
+	}
+	return pf, nil
+}
+
+// openFooter opens a file's footer once its length and lists are checked,
+// and refuses codecs llmrec never writes (CheckFooter). It returns the
+// footer's length.
+func openFooter(r io.ReaderAt, size int64) (pf *parquet.File, footer int64, err error) {
+	defer recoverDamage(&err)
+	if footer, err = checkFooterBytes(r, size); err != nil {
+		return nil, 0, err
+	}
+	// Nothing here reads the page index or the bloom filters; the page
+	// index's length, from the footer, was allocated and zeroed whole
+	// before anything checked it (a flipped bit: 2 GB).
+	pf, err = parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := CheckFooter(pf); err != nil {
+		return nil, 0, err
+	}
+	return pf, footer, nil
+}
+
+// checkFooterBytes checks the footer's stated length against the file and
+// the lists in it against their bytes, and returns the length. A file
+// without the magic at both ends passes: parquet-go refuses it before it
+// reads a length.
+func checkFooterBytes(r io.ReaderAt, size int64) (int64, error) {
+	var head, tail [8]byte
+	if _, err := r.ReadAt(head[:4], 0); err != nil || string(head[:4]) != "PAR1" {
+		return 0, nil
+	}
+	if size < 12 {
+		return 0, fmt.Errorf("%w: %d bytes, too short for a Parquet file", ErrDamaged, size)
+	}
+	if _, err := r.ReadAt(tail[:], size-8); err != nil {
+		return 0, fmt.Errorf("read footer: %w", err)
+	}
+	if string(tail[4:]) != "PAR1" {
+		return 0, nil
+	}
+	footer := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if footer > size-12 || footer > maxFooterBytes {
+		return 0, fmt.Errorf("%w: the footer states %d bytes, the file has %d (cap %d)", ErrDamaged, footer, size, maxFooterBytes)
+	}
+	b := make([]byte, footer)
+	if _, err := r.ReadAt(b, size-8-footer); err != nil {
+		return 0, fmt.Errorf("read footer: %w", err)
+	}
+	s := skim{b: b, room: footer}
+	if err := s.structure(0); err != nil {
+		return 0, fmt.Errorf("%w: footer: %v", ErrDamaged, err)
+	}
+	return footer, nil
+}
+
+// checkPages walks the pages of every column chunk, which must lie in the
+// first end bytes of the file, reading their headers only.
+func checkPages(r io.ReaderAt, end int64, pf *parquet.File) (err error) {
+	defer recoverDamage(&err)
+	md := pf.Metadata()
+	buf := make([]byte, 4096)
+	for g, rg := range md.RowGroups {
+		for c, cc := range rg.Columns {
+			// parquet-go decodes every chunk of a column with the codec
+			// of its first.
+			if first := md.RowGroups[0].Columns; c >= len(first) || cc.MetaData.Codec != first[c].MetaData.Codec {
+				err = fmt.Errorf("codec %v, not the codec of the column's first chunk", cc.MetaData.Codec)
+			} else {
+				buf, err = checkChunk(r, end, &cc.MetaData, buf)
+			}
+			if err != nil {
+				return fmt.Errorf("%w: row group %d, column %s: %v", ErrDamaged, g, strings.Join(cc.MetaData.PathInSchema, "."), err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkChunk checks the headers of a column chunk's pages, as parquet-go
+// will read them: one after the other from the dictionary page (or the
+// first data page) to the chunk's stated end.
+func checkChunk(r io.ReaderAt, end int64, md *format.ColumnMetaData, buf []byte) ([]byte, error) {
+	pos := md.DataPageOffset
+	if md.DictionaryPageOffset != 0 {
+		pos = md.DictionaryPageOffset
+	}
+	stop := pos + md.TotalCompressedSize
+	if pos < 4 || md.TotalCompressedSize < 0 || stop > end || stop < pos {
+		return buf, fmt.Errorf("pages at %d, %d bytes, outside the file's %d bytes of pages", pos, md.TotalCompressedSize, end)
+	}
+	for page := 0; pos < stop; page++ {
+		var h format.PageHeader
+		var n int
+		var err error
+		h, n, buf, err = readPageHeader(r, pos, stop, buf)
+		if err != nil {
+			return buf, fmt.Errorf("page %d at byte %d: header: %v", page, pos, err)
+		}
+		data := pos + int64(n)
+		if err := checkPage(&h, stop-data); err != nil {
+			return buf, fmt.Errorf("page %d at byte %d: %v", page, pos, err)
+		}
+		if err := checkFrames(r, md.Codec, &h, data, buf); err != nil {
+			return buf, fmt.Errorf("page %d at byte %d: %v", page, pos, err)
+		}
+		pos = data + int64(h.CompressedPageSize)
+	}
+	return buf, nil
+}
+
+// readPageHeader reads the page header at pos, which with its strings and
+// lists must end by stop, reading more while buf is too short for it.
+func readPageHeader(r io.ReaderAt, pos, stop int64, buf []byte) (format.PageHeader, int, []byte, error) {
+	var h format.PageHeader
+	for {
+		b := buf[:min(int64(len(buf)), stop-pos)]
+		if _, err := r.ReadAt(b, pos); err != nil && !errors.Is(err, io.EOF) {
+			return h, 0, buf, err
+		}
+		s := skim{b: b, room: stop - pos}
+		err := s.structure(0)
+		if errors.Is(err, errSkimShort) {
+			buf = make([]byte, 2*len(buf))
+			continue
+		}
+		if err != nil {
+			return h, 0, buf, err
+		}
+		if err := thrift.Unmarshal(new(thrift.CompactProtocol), b[:s.i], &h); err != nil {
+			return h, 0, buf, err
+		}
+		return h, s.i, buf, nil
+	}
+}
+
+// checkPage checks the sizes and counts of a page header whose page has
+// room bytes left in its chunk.
+func checkPage(h *format.PageHeader, room int64) error {
+	if h.CompressedPageSize < 0 || int64(h.CompressedPageSize) > room {
+		return fmt.Errorf("%d bytes stated, %d left in the chunk", h.CompressedPageSize, room)
+	}
+	if h.UncompressedPageSize < 0 || h.UncompressedPageSize > maxPageBytes {
+		return fmt.Errorf("%d bytes uncompressed stated (cap %d)", h.UncompressedPageSize, maxPageBytes)
+	}
+	var values []int32
+	switch {
+	case h.DataPageHeader.Valid:
+		values = append(values, h.DataPageHeader.V.NumValues)
+	case h.DictionaryPageHeader.Valid:
+		values = append(values, h.DictionaryPageHeader.V.NumValues)
+	case h.DataPageHeaderV2.Valid:
+		v := &h.DataPageHeaderV2.V
+		values = append(values, v.NumValues, v.NumNulls, v.NumRows)
+		if v.RepetitionLevelsByteLength < 0 || v.DefinitionLevelsByteLength < 0 ||
+			int64(v.RepetitionLevelsByteLength)+int64(v.DefinitionLevelsByteLength) > int64(h.CompressedPageSize) {
+			return fmt.Errorf("levels of %d and %d bytes in a page of %d", v.RepetitionLevelsByteLength, v.DefinitionLevelsByteLength, h.CompressedPageSize)
+		}
+	}
+	for _, v := range values {
+		if v < 0 || v > maxPageValues {
+			return fmt.Errorf("%d values stated (cap %d)", v, maxPageValues)
+		}
+	}
+	return nil
+}
+
+// checkFrames checks what the compressed data of a page, at data, states
+// about its decompressed size: the decoder allocates that much before it
+// decodes. zstd: the content size of its first frame (after any skippable
+// ones; llmrec writes one frame a page); snappy: the length that starts
+// it. gzip grows its output as it decodes.
+func checkFrames(r io.ReaderAt, codec format.CompressionCodec, h *format.PageHeader, data int64, buf []byte) error {
+	if h.Type != format.DataPage && h.Type != format.DataPageV2 && h.Type != format.DictionaryPage {
+		return nil // parquet-go reads no other page's data
+	}
+	size, want := int64(h.CompressedPageSize), int64(h.UncompressedPageSize)
+	if v := &h.DataPageHeaderV2; h.Type == format.DataPageV2 && v.Valid {
+		levels := int64(v.V.RepetitionLevelsByteLength) + int64(v.V.DefinitionLevelsByteLength)
+		data, size, want = data+levels, size-levels, want-levels
+		if v.V.IsCompressed.Valid && !v.V.IsCompressed.V {
+			return nil
+		}
+	}
+	switch codec {
+	case format.Zstd:
+		for skipped := 0; size > 0; skipped++ {
+			b := buf[:min(int64(zstd.HeaderMaxSize), size)]
+			if _, err := r.ReadAt(b, data); err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			var zh zstd.Header
+			if err := zh.Decode(b); err != nil {
+				return nil // the decoder fails on it too, allocating nothing
+			}
+			if !zh.Skippable {
+				if zh.HasFCS && zh.FrameContentSize > uint64(max(want, 0)) {
+					return fmt.Errorf("zstd frame of %d bytes in a page of %d", zh.FrameContentSize, want)
+				}
+				return nil
+			}
+			if skipped == 64 {
+				return fmt.Errorf("more than %d skippable zstd frames", skipped)
+			}
+			n := int64(zh.HeaderSize) + int64(zh.SkippableSize)
+			data, size = data+n, size-n
+		}
+	case format.Snappy:
+		b := buf[:min(binary.MaxVarintLen64, size)]
+		if _, err := r.ReadAt(b, data); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if n, k := binary.Uvarint(b); k > 0 && n > uint64(max(want, 0)) {
+			return fmt.Errorf("snappy block of %d bytes in a page of %d", n, want)
+		}
+	}
+	return nil
+}
+
+// errSkimShort says a skim ran past its bytes with room for more: read more.
+var errSkimShort = errors.New("short read")
+
+// skim walks a thrift compact struct without decoding it, checking that
+// every length it states fits in the room it has, so that decoding it
+// allocates in proportion to its bytes. room is how far the struct may
+// extend (the footer, a chunk's rest); b is its first bytes.
+type skim struct {
+	b      []byte
+	i      int
+	room   int64
+	weight int64 // what decoding its lists allocates, about
+}
+
+// maxDepth caps the nesting of structs and lists; parquet's go 5 deep.
+const maxDepth = 32
+
+func (s *skim) short() error {
+	if int64(len(s.b)) < s.room {
+		return errSkimShort
+	}
+	return io.ErrUnexpectedEOF
+}
+
+func (s *skim) byte() (byte, error) {
+	if s.i >= len(s.b) {
+		return 0, s.short()
+	}
+	s.i++
+	return s.b[s.i-1], nil
+}
+
+func (s *skim) uvarint() (uint64, error) {
+	var x uint64
+	for shift := 0; shift < 64; shift += 7 {
+		c, err := s.byte()
+		if err != nil {
+			return 0, err
+		}
+		x |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return x, nil
+		}
+	}
+	return 0, errors.New("varint over 64 bits")
+}
+
+// left is how many bytes may follow.
+func (s *skim) left() uint64 { return uint64(s.room - int64(s.i)) }
+
+func (s *skim) skip(n uint64) error {
+	if n > s.left() {
+		return fmt.Errorf("%d bytes stated, %d left", n, s.left())
+	}
+	if s.i+int(n) > len(s.b) {
+		return s.short()
+	}
+	s.i += int(n)
+	return nil
+}
+
+// structure skims a struct: fields until a stop byte.
+func (s *skim) structure(depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("nested over %d deep", maxDepth)
+	}
+	for {
+		h, err := s.byte()
+		if err != nil {
+			return err
+		}
+		if h == 0 {
+			return nil
+		}
+		if h>>4 == 0 { // the field id follows in full
+			if _, err := s.uvarint(); err != nil {
+				return err
+			}
+		}
+		if t := h & 0xf; t != thriftTrue && t != thriftFalse { // a bool field's value is its type
+			if err := s.value(t, depth); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// The compact protocol's types.
+const (
+	thriftTrue, thriftFalse = 1, 2
+	thriftByte, thriftI16   = 3, 4
+	thriftI32, thriftI64    = 5, 6
+	thriftDouble, thriftBin = 7, 8
+	thriftList, thriftSet   = 9, 10
+	thriftMap, thriftStruct = 11, 12
+)
+
+// value skims a value of type t; a bool in a list or map is a byte.
+func (s *skim) value(t byte, depth int) error {
+	switch t {
+	case thriftTrue, thriftFalse, thriftByte:
+		return s.skip(1)
+	case thriftI16, thriftI32, thriftI64:
+		_, err := s.uvarint()
+		return err
+	case thriftDouble:
+		return s.skip(8)
+	case thriftBin:
+		n, err := s.uvarint()
+		if err != nil {
+			return err
+		}
+		return s.skip(n)
+	case thriftList, thriftSet:
+		h, err := s.byte()
+		if err != nil {
+			return err
+		}
+		n := uint64(h >> 4)
+		if n == 15 {
+			if n, err = s.uvarint(); err != nil {
+				return err
+			}
+		}
+		return s.elements(n, h&0xf, 0, depth)
+	case thriftMap:
+		n, err := s.uvarint()
+		if err != nil || n == 0 {
+			return err
+		}
+		kv, err := s.byte()
+		if err != nil {
+			return err
+		}
+		return s.elements(n, kv>>4, kv&0xf, depth)
+	case thriftStruct:
+		return s.structure(depth + 1)
+	}
+	return fmt.Errorf("thrift type %d", t)
+}
+
+// elements skims n elements of type t (pairs of t and u when u is not 0).
+// Each takes a byte at least, so n may not exceed the bytes left.
+func (s *skim) elements(n uint64, t, u byte, depth int) error {
+	if n > s.left() {
+		return fmt.Errorf("%d elements stated, %d bytes left", n, s.left())
+	}
+	w := uint64(16)
+	if t == thriftStruct || u == thriftStruct {
+		w = 1 << 10
+	}
+	if s.weight += int64(n * w); s.weight > maxListWeight {
+		return fmt.Errorf("lists of over %d bytes decoded", maxListWeight)
+	}
+	if depth > maxDepth {
+		return fmt.Errorf("nested over %d deep", maxDepth)
+	}
+	for range n {
+		if err := s.value(t, depth+1); err != nil {
+			return err
+		}
+		if u == 0 {
+			continue
+		}
+		if err := s.value(u, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package record
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// File-based discovery reads Prometheus' file_sd target files, so a fleet
+// already described for Prometheus (or generated from a Kubernetes
+// Service's endpoints) is recorded without a second list:
+//
+//	[{"targets": ["10.0.0.7:8000", "10.0.0.8:8000"],
+//	  "labels": {"llmrec_engine": "vllm", "__scheme__": "https", "pool": "a"}}]
+//
+// Rules, as Prometheus reads the same file where it has one:
+//   - each address of a group is one target: __scheme__ (default http),
+//     the address, __metrics_path__ (default /metrics);
+//   - the target's name is its llmrec_name label, else its address; an
+//     address's characters a name cannot hold ([ ] of IPv6) become _;
+//   - llmrec_engine is the engine hint; the group's other labels are kept
+//     in the manifest (labels starting with __ are Prometheus' own and
+//     are not);
+//   - every other option (interval, timeout, TLS) is the config's default;
+//   - a pattern matches files as filepath.Glob does; one that matches none
+//     is an error, as is a file that is not a JSON list of groups. YAML
+//     target files are not read yet: they are refused with a message.
+//
+// The files are read once, when the config is validated: targets added to
+// or removed from them while recording are not followed yet.
+
+// Labels of a file_sd group that llmrec reads.
+const (
+	FileSDNameLabel   = "llmrec_name"
+	FileSDEngineLabel = "llmrec_engine"
+)
+
+// targetGroup is one group of a file_sd file.
+type targetGroup struct {
+	Targets []string          `json:"targets"`
+	Labels  map[string]string `json:"labels"`
+}
+
+var unnameable = regexp.MustCompile(`[^A-Za-z0-9_.:-]`)
+
+// fileSDTargets reads the target files matching patterns.
+func fileSDTargets(patterns []string) ([]Target, error) {
+	var out []Target
+	for _, p := range patterns {
+		files, err := filepath.Glob(p)
+		if err != nil {
+			return nil, fmt.Errorf("file_sd %q: %w", p, err)
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("file_sd %q: no file matches", p)
+		}
+		for _, f := range files {
+			ts, err := readFileSD(f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ts...)
+		}
+	}
+	return out, nil
+}
+
+// readFileSD reads one target file. Errors name the file by its base name
+// (a path may name a user) and the group.
+func readFileSD(path string) ([]Target, error) {
+	base := filepath.Base(path)
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".yml" || ext == ".yaml" {
+		return nil, fmt.Errorf("file_sd %s: YAML target files are not read yet; write the same groups as JSON", base)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("file_sd: %w", plainFileError(err))
+	}
+	var groups []targetGroup
+	if err := json.Unmarshal(b, &groups); err != nil {
+		return nil, fmt.Errorf("file_sd %s: not a JSON list of target groups (%v)", base, err)
+	}
+	var out []Target
+	for i, g := range groups {
+		scheme := cmp.Or(g.Labels["__scheme__"], "http")
+		path := cmp.Or(g.Labels["__metrics_path__"], "/metrics")
+		if !strings.HasPrefix(path, "/") {
+			return nil, fmt.Errorf("file_sd %s: group %d: __metrics_path__ %q must start with /", base, i+1, path)
+		}
+		if len(g.Targets) > 1 && g.Labels[FileSDNameLabel] != "" {
+			return nil, fmt.Errorf("file_sd %s: group %d: %s names one target, the group has %d", base, i+1, FileSDNameLabel, len(g.Targets))
+		}
+		kept := map[string]string{}
+		for k, v := range g.Labels {
+			if !strings.HasPrefix(k, "__") && k != FileSDNameLabel && k != FileSDEngineLabel {
+				kept[k] = v
+			}
+		}
+		for _, addr := range g.Targets {
+			if addr == "" || strings.ContainsAny(addr, "/?#@") {
+				return nil, fmt.Errorf("file_sd %s: group %d: target %q is not host:port", base, i+1, addr)
+			}
+			t := Target{
+				Name:   cmp.Or(g.Labels[FileSDNameLabel], unnameable.ReplaceAllString(addr, "_")),
+				URL:    scheme + "://" + addr + path,
+				Engine: g.Labels[FileSDEngineLabel],
+				FileSD: base,
+			}
+			if len(kept) > 0 {
+				t.Labels = maps.Clone(kept)
+			}
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// withFileSD returns the config's own targets (those of an earlier
+// reading dropped) followed by the targets its file_sd files name now.
+func (c *Config) withFileSD() ([]Target, error) {
+	own := slices.DeleteFunc(slices.Clone(c.Targets), func(t Target) bool { return t.FileSD != "" })
+	if len(c.FileSD) == 0 {
+		return own, nil
+	}
+	found, err := fileSDTargets(c.FileSD)
+	if err != nil {
+		return nil, err
+	}
+	if len(found) == 0 {
+		return nil, errors.New("file_sd: the files name no target")
+	}
+	return append(own, found...), nil
+}
