@@ -104,8 +104,11 @@ func changeText(r *diff.Row) string {
 }
 
 func pText(p rate.Num) string {
-	if !p.Valid {
+	switch {
+	case !p.Valid:
 		return "—"
+	case p.V < 0.001:
+		return "p<0.001"
 	}
 	return fmt.Sprintf("p=%.3f", p.V)
 }

@@ -696,7 +696,7 @@ func (rep *Report) incidentSeam(a *Aligned) {
 	}
 	rep.Seams = append(rep.Seams, Seam{Kind: SeamIncidents, Target: a.Target, Phase: a.Name,
 		Baseline: kinds(a.BaselineIncidents), Candidate: kinds(a.CandidateIncidents),
-		Detail: fmt.Sprintf("%s, %s: incidents inside the compared phase (baseline: %s; candidate: %s); its figures leave out intervals across a restart, but a stall or a gap is in them",
+		Detail: fmt.Sprintf("%s, %s: incidents inside the compared phase (baseline: %s; candidate: %s): the figures leave out an interval across a restart, not a stall or a gap",
 			a.Name, a.Target, kinds(a.BaselineIncidents), kinds(a.CandidateIncidents))})
 }
 
