@@ -110,3 +110,33 @@ func TestDiffExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// demo --diff replaces its own earlier folder (two recordings, the page
+// and the summary) and refuses one holding anything else.
+func TestDiffDemoFolder(t *testing.T) {
+	dir := t.TempDir()
+	diffRunsInto(t, filepath.Join(dir, "baseline"))
+	os.WriteFile(filepath.Join(dir, "diff.md"), []byte("x"), 0o644)
+	var stderr strings.Builder
+	if err := freshDiffDemo(dir, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 || !strings.Contains(stderr.String(), "replaced the earlier diff demo") {
+		t.Errorf("left %v; said %q", entries, stderr.String())
+	}
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
+	if err := freshDiffDemo(dir, &stderr); exitCode(err) != 2 || !strings.Contains(err.Error(), "notes.txt") {
+		t.Errorf("a foreign file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Errorf("the foreign file is gone: %v", err)
+	}
+}
+
+func diffRunsInto(t *testing.T, dir string) {
+	t.Helper()
+	sc := &sim.Scenario{Name: "d", Start: sim.DefaultStart, Duration: 5 * time.Second, Engines: []sim.EngineSpec{{Name: "e", Format: sim.FormatVLLM}}}
+	if _, err := record.WriteGenerated(dir, sc, sim.GenerateOptions{Interval: time.Second}, time.Hour, nil); err != nil {
+		t.Fatal(err)
+	}
+}
