@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -31,6 +32,10 @@ type Options struct {
 	// SkipPolls leaves Target.Polls empty: the summary alone, which keeps
 	// a few numbers per poll instead of every cell.
 	SkipPolls bool
+	// Blocks adds to every named and steady phase's figures their values
+	// over non-overlapping blocks of the phase (phases.Figure.Blocks), the
+	// samples llmrec diff compares.
+	Blocks bool
 	// Progress, when set, is called after each file is read.
 	Progress func(Progress)
 	// Spans are the counterfactual spans in seconds: the same polls are
@@ -87,6 +92,7 @@ func Analyze(opts Options) (*Result, error) {
 		Inputs: []Input{}, Problems: []Problem{}, Targets: []Target{},
 	}
 	res.Gates.SpanByKind = opts.Gates.Span == 0
+	res.Gates.CompletionSpans = []CompletionSpan{}
 	var files []file
 	metas := map[string]*targetMeta{}
 	var marks []capture.Mark
@@ -121,6 +127,9 @@ func Analyze(opts Options) (*Result, error) {
 
 	an := newAnalyzer(opts)
 	an.metas = metas
+	for _, m := range metas {
+		an.r.headers = an.r.headers || m.psHeader != ""
+	}
 	for i, f := range files {
 		var err error
 		before := an.rows
@@ -148,6 +157,7 @@ func Analyze(opts Options) (*Result, error) {
 		}
 	}
 	res.Targets = an.finish()
+	res.Gates.CompletionSpans = an.completionSpans()
 	// A poll that could not be spooled would be missing from the document.
 	if an.err != nil {
 		res.Close()
@@ -306,6 +316,11 @@ type targetState struct {
 	// interval is the target's cadence from its manifest, seconds (0
 	// unknown); lastT the time of its last poll: a longer hole breaks lines.
 	interval, lastT float64
+
+	// psHeader is the response header that carries the process start
+	// ("" none), lastPS its last value seen (redacted), psMoved the
+	// evidence of its change since the last poll.
+	psHeader, lastPS, psMoved string
 }
 
 // headStat gathers one headline cell over the polls.
@@ -344,10 +359,12 @@ func (a *analyzer) target(id, hint int32) *targetState {
 	// target's interval unless a span was asked for (docs/analysis-format.md).
 	if m := a.metas[st.out.Name]; m != nil && m.interval > 0 && a.opts.Gates.Span == 0 {
 		st.tr.SetStepSpan(m.interval)
+		// Those that move once per request get the request duration.
+		st.tr.SetCompletionSpan(m.interval, CompletionSpanWindow)
 	}
 	st.fw = newFindingsState(st.out.Name, st.tr, a.cfg, a.spans)
 	if m := a.metas[st.out.Name]; m != nil {
-		st.interval = m.interval
+		st.interval, st.psHeader = m.interval, m.psHeader
 	}
 	st.ph = phases.NewLog(a.ticksHint(st.out.Name))
 	if m := a.metas[st.out.Name]; m != nil && m.ticks > 0 {
@@ -480,6 +497,7 @@ func (a *analyzer) row(w *row) {
 	}
 	st.out.Scrapes[tab.s[w.outcome]]++
 	st.fw.row(tab, w)
+	st.processStart(w)
 	// Only a complete, parsed answer is a poll.
 	if !a.isPoll(w) {
 		if w.body != nil && isLoading(w.body) && st.loading == "" {
@@ -499,6 +517,10 @@ func (a *analyzer) row(w *row) {
 		st.tr.MarkRestart(st.loading)
 		st.loading = ""
 	}
+	if st.psMoved != "" {
+		st.tr.MarkRestart(st.psMoved)
+		st.psMoved = ""
+	}
 	st.fw.begin(T, float64(w.start)/1e9)
 	a.samples += int64(len(w.name))
 	ids := st.prevI[:len(w.name)]
@@ -516,6 +538,39 @@ func (a *analyzer) row(w *row) {
 	st.fw.end(st.cells)
 	st.ph.Poll(ids, w.value, st.cells, st.engineID(), st.idsChanged)
 	st.idsChanged = false
+}
+
+// processStart reads the target's process start header from an answer:
+// a value other than the last one seen is a new process, whose first poll
+// takes it as restart evidence. An answer without it says nothing.
+func (st *targetState) processStart(w *row) {
+	if st.psHeader == "" || w.headers == nil {
+		return
+	}
+	v, ok := headerValue(w.headers, st.psHeader)
+	if !ok {
+		return
+	}
+	if st.lastPS != "" && v != st.lastPS && st.psMoved == "" {
+		st.psMoved = "response header " + st.psHeader + " changed from " + st.lastPS + " to " + v + " at " + stamp(w.start)
+	}
+	st.lastPS = v
+}
+
+// headerValue returns header name's value from the headers column's JSON
+// object (names compared case-insensitively), redacted again: a recording
+// of another version may hold what this one redacts.
+func headerValue(js []byte, name string) (string, bool) {
+	var h map[string]string
+	if json.Unmarshal(js, &h) != nil {
+		return "", false
+	}
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return redact.Header(k, v), true
+		}
+	}
+	return "", false
 }
 
 // record keeps a poll's headline values and, unless skipped, its cells.
@@ -632,6 +687,19 @@ func (a *analyzer) finish() []Target {
 		out = append(out, t)
 	}
 	slices.SortFunc(out, func(x, y Target) int { return strings.Compare(x.Name, y.Name) })
+	return out
+}
+
+// completionSpans lists the spans chosen for the targets' completion
+// counters, by target name.
+func (a *analyzer) completionSpans() []CompletionSpan {
+	out := []CompletionSpan{}
+	for _, st := range a.targets {
+		if c, ok := st.tr.CompletionSpan(); ok {
+			out = append(out, CompletionSpan{Target: st.out.Name, ChosenSpan: c})
+		}
+	}
+	slices.SortFunc(out, func(x, y CompletionSpan) int { return strings.Compare(x.Target, y.Target) })
 	return out
 }
 

@@ -31,6 +31,9 @@ type targetMeta struct {
 	// slots is llama.cpp's slot count, from /props or /slots; 0 unknown.
 	slots     int
 	slotsFrom string
+	// psHeader is the response header the configuration says carries
+	// the process start, "" none.
+	psHeader string
 }
 
 // metaOf gathers the targets' cadence, engine version and model from a run
@@ -49,6 +52,9 @@ func metaOf(run *capture.Run, metas map[string]*targetMeta) {
 			m := get(t.Name)
 			if m.interval == 0 && t.IntervalNs > 0 {
 				m.interval = float64(t.IntervalNs) / 1e9
+			}
+			if m.psHeader == "" {
+				m.psHeader = t.ProcessStartHeader
 			}
 			if t.IntervalNs > 0 {
 				if m.byRun == nil {

@@ -48,7 +48,7 @@ func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) 
 		if t.Engine != engine.Generic {
 			found[t.Name] = phases.Found(t, res.Edges)
 		}
-		ins = append(ins, &phases.Input{Target: t, Log: st.ph, Restarts: restarts[t.Name]})
+		ins = append(ins, &phases.Input{Target: t, Log: st.ph, Restarts: restarts[t.Name], Blocks: a.opts.Blocks})
 	}
 	res.Output = phases.Compute(named, found, ins, problems)
 	for _, b := range res.Output.Busy {

@@ -65,6 +65,9 @@ type row struct {
 	// wantBody asks for (nil otherwise): the bodies are the bulk of a
 	// segment and the cells never need them.
 	body []byte
+	// headers are the row's response headers as the capture stores them
+	// (a JSON object), nil when null or not read (segReader.headers).
+	headers []byte
 }
 
 // Column paths of the projection.
@@ -74,7 +77,7 @@ var columns = [...][]string{
 	cFamily: {"samples", "list", "element", "family"}, cType: {"samples", "list", "element", "type"},
 	cName: {"samples", "list", "element", "name"}, cLabels: {"samples", "list", "element", "labels"},
 	cValue:     {"samples", "list", "element", "value"},
-	cScheduled: {"scheduled_ns"}, cEnd: {"end_ns"}, cError: {"error"},
+	cScheduled: {"scheduled_ns"}, cEnd: {"end_ns"}, cError: {"error"}, cHeaders: {"headers"},
 }
 
 const (
@@ -94,6 +97,7 @@ const (
 	cScheduled // the columns from here on are read when the file has them
 	cEnd
 	cError
+	cHeaders // read only when segReader.headers
 	nColumns
 )
 
@@ -108,6 +112,7 @@ var kinds = [nColumns]parquet.Kind{
 	cOutcome: parquet.ByteArray, cSeq: parquet.Int64, cStart: parquet.Int64, cFirstByte: parquet.Int64,
 	cFamily: parquet.ByteArray, cType: parquet.ByteArray, cName: parquet.ByteArray, cLabels: parquet.ByteArray,
 	cValue: parquet.Double, cScheduled: parquet.Int64, cEnd: parquet.Int64, cError: parquet.ByteArray,
+	cHeaders: parquet.ByteArray,
 }
 
 // segReader reads segments row by row, reusing its buffers.
@@ -127,6 +132,9 @@ type segReader struct {
 	// vals counts the sample values of the row group's rows delivered so
 	// far, kindsAt those the family and type cursors have passed.
 	vals, kindsAt int
+	// headers says whether the headers column is read (a target names a
+	// process start header): row.headers is nil when it is not.
+	headers bool
 	// wantBody, when set, is asked of every row before it is delivered:
 	// true reads the row's body into row.body (an engine's error answer
 	// may say what it is doing). bodyCol is the body column's index in
@@ -140,6 +148,8 @@ func newSegReader(tab *strtab) *segReader {
 	for i := range r.cur {
 		r.cur[i].tab = tab
 	}
+	// Every row's headers differ (Date): they are not interned.
+	r.cur[cHeaders].raw = true
 	return r
 }
 
@@ -160,6 +170,9 @@ func (r *segReader) read(path string, fn func(*row)) (err error) {
 	pf, leaves, err := openSegment(f, st.Size())
 	if err != nil {
 		return fmt.Errorf("segment %s: %w", path, err)
+	}
+	if !r.headers {
+		leaves[cHeaders] = parquet.LeafColumn{ColumnIndex: -1}
 	}
 	r.bodyCol = -1
 	if leaf, ok := pf.Schema().Lookup("body"); ok && leaf.Node.Type().Kind() == parquet.ByteArray && leaf.MaxRepetitionLevel == 0 {
@@ -281,6 +294,9 @@ func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, f
 		if w.err, err = c[cError].optStr(); err != nil {
 			return colErr(cError, err)
 		}
+		if w.headers, err = c[cHeaders].optBytes(); err != nil {
+			return colErr(cHeaders, err)
+		}
 		w.name = w.name[:0]
 		if w.name, err = c[cName].rowStrs(w.name); err != nil {
 			return colErr(cName, err)
@@ -369,6 +385,12 @@ type cursor struct {
 	maxDef  byte
 	pages   parquet.Pages
 	page    parquet.Page
+
+	// raw keeps a plain page's strings as bytes (rv, ro) instead of
+	// interning them: a column whose every value differs (optBytes).
+	raw bool
+	rv  []byte
+	ro  []uint32
 
 	defs, reps []byte // the current page's levels; nil for a required column
 	lv, nlv    int    // next level, levels in the page
@@ -520,6 +542,10 @@ func (c *cursor) loadStrings(p parquet.Page, data *encoding.Values, want int) er
 	if len(offs) != want+1 {
 		return fmt.Errorf("%d byte-array offsets for %d values", len(offs), want)
 	}
+	if c.raw {
+		c.rv, c.ro = vals, offs
+		return nil
+	}
 	for i := 0; i < want; i++ {
 		c.ids = append(c.ids, c.tab.id(vals[offs[i]:offs[i+1]]))
 	}
@@ -562,6 +588,27 @@ func (c *cursor) optStr() (int32, error) {
 	}
 	c.vi++
 	return c.at(c.vi - 1), nil
+}
+
+// optBytes reads an optional string of the next row of a raw column,
+// valid until the next: nil for null.
+func (c *cursor) optBytes() ([]byte, error) {
+	// A column the file lacks is null.
+	if c.missing {
+		return nil, nil
+	}
+	ok, err := c.level()
+	if err != nil || !ok {
+		return nil, err
+	}
+	c.vi++
+	if c.idx != nil {
+		return []byte(c.tab.s[c.at(c.vi-1)]), nil
+	}
+	if c.vi >= len(c.ro) {
+		return nil, fmt.Errorf("%w: %d strings in the page, value %d asked for", capture.ErrDamaged, len(c.ro)-1, c.vi)
+	}
+	return c.rv[c.ro[c.vi-1]:c.ro[c.vi]], nil
 }
 
 // int64 reads an int64 of the next row, a null as 0.
@@ -714,6 +761,10 @@ func (r *segReader) journal(rows []capture.Scrape, fn func(*row)) {
 		w.body = nil
 		if r.wantBody != nil && r.wantBody(w) {
 			w.body = s.Body
+		}
+		w.headers = nil
+		if r.headers && s.Headers != nil {
+			w.headers = []byte(*s.Headers)
 		}
 		w.family, w.typ, w.name, w.labels, w.value = w.family[:0], w.typ[:0], w.name[:0], w.labels[:0], w.value[:0]
 		for j := range s.Samples {

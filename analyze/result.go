@@ -52,7 +52,23 @@ type Gates struct {
 	// SpanByKind is true when no span was asked for: counters an engine
 	// moves on every step span their target's interval, the others Span.
 	SpanByKind bool `json:"span_by_kind"`
+	// CompletionSpans are, by target (sorted by name), the spans chosen
+	// from the data for the counters its engine moves once per request,
+	// when SpanByKind and its interval is known: the typical request
+	// duration bounded by [interval, 60 s], with how and from which series
+	// it was measured. Span stays their counterfactual (Result.Spans).
+	CompletionSpans []CompletionSpan `json:"completion_spans"`
 }
+
+// CompletionSpan is the span chosen for one target's completion counters.
+type CompletionSpan struct {
+	Target string `json:"target"`
+	engine.ChosenSpan
+}
+
+// CompletionSpanWindow is the trailing window a target's request duration
+// is measured over, seconds, and the longest span it may choose.
+const CompletionSpanWindow = 60.0
 
 func gatesOf(c rate.Config) Gates {
 	n := func(v float64, offIsZero bool) rate.Num {

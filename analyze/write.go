@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
@@ -117,6 +118,10 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	span := seconds(g.Span.V, true)
 	if g.SpanByKind {
 		span = "each target's interval for every-step counters, " + span + " for the others"
+		if len(g.CompletionSpans) > 0 {
+			span = "each target's interval for every-step counters, the request duration for per-request counters where measured, " +
+				seconds(g.Span.V, true) + " for the others"
+		}
 	}
 	fmt.Fprintf(bw, "gates: span %s, floor %s, ceiling %s, jump %s, stale %s\n",
 		span, seconds(g.MinWindow.V, g.MinWindow.Valid),
@@ -142,6 +147,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		if v := t.Notes["interval"]; v != "" {
 			fmt.Fprintf(bw, "  interval: %s\n", v)
 		}
+		writeCompletionSpan(bw, g, t.Name)
 		// What the engine said about itself comes before the numbers: the
 		// queue's ceiling first.
 		for _, line := range r.Findings.TargetLines(t.Name) {
@@ -256,4 +262,26 @@ func num(v float64, ok bool) string {
 		return "off"
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// writeCompletionSpan says the span chosen for a target's per-request
+// counters, and from what.
+func writeCompletionSpan(w io.Writer, g *Gates, target string) {
+	i := slices.IndexFunc(g.CompletionSpans, func(c CompletionSpan) bool { return c.Target == target })
+	if i < 0 {
+		return
+	}
+	c := &g.CompletionSpans[i]
+	how := "the mean request duration (Δ" + strings.Join(c.Series, " ÷ Δ") + ")"
+	if c.How == engine.SpanFromLittle {
+		how = "Little's law (mean " + c.Series[0] + " ÷ completions, the polls at which " + c.Series[1] + " moved)"
+	}
+	if !c.Span.Valid {
+		fmt.Fprintf(w, "  per-request counters: span %s throughout (fewer than two completions to measure a request's duration by %s)\n",
+			seconds(g.Span.V, true), how)
+		return
+	}
+	fmt.Fprintf(w, "  per-request counters: span %s at the end (%s – %s over %d polls, bounds %s – %s) from %s over the last %s; %s before\n",
+		seconds(c.Span.V, true), seconds(c.Min.V, true), seconds(c.Max.V, true), c.Polls, seconds(c.Bounds[0], true),
+		seconds(c.Bounds[1], true), how, seconds(c.Window, true), seconds(g.Span.V, true))
 }

@@ -72,6 +72,12 @@ type Target struct {
 	// ("" for one of the config's own), Labels its group's labels.
 	FileSD string            `toml:"-" json:"file_sd,omitempty"`
 	Labels map[string]string `toml:"-" json:"labels,omitempty"`
+	// ProcessStartHeader names a response header that carries the
+	// engine's process start (or any value that changes only when it
+	// restarts, such as an instance id a proxy adds): its change between
+	// two answers is restart evidence to the analysis. No engine sends
+	// one by itself; "" for none.
+	ProcessStartHeader string `toml:"process_start_header" json:"process_start_header,omitempty"`
 }
 
 // follows reports whether the target's scrapes follow same-origin redirects.
@@ -239,6 +245,9 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("%s: bearer_token_env names %s, which is not set", where, t.BearerTokenEnv)
 			}
 		}
+		if h := t.ProcessStartHeader; h != "" && !headerName.MatchString(h) {
+			return fmt.Errorf("%s: process_start_header %q is not a header name", where, h)
+		}
 		for j, e := range t.Endpoints {
 			if !strings.HasPrefix(e.Path, "/") {
 				return fmt.Errorf("%s: endpoint %d: path %q must start with /", where, j+1, e.Path)
@@ -250,6 +259,9 @@ func (c *Config) Validate() error {
 	}
 	return c.checkRate()
 }
+
+// headerName is an HTTP header name (RFC 9110's token).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // Limits are the limits of parsing one page.
 func (c *Config) Limits() capture.Limits {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +27,8 @@ func TestDuckDBReadsARecording(t *testing.T) {
 	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := calls.Add(1)
+		w.Header().Set("Server", "bench-engine")
+		w.Header().Set("X-Secret", "S3CR3T-VALUE")
 		if n%4 == 0 {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
@@ -69,6 +72,12 @@ func TestDuckDBReadsARecording(t *testing.T) {
 			WHERE s.name = 'vllm:generation_tokens_total'`, glob, seq),
 		fmt.Sprintf("SELECT outcome, count(*) AS n, count(start_ns) AS started FROM read_parquet('%s') GROUP BY outcome ORDER BY outcome", glob),
 		fmt.Sprintf("SELECT key, value FROM parquet_kv_metadata('%s') WHERE key = 'llmrec.schema_version' LIMIT 1", glob),
+		// The response headers: harmless ones in clear, the others digests;
+		// no header without a response.
+		fmt.Sprintf(`SELECT json_extract_string(headers, '$.Server') AS server, json_extract_string(headers, '$."X-Secret"') AS secret,
+			json_extract_string(headers, '$."Content-Type"') AS ct FROM read_parquet('%s') WHERE target = 'vllm' AND seq = %d`, glob, seq),
+		fmt.Sprintf("SELECT count(*) AS n, count(headers) AS h FROM read_parquet('%s') WHERE target = 'dead'", glob),
+		fmt.Sprintf("SELECT count(*) AS secret FROM read_parquet('%s') WHERE headers LIKE '%%S3CR3T%%'", glob),
 	)
 	if got := num(res[0][0]["n"]); got != rep.Rows {
 		t.Errorf("DuckDB counts %d rows, inspect %d", got, rep.Rows)
@@ -89,6 +98,16 @@ func TestDuckDBReadsARecording(t *testing.T) {
 	}
 	if len(res[4]) != 1 {
 		t.Errorf("schema version metadata: %v", res[4])
+	}
+	if h := res[5]; len(h) != 1 || h[0]["server"] != "bench-engine" || h[0]["ct"] != "text/plain; charset=utf-8" ||
+		!strings.HasPrefix(fmt.Sprint(h[0]["secret"]), "<redacted sha256:") {
+		t.Errorf("headers via DuckDB %v, want Server and Content-Type in clear, X-Secret a digest", h)
+	}
+	if d := res[6]; len(d) != 1 || num(d[0]["n"]) == 0 || num(d[0]["h"]) != 0 {
+		t.Errorf("headers of a target that never answered: %v, want none", d)
+	}
+	if d := res[7]; len(d) != 1 || num(d[0]["secret"]) != 0 {
+		t.Errorf("rows whose headers hold the secret: %v", d)
 	}
 }
 

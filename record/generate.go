@@ -135,6 +135,10 @@ func FromGenerated(runID string, g sim.Generated) capture.Scrape {
 	ct := g.ContentType
 	s.ContentType = &ct
 	s.Body = append([]byte(nil), g.Body...)
+	// The headers Go's server sends with an answer not compressed.
+	h := fmt.Sprintf(`{"Content-Length":"%d","Content-Type":%q,"Date":"%s"}`, len(g.Body), ct,
+		time.Unix(0, g.FirstByte).UTC().Format(http.TimeFormat))
+	s.Headers = &h
 	if g.Status != http.StatusOK {
 		s.Outcome = capture.OutcomeHTTPError
 		msg := fmt.Sprintf("HTTP %d %s", g.Status, http.StatusText(g.Status))

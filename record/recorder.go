@@ -158,7 +158,8 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	phases := Phases(cfg.Targets)
 	for i, t := range cfg.Targets {
 		mt := capture.ManifestTarget{Name: t.Name, URL: redact.URL(t.URL), Engine: t.Engine,
-			IntervalNs: int64(t.Interval), TimeoutNs: int64(t.Timeout), PhaseNs: int64(phases[i])}
+			IntervalNs: int64(t.Interval), TimeoutNs: int64(t.Timeout), PhaseNs: int64(phases[i]),
+			ProcessStartHeader: t.ProcessStartHeader}
 		for _, e := range t.Endpoints {
 			mt.Endpoints = append(mt.Endpoints, e.Path)
 		}

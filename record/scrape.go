@@ -3,6 +3,7 @@ package record
 import (
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -211,6 +212,7 @@ func fetch(ctx context.Context, client *http.Client, clock Clock, q request) cap
 	}
 	status := int32(resp.StatusCode)
 	row.Status = &status
+	row.Headers = responseHeaders(resp.Header)
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		row.ContentType = &ct
 	}
@@ -282,4 +284,22 @@ func describe(err error, timeout time.Duration) error {
 		return fmt.Errorf("timeout after %s: %w", timeout, err)
 	}
 	return err
+}
+
+// responseHeaders is a response's headers as the headers column stores
+// them: a JSON object with sorted keys, each value through redact.Header.
+func responseHeaders(h http.Header) *string {
+	m := make(map[string]string, len(h))
+	for k, vs := range h {
+		m[k] = strings.Join(vs, ", ")
+	}
+	// A digest is <redacted sha256:…>: written as it is, not as \u003c.
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(redact.Headers(m)); err != nil {
+		return nil
+	}
+	s := strings.TrimSuffix(b.String(), "\n")
+	return &s
 }

@@ -132,13 +132,13 @@ func prefix(p, s string) string {
 	return p + s
 }
 
-// unitText is a figure in its unit: latencies in ms under a second, KV
-// usage in %, counts as integers.
+// unitText is a figure in its unit (render/names.go): durations in ms
+// under a second, ratios in %, counts as integers.
 func unitText(name string, v float64) string {
-	switch {
-	case strings.HasPrefix(name, engine.TTFT+"__"), strings.HasPrefix(name, engine.ITL+"__"):
+	switch n, _ := NameOf(name); n.Unit {
+	case UnitSeconds:
 		return seconds(v)
-	case strings.HasPrefix(name, engine.KVCacheUsageRatio):
+	case UnitRatio:
 		return strconv.FormatFloat(100*v, 'f', 0, 64) + " %"
 	}
 	return format(v)

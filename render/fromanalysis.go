@@ -235,7 +235,7 @@ func targetSection(t analyze.Target, ps *Polls, marks []Mark) (Section, error) {
 		s.Notes = append(s.Notes, n)
 	}
 	s.Tables = append(s.Tables, busyTable(&t))
-	head := Table{Title: "Whole recording (idle included): medians of the published values", Summary: true, Columns: []Column{{Title: "cell"}, {Title: "median", Num: true},
+	head := Table{Title: "Whole recording (idle included): medians of the published values", Summary: true, Columns: []Column{{Title: "quantity", Prov: "hover a name for the analysis JSON's cell name"}, {Title: "median", Num: true},
 		{Title: "window", Prov: "median window the values were measured over"}, {Title: "values", Num: true}, {Title: "withheld, by reason"}}}
 	for _, h := range t.Summary.Headlines {
 		c := rate.Cell{Value: h.Median, Window: h.Window, Source: tp.sources[h.Cell], Derived: h.Window.Valid}
@@ -246,7 +246,7 @@ func targetSection(t analyze.Target, ps *Polls, marks []Mark) (Section, error) {
 		if h.Window.Valid {
 			win = Window(h.Window.V)
 		}
-		head.Rows = append(head.Rows, []Cell{text(h.Cell), CellOf(c, format), text(win), text(strconv.Itoa(h.Values)), text(outcomes(h.Nulls))})
+		head.Rows = append(head.Rows, []Cell{nameCell(h.Cell), CellOf(c, format), text(win), text(strconv.Itoa(h.Values)), text(outcomes(h.Nulls))})
 	}
 	s.Tables = append(s.Tables, head)
 	if tp.late > 0 {
@@ -346,6 +346,10 @@ func recordingConfigs(res *analyze.Result) string {
 func spanText(g analyze.Gates) string {
 	if !g.SpanByKind {
 		return num(g.Span, "s")
+	}
+	if len(g.CompletionSpans) > 0 {
+		return "each target's interval for counters moved every engine step, the request duration measured for counters moved once per request (see the analysis' gates.completion_spans), " +
+			num(g.Span, "s") + " for the others"
 	}
 	return "each target's interval for counters moved every engine step, " + num(g.Span, "s") + " for the others"
 }

@@ -97,6 +97,10 @@ func NameOf(cell string) (CellName, bool) {
 	return CellName{Name: strings.TrimSpace(strings.ReplaceAll(cell, "_", " "))}, false
 }
 
+// nameCell is a table cell naming a canonical cell: its human name, the
+// canonical one on hover.
+func nameCell(cell string) Cell { return Cell{Text: HumanName(cell), Prov: cell} }
+
 // HumanName is NameOf(cell).Name.
 func HumanName(cell string) string {
 	n, _ := NameOf(cell)

@@ -56,7 +56,8 @@ func figureRow(f *phases.Figure, bd *phases.Bounds) []Cell {
 	if f.Reason != "" {
 		prov += "; null: " + f.Reason
 	}
-	val := CellOf(rate.Cell{Value: f.Value, Reason: f.Reason, Source: f.Source, Derived: true}, format)
+	inUnit := func(v float64) string { return unitText(f.Name, v) }
+	val := CellOf(rate.Cell{Value: f.Value, Reason: f.Reason, Source: f.Source, Derived: true}, inUnit)
 	val.Prov = prov
 	if f.Disagrees != "" {
 		val.Class = ClassWarn
@@ -67,19 +68,19 @@ func figureRow(f *phases.Figure, bd *phases.Bounds) []Cell {
 	if f.Bucket != nil {
 		hi := "+Inf"
 		if f.Bucket[1].Valid {
-			hi = format(f.Bucket[1].V)
+			hi = inUnit(f.Bucket[1].V)
 		}
-		bucket = fmt.Sprintf("(%s, %s]", format(f.Bucket[0].V), hi)
+		bucket = fmt.Sprintf("(%s, %s]", inUnit(f.Bucket[0].V), hi)
 	}
 	pub, counts := "", ""
 	if p := f.Published; p != nil {
-		pub = fmt.Sprintf("%s / %s / %s", optional(p.P5), optional(p.P50), optional(p.P95))
+		pub = fmt.Sprintf("%s / %s / %s", optionalIn(f.Name, p.P5), optionalIn(f.Name, p.P50), optionalIn(f.Name, p.P95))
 		counts = strconv.Itoa(p.Values)
 		if len(p.Nulls) > 0 {
 			counts += "; " + outcomes(p.Nulls)
 		}
 	}
-	return []Cell{{Text: HumanName(f.Name), Prov: f.Name}, val, text(bucket), text(pub), text(counts)}
+	return []Cell{nameCell(f.Name), val, text(bucket), text(pub), text(counts)}
 }
 
 func optional(n rate.Num) string {
@@ -87,6 +88,14 @@ func optional(n rate.Num) string {
 		return "—"
 	}
 	return format(n.V)
+}
+
+// optionalIn is n in the unit of the cell name, or "—".
+func optionalIn(name string, n rate.Num) string {
+	if !n.Valid {
+		return "—"
+	}
+	return unitText(name, n.V)
 }
 
 func percent(n rate.Num) string {
@@ -139,8 +148,8 @@ func phasesSection(res *analyze.Result) (Section, bool) {
 			Columns: []Column{{Title: "phase"}, {Title: "target"}, {Title: "figure"}, {Title: "value", Num: true},
 				{Title: "published median", Num: true}, {Title: "refused", Num: true}, {Title: "what it means"}}}
 		for _, x := range o.Disagreements {
-			d.Rows = append(d.Rows, []Cell{text(x.Phase), text(x.Target), text(x.Figure), text(optional(x.Value)),
-				text(optional(x.Median)), text(strconv.Itoa(x.Refused)), text(x.Detail)})
+			d.Rows = append(d.Rows, []Cell{text(x.Phase), text(x.Target), nameCell(x.Figure), text(optionalIn(x.Figure, x.Value)),
+				text(optionalIn(x.Figure, x.Median)), text(strconv.Itoa(x.Refused)), text(x.Detail)})
 		}
 		s.Tables = append(s.Tables, d)
 	}

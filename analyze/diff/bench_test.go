@@ -35,7 +35,7 @@ func BenchmarkDiff1h8(b *testing.B) {
 	analyzeBoth := func(b *testing.B) (Side, Side) {
 		var s [2]Side
 		for i, d := range dirs {
-			res, err := analyze.Analyze(analyze.Options{Dirs: []string{d}, SkipPolls: true})
+			res, err := analyze.Analyze(analyze.Options{Dirs: []string{d}, SkipPolls: true, Blocks: true})
 			if err != nil {
 				b.Fatal(err)
 			}

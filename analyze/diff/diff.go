@@ -41,6 +41,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -433,7 +434,10 @@ func (rep *Report) runSeams(b0, c0 *analyze.Result) {
 			Detail: "the published span differs: the per-poll values drawn differ in smoothing; the phase figures and blocks, from the counters across each window, do not depend on it"})
 	}
 	bg.Span, cg.Span, bg.SpanByKind, cg.SpanByKind = rate.Num{}, rate.Num{}, false, false
-	if bg != cg {
+	// The completion counters' spans are chosen from each run's data, not
+	// configured: not a seam of how the runs were read.
+	bg.CompletionSpans, cg.CompletionSpans = nil, nil
+	if !reflect.DeepEqual(bg, cg) {
 		rep.Seams = append(rep.Seams, Seam{Kind: SeamGates, Baseline: gatesText(b0.Gates), Candidate: gatesText(c0.Gates),
 			Detail: "the estimator's gates differ: the published per-poll values refuse different windows; the phase figures are read with every gate off and do not depend on them"})
 	}

@@ -61,7 +61,7 @@ func side(t *testing.T, sc *sim.Scenario, n int, named []phases.Phase) Side {
 		if errs[k] != nil {
 			t.Fatal(errs[k])
 		}
-		opts := analyze.Options{Dirs: []string{dir}, Phases: named, SkipPolls: true}
+		opts := analyze.Options{Dirs: []string{dir}, Phases: named, SkipPolls: true, Blocks: true}
 		if k == 0 {
 			opts.SkipPolls, opts.Polls = false, s.Polls.Add
 		}
@@ -185,7 +185,7 @@ func TestSameIsNoChange(t *testing.T) {
 		if _, err := record.WriteGenerated(dir, sc, sim.GenerateOptions{Interval: time.Second, Seed: seed, Info: true}, time.Hour, nil); err != nil {
 			t.Fatal(err)
 		}
-		res, err := analyze.Analyze(analyze.Options{Dirs: []string{dir}, SkipPolls: true})
+		res, err := analyze.Analyze(analyze.Options{Dirs: []string{dir}, SkipPolls: true, Blocks: true})
 		if err != nil {
 			t.Fatal(err)
 		}

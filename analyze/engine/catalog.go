@@ -41,6 +41,13 @@ type reader struct {
 	// The families a cell divides or subtracts are in it together, so
 	// that one cell never mixes two spans.
 	everyStep map[string]bool
+	// atCompletion are the counter families that move once per request,
+	// when it completes (or, for a prompt counter, when its prompt is
+	// done): they get the span chosen from the typical request duration
+	// (Tracker.SetCompletionSpan), read from duration. The families a
+	// cell divides or subtracts are in it together.
+	atCompletion map[string]bool
+	duration     durationSource
 }
 
 // EveryStep reports whether engine's reader counts family on every engine

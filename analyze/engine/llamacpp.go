@@ -28,6 +28,16 @@ func newLlamaCpp() *reader {
 	// n_decode_total moves once per llama_decode() call; the token
 	// counters move when a request's prompt is done or it completes.
 	r.everyStep = map[string]bool{"llamacpp:n_decode_total": true}
+	// The token counters and their per-request seconds move once per
+	// request: the prompt's when its prompt is done, the predicted ones
+	// when it completes. llama.cpp publishes no request count and no
+	// duration histogram: the duration is Little's law's, from the busy
+	// slots and the polls at which tokens_predicted_total moved.
+	r.atCompletion = map[string]bool{lcPrompt: true, "llamacpp:prompt_seconds_total": true, lcPredicted: true, lcPredictedSec: true}
+	for _, c := range lcCached {
+		r.atCompletion[c] = true
+	}
+	r.duration = durationSource{running: "llamacpp:requests_processing", moves: lcPredicted}
 	pairs := []string{
 		lcPrompt, "prompt_tokens_per_second prompt_tokens_computed_per_second prompt_tokens_total tokens_total prefix_cache_hit_ratio",
 		"llamacpp:prompt_seconds_total", "",

@@ -15,6 +15,11 @@ func newSGLang() *reader {
 		rank0  = newSel("tp_rank", "0", true)
 	)
 	r := &reader{id: SGLang, prefixes: []string{"python_", "process_"}}
+	// Every token counter and the request counter move when a request
+	// finishes (observe_one_finished_request); its e2e histogram gives
+	// the request duration.
+	r.atCompletion = map[string]bool{gen: true, prompt: true, cached: true, p + "num_requests_total": true}
+	r.duration = durationSource{e2e: e2e.base}
 	r.families = catalog(
 		gen, "decode_tokens_per_second generation_tokens_total tokens_total",
 		prompt, "prompt_tokens_per_second prompt_tokens_computed_per_second prompt_tokens_total tokens_total prefix_cache_hit_ratio",

@@ -13,6 +13,12 @@ func newTGI() *reader {
 		queue  = hn("tgi_request_queue_duration")
 	)
 	r := &reader{id: TGI}
+	// The token histograms' _sum move once per request (input length at
+	// validation, generated tokens at completion), and so does the success
+	// counter; tgi_request_duration gives the request duration.
+	r.atCompletion = map[string]bool{"tgi_request_input_length": true, "tgi_request_generated_tokens": true,
+		"tgi_request_success": true}
+	r.duration = durationSource{e2e: e2e.base}
 	r.families = catalog(
 		"tgi_request_input_length", "prompt_tokens_per_second prompt_tokens_total tokens_total",
 		"tgi_request_generated_tokens", "decode_tokens_per_second generation_tokens_total tokens_total",

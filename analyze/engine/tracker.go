@@ -56,6 +56,9 @@ type Tracker struct {
 	// read at the last poll that carried one.
 	restart  string
 	lastProc float64
+	// cs chooses the span of the counters that move once per request
+	// (SetCompletionSpan); nil: they run with the configured span.
+	cs *spanChooser
 
 	unknown map[string]bool // families the reader does not know
 	sources map[srcKey]string
@@ -162,13 +165,19 @@ func (t *Tracker) StepSpan() float64 {
 }
 
 // DecodeSpan returns the span of the decode cell's counter, seconds: the
-// step span when the engine counts decode tokens on every step.
+// step span when the engine counts decode tokens on every step, the span
+// chosen last when it counts them at completion and one was chosen.
 func (t *Tracker) DecodeSpan() float64 {
 	for i := range t.keys {
 		ks := &t.keys[i]
-		if ks.counter && t.rd.everyStep[ks.Family] && t.stepSpan > 0 &&
-			slices.Contains(strings.Fields(t.rd.families[ks.Family]), DecodeTokensPerSecond) {
+		if !ks.counter || !slices.Contains(strings.Fields(t.rd.families[ks.Family]), DecodeTokensPerSecond) {
+			continue
+		}
+		if t.rd.everyStep[ks.Family] && t.stepSpan > 0 {
 			return t.stepSpan
+		}
+		if t.rd.atCompletion[ks.Family] && t.cs != nil && t.cs.span > 0 {
+			return t.cs.span
 		}
 	}
 	return t.est.Config().Span
@@ -348,6 +357,9 @@ func (t *Tracker) End(dst Cells) Cells {
 		}
 	}
 	t.poll.Restart = t.restart != ""
+	if t.cs != nil && t.decided {
+		t.chooseSpan()
+	}
 	t.est.Observe(t.poll)
 	if !t.decided && t.samples > 0 {
 		t.detect()
@@ -453,6 +465,7 @@ func (t *Tracker) classify(id int32) {
 			span = t.stepSpan
 		}
 		t.est.SetSpan(ks.est, span)
+		t.classifyCompletion(ks)
 	}
 }
 

@@ -118,7 +118,9 @@ func (v *view) frozen(i int, pace float64) bool {
 // SteadyPolls-1 moving, adjacent intervals before poll i (dir -1) or
 // after it (dir 1); 0 when there are fewer than two.
 func (v *view) paceAround(i, dir int) float64 {
-	var xs []float64
+	// At most SteadyPolls-1 intervals: on the stack, not a slice a poll.
+	var buf [SteadyPolls]float64
+	xs := buf[:0]
 	for k := i + dir; k >= 1 && k < len(v.t.Polls) && len(xs) < SteadyPolls-1; k += dir {
 		d, dt, ok := v.progressInterval(k)
 		if !ok || dt > HoleFactor*v.interval || d <= 0 {

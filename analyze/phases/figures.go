@@ -52,6 +52,10 @@ type Input struct {
 	// ending at that poll is left out. A counter that fell (Log) and a
 	// process start that moved are read here too.
 	Restarts []float64
+	// Blocks asks for each single phase's figures over non-overlapping
+	// blocks too (Figure.Blocks): the samples a diff compares. They cost
+	// a tenth more time, so only a diff asks.
+	Blocks bool
 
 	ev      *evaluator  // reads the phases' deltas
 	unsure  []float64   // by poll: first byte − request start, 0 unknown
@@ -251,7 +255,7 @@ func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 			}
 			z = i
 		}
-		if blocks && len(windows) == 1 {
+		if blocks && in.Blocks && len(windows) == 1 {
 			s.bl = newBlocker(in, a, z)
 		}
 		if a >= 0 && z > a {

@@ -82,8 +82,11 @@ var pubAt = func() []int {
 	return out
 }()
 
-// chunkSize is the size of the increments' chunks.
-const chunkSize = 1 << 20
+// chunkSize is the size of the increments' chunks, firstChunk the first's.
+const (
+	chunkSize  = 1 << 20
+	firstChunk = 64 << 10
+)
 
 // NewLog returns an empty log with room for about polls polls (0 unknown).
 func NewLog(polls int) *Log {
@@ -232,7 +235,14 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, 
 	l.scratch = b
 	k := len(l.chunks) - 1
 	if k < 0 || len(l.chunks[k])+len(b) > cap(l.chunks[k]) {
-		l.chunks = append(l.chunks, make([]byte, 0, max(chunkSize, len(b))))
+		// Chunks grow to chunkSize by doubling from firstChunk: an hour's
+		// log of a target fills a fraction of a megabyte, and fresh memory
+		// faulted in is dear.
+		size := firstChunk
+		if k >= 0 {
+			size = min(chunkSize, 2*cap(l.chunks[k]))
+		}
+		l.chunks = append(l.chunks, make([]byte, 0, max(size, len(b))))
 		k++
 	}
 	l.off = append(l.off, int64(k)<<32|int64(len(l.chunks[k])))

@@ -269,8 +269,9 @@ func (e *Estimator) Register(k Key) int32 {
 
 // SetSpan gives key id (from Register) a span of its own, seconds: its
 // windows reach back that far and its ceiling is CeilingFactor × it. A
-// span ≤ 0 or not a number gives it the configuration's span back. Call
-// it before the key's first reading.
+// span ≤ 0 or not a number gives it the configuration's span back. It
+// applies from the key's next reading: a span made longer reaches back
+// only as far as the history the shorter one kept, and grows from there.
 func (e *Estimator) SetSpan(id int32, span float64) {
 	if !(span > 0) || math.IsInf(span, 0) {
 		span = 0
@@ -368,13 +369,14 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 		st.held, st.heldBase, st.heldAt, st.jump = true, base.seq, e.seq, true
 		return
 	}
-	// A window stretched past the span rests on a base from before a hole
+	// A window stretched past the span (the configured one, or the key's
+	// own when longer) rests on a base from before a hole
 	// (a stall, a gap): its rate is diluted by the hole, so it is published
 	// but the next poll's jump gate keeps comparing with the rate before the
 	// hole. Only a key with no rate before the hole takes it as its
 	// reference: without request start times, that is what holds a stale
 	// body's catch-up.
-	if dt > e.cfg.Span+edgeTolerance && st.hasRate {
+	if dt > max(e.cfg.Span, span)+edgeTolerance && st.hasRate {
 		return
 	}
 	st.lastRate, st.hasRate = rate, true

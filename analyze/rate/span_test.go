@@ -22,3 +22,57 @@ func TestSetSpanInvalid(t *testing.T) {
 		}
 	}
 }
+
+// A key whose own span is longer than the configured one takes its windows
+// as the jump gate's reference up to its own span: a load that rises step
+// by step over 30 s windows is never held, where the reference stuck at
+// the first rate (the configured 10 s being shorter than every window)
+// held it as soon as it passed 8 × that rate.
+func TestLongKeySpanIsTheJumpReference(t *testing.T) {
+	e := New(Config{Span: 10})
+	k := Key{Series: "c"}
+	e.SetSpan(e.Register(k), 30)
+	v, r := 0.0, 20.0
+	for i := range 40 {
+		v += 5 * r
+		r *= 1.15
+		e.Observe(Poll{T: float64(5 * i), Samples: []Sample{{Key: k, Value: v}}})
+		c := e.Rate("c", nil)
+		if i > 0 && !c.Value.Valid {
+			t.Fatalf("poll %d (rate %.0f/s): %+v, want a value: the reference follows the rising load", i, r, c)
+		}
+		if i > 6 && c.Window.V != 30 {
+			t.Fatalf("poll %d: window %v, want the key's 30 s", i, c.Window)
+		}
+	}
+}
+
+// A span changed between polls applies from the next reading: made
+// shorter, the window shrinks at once; made longer, it grows back as the
+// history allows.
+func TestSetSpanBetweenPolls(t *testing.T) {
+	e := New(Config{Span: 10})
+	k := Key{Series: "c"}
+	id := e.Register(k)
+	obs := func(T float64) Cell {
+		e.Observe(Poll{T: T, Samples: []Sample{{Key: k, Value: 10 * T}}})
+		return e.Rate("c", nil)
+	}
+	for T := range 12 {
+		obs(float64(T))
+	}
+	e.SetSpan(id, 2)
+	if c := obs(12); c.Window.V != 2 || c.Value.V != 10 {
+		t.Errorf("span 2: %+v", c)
+	}
+	e.SetSpan(id, 6)
+	if c := obs(13); c.Window.V != 3 {
+		t.Errorf("span 6 right after 2: window %v, want 3 (the history kept)", c.Window)
+	}
+	for T := 14; T < 20; T++ {
+		obs(float64(T))
+	}
+	if c := obs(20); c.Window.V != 6 {
+		t.Errorf("span 6 later: window %v", c.Window)
+	}
+}

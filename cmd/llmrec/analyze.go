@@ -95,7 +95,11 @@ The gates (see package analyze/rate):
                    engine moves on every step (vLLM's token counters,
                    llama.cpp n_decode_total) span the target's interval,
                    so an idle engine reads 0 by the second poll; counters
-                   that move when a request completes span 10s
+                   that move once per request (llama.cpp's, SGLang's and
+                   TGI's token counters) span the request duration measured
+                   over the last minute (the e2e histogram's mean, or
+                   Little's law from busy slots and completions), bounded by
+                   [interval, 60s], 10s until measured; the rest span 10s
   --min-window D   the floor: a shorter window is a catch-up poll (default 500ms)
   ceiling, jump and stale fractions are set in the config file.
 A negative value turns a gate off.

@@ -205,12 +205,14 @@ func diffRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
 	if *quiet {
 		progress = io.Discard
 	}
-	bs, bproblems, err := analyzeSide("baseline", base, bp, charts, progress, stderr)
+	// One run on either side: the phases' blocks are the samples.
+	blocks := len(base) < 2 || len(cand) < 2
+	bs, bproblems, err := analyzeSide("baseline", base, bp, charts, blocks, progress, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeSide(bs)
-	cs, cproblems, err := analyzeSide("candidate", cand, cp, charts, progress, stderr)
+	cs, cproblems, err := analyzeSide("candidate", cand, cp, charts, blocks, progress, stderr)
 	if err != nil {
 		return err
 	}
@@ -268,14 +270,16 @@ func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
 
 // analyzeSide analyses each folder of a side on its own (each a repeat);
 // the first keeps its polls' values for the charts when asked.
-func analyzeSide(name string, dirs []string, named []phases.Phase, charts bool, progress, stderr io.Writer) (diff.Side, int, error) {
+// With blocks, each phase's figures carry their blocks (the samples when a
+// side has one run).
+func analyzeSide(name string, dirs []string, named []phases.Phase, charts, blocks bool, progress, stderr io.Writer) (diff.Side, int, error) {
 	s := diff.Side{Dirs: dirs}
 	if charts {
 		s.Polls = diff.NewPolls()
 	}
 	problems := 0
 	for i, dir := range dirs {
-		opts := analyze.Options{Dirs: []string{dir}, Phases: named, SkipPolls: true}
+		opts := analyze.Options{Dirs: []string{dir}, Phases: named, SkipPolls: true, Blocks: blocks}
 		if i == 0 && charts {
 			opts.SkipPolls, opts.Polls = false, s.Polls.Add
 		}

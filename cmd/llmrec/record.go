@@ -39,10 +39,12 @@ credentials never reach another origin; no Referer is sent.
 
 Nothing secret is written or printed: URLs lose their user information and
 every query value (keys stay), in every column, error text and line of
-output; header values are kept only for Accept, Accept-Charset,
-Accept-Encoding, Accept-Language, Cache-Control, Connection, Content-Type,
-Host, Pragma and User-Agent, and are otherwise written as a digest
-("<redacted sha256:...>": equal values give equal digests).
+output; header values (those sent, and the response's, stored in the headers
+column) are kept only for Accept, Accept-Charset, Accept-Encoding,
+Accept-Language, Cache-Control, Connection, Content-Encoding, Content-Length,
+Content-Type, Date, Host, Pragma, Server, Transfer-Encoding, User-Agent and
+Vary, and are otherwise written as a digest ("<redacted sha256:...>": equal
+values give equal digests).
 
 Examples:
   # two engines at the default 2 s cadence for ten minutes
@@ -70,6 +72,8 @@ Config file (TOML):
   engine = "vllm"            # hint for analysis
   bearer_token_env = "VLLM_API_KEY"   # the variable's name; the token is never written
   headers = { "X-Bench" = "run-7" }
+  process_start_header = ""  # a response header carrying the process start (a proxy's);
+                             # its change between answers is a restart to analyze
   [target.tls]               # for an https:// url; [tls] at the top sets every target's default
   ca_file = "ca.pem"         # the authority that signs the engine's certificate (default: the system's)
   cert_file = "client.pem"   # a client certificate and its key, for mTLS

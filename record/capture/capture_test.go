@@ -330,6 +330,26 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := Open(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no recording here") {
 		t.Errorf("empty folder: %v", err)
 	}
+	// A folder whose recording sits one level down names it; one whose
+	// subfolder holds only foreign files does not.
+	parent := t.TempDir()
+	run := filepath.Join(parent, "run")
+	other := filepath.Join(parent, "notes")
+	for _, d := range []string{run, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(run, "20260101T000000Z-0000000a-000001.journal"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "x.parquet"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(parent)
+	if err == nil || !strings.HasSuffix(err.Error(), "(did you mean "+run+"?)") {
+		t.Errorf("parent of a recording: %v, want a hint naming %s only", err, run)
+	}
 }
 
 func TestManifestRoundTrip(t *testing.T) {

@@ -298,6 +298,11 @@ func encodeScrape(b []byte, s *Scrape) []byte {
 	} else {
 		b = putBytes(append(b, 1), s.Body)
 	}
+	// The headers came after the rest: a record without them is an older
+	// one's, and reads as null.
+	if s.Headers != nil {
+		b = putOptString(b, s.Headers)
+	}
 	return b
 }
 
@@ -417,6 +422,12 @@ func decodeRecord(p []byte) (Scrape, error) {
 		s.Body = d.bytes()
 		if s.Body == nil && d.err == nil {
 			s.Body = []byte{}
+		}
+	}
+	// Headers follow only when present: a 0 there is no record's.
+	if d.err == nil && len(d.b) > 0 {
+		if s.Headers = d.optString(); s.Headers == nil && d.err == nil {
+			d.err = errPresence
 		}
 	}
 	if d.err != nil {

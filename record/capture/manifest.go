@@ -42,6 +42,10 @@ type ManifestTarget struct {
 	// recordings made before ticks were spread, which had none.
 	PhaseNs   int64    `json:"phase_ns,omitempty"`
 	Endpoints []string `json:"endpoints,omitempty"`
+	// ProcessStartHeader is the response header the configuration says
+	// carries the process start ("" none): a change of its value (in the
+	// headers column) between answers is a restart.
+	ProcessStartHeader string `json:"process_start_header,omitempty"`
 }
 
 // EngineInfo is one engine-information endpoint fetched at start.

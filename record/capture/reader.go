@@ -73,9 +73,42 @@ func Open(dir string) (*Run, error) {
 	slices.Sort(r.Segments)
 	slices.SortFunc(r.Manifests, func(a, b Manifest) int { return strings.Compare(a.Start, b.Start) })
 	if len(r.Segments) == 0 && len(r.Live) == 0 && len(r.Crashed) == 0 && len(r.Manifests) == 0 {
-		return nil, fmt.Errorf("open run %s: no recording here (no *.parquet, *.journal or %s)", dir, "*"+manifestSuffix)
+		return nil, fmt.Errorf("open run %s: no recording here (no *.parquet, *.journal or %s)%s", dir, "*"+manifestSuffix, recordingsBelow(dir))
 	}
 	return r, nil
+}
+
+// recordingsBelow names the folders right under dir that hold a
+// recording, as a hint: " (did you mean captures/findings/run?)"; "" when
+// none does. It only lists folder names, reading no file.
+func recordingsBelow(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var found []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		sub, err := os.ReadDir(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		for _, f := range sub {
+			if n, ok := parseOwnName(f.Name()); ok && (n.kind == kindSegment || n.kind == kindJournal || n.kind == kindManifest) {
+				found = append(found, filepath.Join(dir, e.Name()))
+				break
+			}
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return ""
+	case len(found) > 3:
+		return fmt.Sprintf(" (did you mean one of the %d recordings in the folders below it, such as %s?)", len(found), found[0])
+	}
+	return " (did you mean " + strings.Join(found, " or ") + "?)"
 }
 
 // addJournal files the journal path of segment s: live when a writer holds

@@ -17,7 +17,10 @@ package capture
 import "github.com/llmrec/llmrec/record/expo"
 
 // SchemaVersion is written into every segment's key/value metadata under
-// the key "llmrec.schema_version". Bump it on any change to Scrape.
+// the key "llmrec.schema_version". Bump it on any change to Scrape that a
+// reader of the version before would misread; a new optional column is not
+// one (an older reader does not read it, and a file without it reads as
+// null: see Headers).
 const SchemaVersion = "1"
 
 // Outcome of one scrape attempt.
@@ -62,6 +65,14 @@ type Scrape struct {
 	ParseError      *string `parquet:"parse_error,optional"`
 
 	Samples []Sample `parquet:"samples,list"`
+
+	// Headers are the response's headers as a JSON object with sorted keys
+	// (canonical names; a header sent twice has its values joined by ", "),
+	// each value through redact.Header: the harmless ones in clear, every
+	// other a digest that equal values share. Null without a response, and
+	// in files recorded before the column existed. Last, so that the
+	// columns before keep their places.
+	Headers *string `parquet:"headers,optional"`
 }
 
 // Sample is one parsed sample of a scrape's body. Its Parquet columns are

@@ -182,12 +182,14 @@ func isSchemeByte(c byte) bool {
 }
 
 // harmless are headers that carry no credential: content negotiation,
-// caching and the client's name. Anything else, a custom X- header
-// included, may carry one and is redacted. X-Request-Id is not here: a
-// gateway may accept a replayed id as a session.
+// caching and the client's name, and a response's framing, date and
+// server name. Anything else, a custom X- header included, may carry one
+// and is redacted. X-Request-Id is not here: a gateway may accept a
+// replayed id as a session.
 var harmless = []string{
 	"Accept", "Accept-Charset", "Accept-Encoding", "Accept-Language",
 	"Cache-Control", "Connection", "Content-Type", "Host", "Pragma", "User-Agent",
+	"Content-Encoding", "Content-Length", "Date", "Server", "Transfer-Encoding", "Vary",
 }
 
 // Harmless reports whether a header of this name may be written down as

@@ -567,6 +567,12 @@ func (e *Engine) procStart(pc *piece) float64 {
 	return round2(e.anchorSec - 75)
 }
 
+// ProcessStart is process_start_time_seconds at offset at: the start of
+// the process serving then.
+func (e *Engine) ProcessStart(at time.Duration) float64 {
+	return e.procStart(&e.pieces[e.pieceAt(max(at, 0))])
+}
+
 // Name is the engine's name.
 func (e *Engine) Name() string { return e.spec.Name }
 

@@ -122,6 +122,11 @@ type EngineSpec struct {
 	// Speed makes the engine faster or slower by a factor per quantity,
 	// in every phase: a candidate build for `llmrec diff`.
 	Speed Speed
+	// ProcessStartHeader, when set, names a response header every answer
+	// carries with the process start (Unix seconds, as
+	// process_start_time_seconds): no real engine sends one, a proxy in
+	// front of it may.
+	ProcessStartHeader string
 	// Phases is the load timeline, ordered by At. Before the first phase the
 	// engine is idle.
 	Phases []Phase
@@ -256,6 +261,7 @@ func LoadScenario(path string) (*Scenario, error) {
 //	inter_token_latency = false # vLLM: add the newer ITL families
 //	version = "0.10.1.1"        # reported by /version (vLLM) or /props build_info (llama.cpp)
 //	speed = {decode = 0.9, ttft = 1.3} # factors on every phase: decode, prompt, ttft, queue
+//	process_start_header = ""   # a response header carrying the process start
 //
 //	  [[engine.phase]]
 //	  at = "2s"
@@ -325,6 +331,7 @@ type fileEngine struct {
 	InterTokenLatency bool        `toml:"inter_token_latency"`
 	Version           string      `toml:"version"`
 	Speed             fileSpeed   `toml:"speed"`
+	ProcessStart      string      `toml:"process_start_header"`
 	Phase             []filePhase `toml:"phase"`
 	Event             []fileEvent `toml:"event"`
 }
@@ -384,7 +391,7 @@ func (f *fileScenario) scenario() *Scenario {
 			Name: fe.Name, Format: Format(fe.Format), Model: fe.Model, EngineLabel: fe.EngineLabel,
 			MaxModelLen: fe.MaxModelLen, BlockSize: fe.BlockSize, NumGPUBlocks: fe.NumGPUBlocks,
 			Slots: fe.Slots, PrefillSpeed: fe.PrefillSpeed, MaxTokens: fe.MaxTokens,
-			InterTokenLatency: fe.InterTokenLatency, Version: fe.Version,
+			InterTokenLatency: fe.InterTokenLatency, Version: fe.Version, ProcessStartHeader: fe.ProcessStart,
 			Speed: Speed{Decode: fe.Speed.Decode, Prompt: fe.Speed.Prompt, TTFT: fe.Speed.TTFT, Queue: fe.Speed.Queue},
 		}
 		for _, fp := range fe.Phase {

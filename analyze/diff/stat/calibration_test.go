@@ -81,7 +81,7 @@ func blocksOf(t *testing.T, sc *sim.Scenario, seed int64) map[string]*phases.Blo
 	t0 := float64(sc.Start.Unix())
 	ph := phases.Phase{Name: "steady", Kind: phases.KindNamed, Source: phases.SourceFile,
 		Start: t0 + (calLead + 8*time.Second).Seconds(), End: t0 + (calLead + steadyFor).Seconds()}
-	res, err := analyze.Analyze(analyze.Options{Dirs: []string{dir}, SkipPolls: true, Phases: []phases.Phase{ph}})
+	res, err := analyze.Analyze(analyze.Options{Dirs: []string{dir}, SkipPolls: true, Phases: []phases.Phase{ph}, Blocks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
