@@ -15,10 +15,10 @@ import (
 // seeds), generated once. Sub-benchmarks, in one file so that they run on
 // the same machine at the same time:
 //
-//   - analyze: both recordings analysed (the summaries and phases, as
-//     llmrec diff reads them);
-//   - diff:    the same two analyses and the comparison (llmrec diff
-//     without a page);
+//   - analyze: both recordings analysed as llmrec analyze does (the
+//     summaries and phases);
+//   - diff:    both analysed as llmrec diff does (with the phases' blocks,
+//     its samples) and compared (llmrec diff without a page);
 //   - compare: the comparison alone, of the analyses made once.
 //
 // The target: diff takes no longer than analyse (the comparison's share is
@@ -32,10 +32,10 @@ func BenchmarkDiff1h8(b *testing.B) {
 		}
 	}
 	b.Logf("generated two 1 h recordings of 8 engines in %v", time.Since(t0).Round(time.Second))
-	analyzeBoth := func(b *testing.B) (Side, Side) {
+	analyzeBoth := func(b *testing.B, blocks bool) (Side, Side) {
 		var s [2]Side
 		for i, d := range dirs {
-			res, err := analyze.Analyze(analyze.Options{Dirs: []string{d}, SkipPolls: true, Blocks: true})
+			res, err := analyze.Analyze(analyze.Options{Dirs: []string{d}, SkipPolls: true, Blocks: blocks})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -50,13 +50,13 @@ func BenchmarkDiff1h8(b *testing.B) {
 	b.Run("analyze", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			closeBoth(analyzeBoth(b))
+			closeBoth(analyzeBoth(b, false))
 		}
 	})
 	b.Run("diff", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			x, y := analyzeBoth(b)
+			x, y := analyzeBoth(b, true)
 			rep, err := Compare(x, y, Options{})
 			if err != nil || len(rep.Rows) == 0 {
 				b.Fatalf("%v, %d rows", err, len(rep.Rows))
@@ -65,7 +65,7 @@ func BenchmarkDiff1h8(b *testing.B) {
 		}
 	})
 	b.Run("compare", func(b *testing.B) {
-		x, y := analyzeBoth(b)
+		x, y := analyzeBoth(b, true)
 		defer closeBoth(x, y)
 		b.ReportAllocs()
 		for b.Loop() {
