@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmrec/llmrec/analyze/client"
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/internal/order"
@@ -62,6 +63,11 @@ type Options struct {
 	// Phases are named phases given at analysis time (--phases FILE);
 	// marks in the run folders add theirs (see package phases).
 	Phases []phases.Phase
+	// Clients are load generators' own records of the run (--client FILE,
+	// read by client.ReadFile): their phases are named phases of source
+	// "client", and each is set beside the engines' figures over the same
+	// bounds (Result.Client).
+	Clients []*client.Run
 }
 
 // DefaultSpans are the counterfactual spans when none are given: a window

@@ -93,7 +93,7 @@ func rerecord(t *testing.T) (dir, merged string) {
 			}
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.CloseMerged(); err != nil { // Close leaves the pair unmerged
 		t.Fatal(err)
 	}
 	merged = filepath.Join(dir, testRun+"-000001_000002.parquet")

@@ -1,8 +1,13 @@
 package analyze
 
 import (
+	"fmt"
 	"math"
+	"path/filepath"
+	"slices"
 
+	"github.com/llmrec/llmrec/analyze/client"
+	"github.com/llmrec/llmrec/analyze/clientcmp"
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/phases"
@@ -34,6 +39,10 @@ func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) 
 		ps, bad := phases.FromMarks(marks, end)
 		named, problems = append(named, ps...), append(problems, bad...)
 	}
+	clients := clientPhases(a.opts.Clients, named)
+	for _, c := range clients {
+		named = append(named, client.AsPhases(c.Phases)...)
+	}
 	restarts := map[string][]float64{}
 	for _, inc := range res.Incidents {
 		if inc.Kind == findings.KindRestart && inc.End.Valid {
@@ -51,6 +60,21 @@ func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) 
 		ins = append(ins, &phases.Input{Target: t, Log: st.ph, Restarts: restarts[t.Name], Blocks: a.opts.Blocks})
 	}
 	res.Output = phases.Compute(named, found, ins, problems)
+	if len(clients) > 0 {
+		cadences := []float64{}
+		for _, st := range a.targets {
+			if iv := st.fw.t.Interval; iv > 0 {
+				cadences = append(cadences, iv)
+			}
+		}
+		slices.Sort(cadences)
+		cadence := 0.0
+		if len(cadences) > 0 {
+			cadence = cadences[len(cadences)/2]
+		}
+		out := clientcmp.Compare(clients, res.Output.Phases, res.Edges, cadence)
+		res.Client = &out
+	}
 	for _, b := range res.Output.Busy {
 		for i := range res.Targets {
 			if res.Targets[i].Name == b.Target {
@@ -67,4 +91,29 @@ func (a *analyzer) ticksHint(name string) int {
 		return min(m.ticks, maxTicksHint)
 	}
 	return 0
+}
+
+// clientPhases cuts each client file's phases. Named phases from explicit
+// sources win: a client phase named like one of them is renamed
+// "client: NAME"; with several files each name is prefixed by its file's.
+func clientPhases(runs []*client.Run, explicit []phases.Phase) []clientcmp.Input {
+	taken := map[string]bool{}
+	for _, p := range explicit {
+		taken[p.Name] = true
+	}
+	var out []clientcmp.Input
+	for _, run := range runs {
+		ps, how := client.Phases(run)
+		for i := range ps {
+			if len(runs) > 1 {
+				ps[i].Name = filepath.Base(run.Meta.File) + ": " + ps[i].Name
+			}
+			if taken[ps[i].Name] {
+				ps[i].Why += fmt.Sprintf(" (renamed: a named phase %q was given)", ps[i].Name)
+				ps[i].Name = "client: " + ps[i].Name
+			}
+		}
+		out = append(out, clientcmp.Input{Run: run, Phases: ps, How: how})
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"github.com/llmrec/llmrec/analyze/clientcmp"
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/phases"
@@ -38,6 +39,9 @@ type Result struct {
 	// and for the fleet, beside their busy figures.
 	Answer  Answer   `json:"answer"`
 	Targets []Target `json:"targets"`
+	// Client is each client file (Options.Clients) beside the engines'
+	// figures over its phases, and where they disagree; absent without one.
+	Client *clientcmp.Output `json:"client,omitempty"`
 }
 
 // Gates are the estimator's settings the analysis ran with; a gate that is

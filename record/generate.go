@@ -96,7 +96,8 @@ func WriteGenerated(dir string, sc *sim.Scenario, opts sim.GenerateOptions, rota
 		st.BodyBytes += int64(len(g.Body))
 		return w.Append(row)
 	})
-	if cerr := w.Close(); err == nil {
+	// No one waits on a generated recording: it is merged whole.
+	if cerr := w.CloseMerged(); err == nil {
 		err = cerr
 	}
 	st.DiskBytes, st.Segments = w.BytesWritten(), len(w.Segments())

@@ -178,6 +178,7 @@ func answerFindings(res *analyze.Result) []Verdict {
 	add(ceilingFinding(res))
 	add(withheldFinding(res))
 	add(disagreeFinding(res))
+	add(clientFinding(res))
 	add(driftFinding(res))
 	add(seamsFinding(res))
 	add(settleFinding(res))

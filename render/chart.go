@@ -60,6 +60,9 @@ type Series struct {
 	Points  []Point // ascending T
 	Step    bool    // drawn as steps: gauges that hold their value between polls
 	Markers bool    // drawn as points with no line: values that do not join up, such as partial sums
+	// Symbol is the ECharts symbol of a Markers series ("" = diamond):
+	// a scatter of requests marks its errors with another.
+	Symbol string
 }
 
 // Point is one poll's value of a series: a rate.Cell, null when the value
@@ -221,7 +224,10 @@ func (ts TimeSeries) Chart() (Chart, error) {
 		lo := opts.LineChart{ShowSymbol: opts.Bool(false), ConnectNulls: opts.Bool(false), Symbol: "circle", SymbolSize: 5, Step: stepOf(s.Step)}
 		style := opts.LineStyle{Type: lineTypes[i%len(lineTypes)], Width: 1.5}
 		if s.Markers { // points, no line
-			lo.ShowSymbol, lo.SymbolSize, lo.Symbol = opts.Bool(true), 4, "diamond"
+			lo.ShowSymbol, lo.SymbolSize, lo.Symbol = opts.Bool(true), 4, cmp.Or(s.Symbol, "diamond")
+			if s.Symbol != "" {
+				lo.SymbolSize = 7
+			}
 			style = opts.LineStyle{Opacity: opts.Float(0)}
 		}
 		line.AddSeries(s.Name, nil, charts.WithLineChartOpts(lo), charts.WithLineStyleOpts(style))

@@ -90,6 +90,13 @@ func FromAnalysis(in Input) (Report, error) {
 	if ph, ok := phasesSection(res); ok {
 		r.Sections = append(r.Sections, ph)
 	}
+	cs, ok, err := clientSection(res, polls)
+	if err != nil {
+		return Report{}, err
+	}
+	if ok {
+		r.Sections = append(r.Sections, cs)
+	}
 	config := in.Config
 	if config == "" {
 		config = recordingConfigs(res)

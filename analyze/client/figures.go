@@ -44,6 +44,7 @@ func (f *Figures) Get(name string) (Figure, bool) {
 // Figure names.
 const (
 	FOutputTokensPS = "output_tokens_per_s"
+	FInputTokensPS  = "input_tokens_per_s"
 	FRequestsPS     = "requests_per_s"
 	FErrorRate      = "error_rate"
 	FCancelRate     = "cancel_rate"
@@ -83,8 +84,8 @@ func measure(rs []Request, p *Phase, all *inflight) Figures {
 	}
 	bounds := fmt.Sprintf("[%s, %s]", stamp(a), stamp(b))
 	d := b - a
-	var tokens float64
-	ended, tokenReqs, noTokens := 0, 0, 0
+	var tokens, inTokens float64
+	ended, tokenReqs, noTokens, inReqs, noIn := 0, 0, 0, 0, 0
 	var ttft, itl, e2e []float64
 	started, held, overlap := 0, 0, 0
 	for i := range rs {
@@ -103,6 +104,12 @@ func measure(rs []Request, p *Phase, all *inflight) Figures {
 				tokenReqs++
 			} else {
 				noTokens++
+			}
+			if r.InputTokens.Valid {
+				inTokens += r.InputTokens.V
+				inReqs++
+			} else {
+				noIn++
 			}
 		}
 		if r.Start < a || r.Start > b {
@@ -156,6 +163,17 @@ func measure(rs []Request, p *Phase, all *inflight) Figures {
 		tg.Value = rate.Some(tokens / d)
 	}
 	add(tg)
+	ig := Figure{Name: FInputTokensPS, Unit: "1/s", Records: inReqs,
+		Formula: "Σ input tokens of " + f.Records + " that ended ok within the bounds ÷ (end − start), " + over}
+	switch {
+	case wall != "":
+		ig.Why = wall
+	case noIn > 0:
+		ig.Why = fmt.Sprintf("%d of the %d requests that ended ok have no input token count", noIn, ended)
+	default:
+		ig.Value = rate.Some(inTokens / d)
+	}
+	add(ig)
 	perS(FRequestsPS, float64(ended), ended, "count of "+f.Records+" that ended ok within the bounds")
 	for _, q := range []struct {
 		name string

@@ -23,7 +23,8 @@ import (
 )
 
 const analyzeUsage = `Usage: llmrec analyze RUN... [--span D] [--min-window D] [--spans D,D...] [--cap [ENGINE.]CELL=MAX]...
-                      [--phases FILE] [--config FILE] [--json FILE]
+                      [--phases FILE] [--client FILE]... [--client-tz ZONE] [--client-anchor MONO=EPOCH]
+                      [--config FILE] [--json FILE]
 
 Replays one or more run folders offline: every segment, per target in time
 order (a crashed session's journal is recovered first, a live one read as it
@@ -108,6 +109,19 @@ A negative value turns a gate off.
   --phases FILE    named phases, CSV with the header name,start,end (times in
                    RFC 3339 or Unix seconds) or a JSON array of
                    {"name", "start", "end"}
+  --client FILE    a load generator's own record of the run, repeatable:
+                   AIPerf profile_export.jsonl, GuideLLM benchmarks.json/.yaml,
+                   a generic CSV or JSONL (docs/client-format.md), or a
+                   summary-only file (placed by run bounds alone). Its phases
+                   (warmup/profiling, stages, else concurrency levels) become
+                   named phases of source "client"; each is set beside the
+                   fleet's figures over the same bounds, quantity by quantity
+                   (ratio, tolerance, agree/disagree/not comparable), and a
+                   disagreement is a finding naming its likely seam
+  --client-tz ZONE a client file's local times without a zone are in ZONE
+  --client-anchor MONO=EPOCH
+                   a monotonic reading (seconds) and the Unix time it was
+                   taken at: reads inference-perf's per-request perf_counter
   --cap [ENGINE.]CELL=MAX
                    a plausibility cap, repeatable: decode=5000,
                    llamacpp.decode=300. CELL is a rate cell or decode, prompt,
@@ -119,6 +133,7 @@ Examples:
   llmrec analyze runs/bench1 --spans 2s,5s,30s --cap decode=5000 --cap llamacpp.decode=300
   llmrec analyze runs/bench1 --json - | jq '.incidents[] | {kind, target, detail}'
   llmrec analyze runs/bench1 --config gates.toml
+  llmrec analyze runs/bench1 --client artifacts/profile_export.jsonl --json analysis.json
 
 Config file (TOML; flags given on the command line win):
   span = "10s"
@@ -231,6 +246,7 @@ func analysisFlags(fs *flag.FlagSet, stderr io.Writer) (build func(cmd string, d
 	quiet := fs.Bool("quiet", false, "no progress output")
 	spansFlag := fs.String("spans", "", `counterfactual spans, e.g. 2s,10s (default 2s,10s, or the config's; "none": none)`)
 	phasesPath := fs.String("phases", "", "named phases: CSV name,start,end (RFC 3339 or Unix seconds) or the same as a JSON array")
+	readClients := clientFlags(fs)
 	var capFlags multiFlag
 	fs.Var(&capFlags, "cap", "a plausibility cap [ENGINE.]CELL=MAX, e.g. decode=5000 (repeatable; the config's are added)")
 	return func(cmd string, dirs []string) (analyze.Options, error) {
@@ -278,6 +294,11 @@ func analysisFlags(fs *flag.FlagSet, stderr io.Writer) (build func(cmd string, d
 			}
 			opts.Phases = ps
 		}
+		clients, err := readClients(cmd)
+		if err != nil {
+			return analyze.Options{}, err
+		}
+		opts.Clients = clients
 		if !*quiet {
 			opts.Progress = progressPrinter(stderr)
 		}

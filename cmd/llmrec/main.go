@@ -11,6 +11,7 @@
 //	llmrec render   one offline HTML report and a Markdown summary
 //	llmrec diff     compare a candidate's runs with a baseline's: better, worse or ~, and how sure
 //	llmrec sim      serve simulated engines on loopback
+//	llmrec load     send streaming requests at fixed concurrency and record the client's side
 //
 // Run "llmrec COMMAND -h" for each command's flags and examples.
 package main
@@ -52,6 +53,7 @@ func commands() map[string]command {
 			return simRun(stdout, stderr, args)
 		}, "serve simulated vLLM and llama.cpp engines on loopback"},
 		"version": {versionRun, "print llmrec's version"},
+		"load":    {loadRun, "send streaming completions at fixed concurrency levels; write the client's records (AIPerf, JSONL)"},
 	}
 }
 

@@ -52,6 +52,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"sim", "--scenari", "f"}, "(did you mean --scenario?)"},
 		{[]string{"sim", "x"}, `unexpected argument "x"`},
 		{[]string{"sim", "--duration", "-1s"}, "--duration -1s: want a positive duration"},
+		{[]string{"load", "--url", "http://127.0.0.1:9", "--duration", "1s"}, "--out FILE is required"},
+		{[]string{"load", "--url", "http://127.0.0.1:9", "-o", "x"}, "--duration D (e.g. 60s) or --stages N:D,... is required"},
+		{[]string{"load", "--url", "http://10.0.0.1:9", "-o", "x", "--duration", "1s"}, "10.0.0.1 is not a loopback address"},
+		{[]string{"load", "--url", "http://127.0.0.1:9", "-o", "x", "--stages", "4"}, "--stages: stage 1 \"4\": want CONCURRENCY:DURATION"},
+		{[]string{"load", "--url", "http://127.0.0.1:9", "-o", "x", "--stages", "1:1s", "--duration", "1s"}, "exclude each other"},
+		{[]string{"load", "--url", "http://127.0.0.1:9", "-o", "x", "--duration", "1s", "--format", "csv"}, `format: "csv" is not aiperf or jsonl`},
+		{[]string{"load", "--concurency", "2"}, "(did you mean --concurrency?)"},
 	}
 	for _, c := range cases {
 		_, stderr, err := runCLI(c.args...)

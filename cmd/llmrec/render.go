@@ -27,12 +27,17 @@ target's series catalog. Every number shows its provenance on hover.
 --md also writes a GitHub-flavoured Markdown summary (at most 60,000
 characters) to attach to a pull request.
 
-The analysis flags (--span, --min-window, --spans, --cap, --config) are
-those of "llmrec analyze"; see "llmrec analyze -h".
+The analysis flags (--span, --min-window, --spans, --cap, --config,
+--phases, --client, --client-tz, --client-anchor) are those of "llmrec
+analyze"; see "llmrec analyze -h". With --client FILE the report has a
+Client section: the client's figures beside the fleet's per client phase,
+the requests' latency by start (errors marked), the client's throughput
+beside the fleet's decode, and TTFT client vs server.
 
 Examples:
   llmrec render runs/bench1 -o report.html --md summary.md
   llmrec render runs/bench1 -o report.html --span 2s --cap decode=5000
+  llmrec render runs/bench1 -o report.html --client profile_export.jsonl
 `
 
 func renderRun(_ context.Context, stdout, stderr io.Writer, args []string) error {

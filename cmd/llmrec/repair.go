@@ -13,7 +13,10 @@ const repairUsage = `Usage: llmrec repair DIR
 Rewrites a run folder after a crash, as the next "llmrec record" into it
 would: each crashed session's journal becomes a closed segment (damaged
 records skipped, a torn tail dropped, duplicates dropped), segments a merged
-file already holds are removed, and so are leftover temporary files.
+file already holds are removed, and so are leftover temporary files. Then the
+segments a stop or a crash left unmerged (a recorder that stops merges
+nothing, so that it stops at once) are merged, compact_every at a time as the
+session's manifest says.
 
 It touches only files named for an llmrec run id (RUN-NNNNNN.journal,
 RUN-NNNNNN.parquet, RUN-NNNNNN.parquet.tmp, RUN.manifest.json.tmp), never

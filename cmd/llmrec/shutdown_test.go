@@ -2,13 +2,18 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -104,6 +109,7 @@ func TestShutdown(t *testing.T) {
 	t.Run("first signal", func(t *testing.T) { firstSignalCancelsHungScrape(t, bin) })
 	t.Run("second signal", func(t *testing.T) { secondSignalExitsAtOnce(t, bin) })
 	t.Run("duration", func(t *testing.T) { durationBoundsHungScrape(t, bin) })
+	t.Run("large segments", func(t *testing.T) { largeSegmentsStopWithinBound(t, bin) })
 }
 
 // The first SIGINT or SIGTERM cancels the scrape of the hung target,
@@ -200,4 +206,102 @@ func durationBoundsHungScrape(t *testing.T, bin string) {
 func hungNeverAnswered(err error, stderr *bytes.Buffer) bool {
 	var ee *exec.ExitError
 	return errors.As(err, &ee) && ee.ExitCode() == 1 && strings.Contains(stderr.String(), "1 of 2 target(s) never answered: hung")
+}
+
+// bigPages serves a page of size bytes on loopback, different at every
+// scrape: random text in comment lines, which compresses to about half
+// and costs the parser little. served counts the /metrics pages written
+// whole.
+func bigPages(t *testing.T, size int) (url string, served *atomic.Int64) {
+	t.Helper()
+	served = new(atomic.Int64)
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(1, 2))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw := make([]byte, size/2)
+		mu.Lock()
+		for i := 0; i+8 <= len(raw); i += 8 {
+			binary.LittleEndian.PutUint64(raw[i:], rng.Uint64())
+		}
+		mu.Unlock()
+		page := make([]byte, 0, size+64)
+		page = append(page, "# TYPE up gauge\nup 1\n"...)
+		for line := 0; len(raw) > 0; line++ {
+			n := min(len(raw), 60)
+			page = append(page, "# "...)
+			page = hex.AppendEncode(page, raw[:n])
+			page = append(page, '\n')
+			raw = raw[n:]
+		}
+		// The recorder asks for engine information at start too.
+		if _, err := w.Write(page); err == nil && r.URL.Path == "/metrics" {
+			served.Add(1)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/metrics", served
+}
+
+// largeSegmentBound is the promise of README's "Stops when told" for a
+// recording of large pages: StopGrace and the seals of the segment in
+// flight and the open one, at most the 64 MiB segment budget each; with a
+// margin for a loaded test host.
+const largeSegmentBound = 5 * time.Second
+
+// A recording of 4 MB pages every 100 ms, rotated every second (segments
+// of about 40 MB, under the 64 MiB budget, so each is one a merge would
+// take), stopped by SIGTERM after 9.5 s: nine segments sealed since the
+// last merge and a half-full open one. The recorder exits within the
+// bound, merging nothing (the merge of those segments took many seconds
+// at shutdown before, see README), and every page served before the signal
+// is a row of the folder.
+func largeSegmentsStopWithinBound(t *testing.T, bin string) {
+	url, served := bigPages(t, 4<<20)
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "record", "--out", dir, "--interval", "100ms", "--timeout", "10s", "--rotate", "1s", "--quiet",
+		"--target", "big="+url)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	time.Sleep(9500 * time.Millisecond)
+	before := served.Load()
+	cmd.Process.Signal(syscall.SIGTERM)
+	took, err := waitExit(t, cmd, 2*time.Minute)
+	if err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
+	}
+	t.Logf("exited %s after SIGTERM; %d pages served before it", took.Round(time.Millisecond), before)
+	if took > largeSegmentBound {
+		t.Errorf("exited %s after SIGTERM, want within %s", took.Round(time.Millisecond), largeSegmentBound)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	singles := 0
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".journal") || strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("%s left after a clean stop", e.Name())
+		}
+		if strings.HasSuffix(e.Name(), ".parquet") && !strings.Contains(e.Name(), "_") {
+			singles++
+		}
+	}
+	if singles < 3 {
+		t.Errorf("%d single segments: the recording did not make the case (several sealed since the last merge)", singles)
+	}
+	ok, outcomes := 0, map[string]int{}
+	for _, r := range folderRows(t, dir) {
+		outcomes[r.Outcome]++
+		if r.Target == "big" && r.Outcome == capture.OutcomeOK {
+			ok++
+		}
+	}
+	t.Logf("rows by outcome: %v", outcomes)
+	if int64(ok) < before || int64(ok) > served.Load() {
+		t.Errorf("%d ok rows, want at least the %d pages served before the signal and at most the %d served in all", ok, before, served.Load())
+	}
 }

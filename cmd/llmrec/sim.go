@@ -26,6 +26,17 @@ Offsets in the scenario run from the moment the server starts.
 vLLM engines also answer /version and /v1/models, llama.cpp engines /props
 and /slots; both answer /health.
 
+Both serve real requests on POST /v1/completions and /v1/chat/completions
+(OpenAI-compatible; stream=true gives one SSE chunk per token and, with
+stream_options.include_usage, a usage chunk). Each request is admitted into
+the engine's batch like the scenario's load and shows in its /metrics:
+running, waiting, KV usage, token and request counters, TTFT, inter-token,
+e2e and queue histograms. A token is one word of the prompt or the answer.
+The scenario's [engine.serve] table sets the batch size, the step time and
+front_threads, a queue of HTTP threads before the engine that the engine's
+waiting gauge never sees (llama.cpp's); see -print-scenario. llmrec load
+drives these endpoints.
+
 Output:
   One line per engine on stdout, "NAME URL", where URL is its /metrics
   address, as soon as the engines listen.
@@ -36,6 +47,7 @@ Examples:
   llmrec sim -print-scenario > my.toml
   llmrec sim -scenario my.toml -listen-host 127.0.0.2
   llmrec sim -generate runs/day -engines 8 -duration 24h
+  curl -N 127.0.0.1:PORT/v1/completions -d '{"prompt": "hi there", "max_tokens": 8, "stream": true}'
 `
 
 // simRun implements "llmrec sim".

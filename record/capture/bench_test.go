@@ -2,6 +2,9 @@ package capture
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -104,4 +107,76 @@ func benchScrape(b *testing.B, compactEvery int) {
 	floor := alone.Seconds() / float64(i/30*30)
 	b.ReportMetric(floor*1e3, "expfmt-ms/op")
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/floor, "x-expfmt")
+}
+
+// BenchmarkSealFullSegment times the seal Close waits for at a stop: the
+// open segment, its rows just under the 64 MiB segment budget (a segment
+// that reaches it is sealed at once, in the background), written with the
+// fast codec as every segment that compaction would merge is. "vllm" is
+// the real 47 KB vLLM V1 page, parsed (its samples count against the
+// budget); "4MB-random" pages of random text in comment lines, which
+// compress to about half. Run it with -benchtime 5x.
+func BenchmarkSealFullSegment(b *testing.B) {
+	b.Run("vllm", func(b *testing.B) {
+		body := vllmPage(b)
+		benchSeal(b, func(i int64) Scrape {
+			s := Scrape{RunID: runB, Target: "vllm", Endpoint: EndpointMetrics, Seq: i, Outcome: OutcomeOK, Body: body}
+			Parse(&s)
+			return s
+		})
+	})
+	b.Run("4MB-random", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		var bodies [16][]byte
+		for k := range bodies {
+			raw := make([]byte, 2<<20)
+			for i := 0; i+8 <= len(raw); i += 8 {
+				binary.LittleEndian.PutUint64(raw[i:], rng.Uint64())
+			}
+			page := []byte("# TYPE up gauge\nup 1\n")
+			for ; len(raw) > 0; raw = raw[min(len(raw), 60):] {
+				page = append(hex.AppendEncode(append(page, "# "...), raw[:min(len(raw), 60)]), '\n')
+			}
+			bodies[k] = page
+		}
+		benchSeal(b, func(i int64) Scrape {
+			s := Scrape{RunID: runB, Target: "big", Endpoint: EndpointMetrics, Seq: i, Outcome: OutcomeOK, Body: bodies[i%16]}
+			Parse(&s)
+			return s
+		})
+	})
+}
+
+func benchSeal(b *testing.B, row func(int64) Scrape) {
+	w, err := NewWriter(b.TempDir(), runB, time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	var seq int64
+	var held int64
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		for {
+			s := row(seq)
+			if w.held+rowBytes(&s) >= DefaultSegmentBytes {
+				break
+			}
+			if err := w.Append(s); err != nil {
+				b.Fatal(err)
+			}
+			seq++
+		}
+		held = w.held
+		b.StartTimer()
+		if err := w.Rotate(); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		w.compacting.Wait()
+		w.sealed, w.kept = nil, &keptGroup{} // no compaction: this times seals
+		b.StartTimer()
+	}
+	b.SetBytes(held)
 }

@@ -493,7 +493,7 @@ func compactionRun(t *testing.T, keepBudget int64) ([][]byte, int) {
 			}
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.CloseMerged(); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -558,7 +558,7 @@ func TestCompactionCrashLeavesNoDuplicates(t *testing.T) {
 	for _, p := range paths {
 		srcs = append(srcs, source{path: p})
 	}
-	if _, err := merge(&encoder{}, filepath.Join(dir, runR+"-000001_000003.parquet"), srcs); err != nil {
+	if _, err := merge(&encoder{}, filepath.Join(dir, runR+"-000001_000003.parquet"), srcs, nil); err != nil {
 		t.Fatal(err)
 	}
 	names := []string{}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -85,10 +87,16 @@ type source struct {
 // rows a file source is read at a time. Variables for the tests.
 var mergeBatch, mergeRead = 32, 8
 
+// errMergeStopped is a merge's error when its stop flag was set (the
+// writer is closing): its temporary file is removed, its sources stay.
+var errMergeStopped = errors.New("merge stopped: the writer is closing")
+
 // merge writes the rows of the segments srcs (all of one run, each sorted
 // by target, endpoint and seq, consecutive) into dst with e, in the same
-// order: a k-way merge that holds a few rows per file it reads.
-func merge(e *encoder, dst string, srcs []source) (int64, error) {
+// order: a k-way merge that holds a few rows per file it reads. It checks
+// stop (nil: never) before each row and returns errMergeStopped once it is
+// set; a merged file is never partly written (see encoder.write).
+func merge(e *encoder, dst string, srcs []source, stop *atomic.Bool) (int64, error) {
 	type cursor struct {
 		name string
 		f    *os.File // nil for kept rows
@@ -174,15 +182,19 @@ func merge(e *encoder, dst string, srcs []source) (int64, error) {
 	return e.write(dst, func(pw *parquet.GenericWriter[Scrape]) error {
 		// Each slot keeps its own samples' space from one batch to the next.
 		batch, n := make([]Scrape, mergeBatch), 0
+		var batchBytes int64
 		flush = func() error {
 			if n == 0 {
 				return nil
 			}
 			_, err := pw.Write(batch[:n])
-			n = 0
+			n, batchBytes = 0, 0
 			return err
 		}
 		for {
+			if stop != nil && stop.Load() {
+				return errMergeStopped
+			}
 			var best *cursor
 			var bestRow *Scrape
 			for _, c := range curs {
@@ -209,7 +221,10 @@ func merge(e *encoder, dst string, srcs []source) (int64, error) {
 				}
 				best.i++
 			}
-			if n++; n == len(batch) {
+			// A batch of large bodies is cut at writeBatchBytes: a
+			// stop waits for the batch being written.
+			batchBytes += int64(len(slot.Body)) + int64(len(slot.Samples))*int64(unsafe.Sizeof(Sample{}))
+			if n++; n == len(batch) || batchBytes >= writeBatchBytes {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -221,13 +236,18 @@ func merge(e *encoder, dst string, srcs []source) (int64, error) {
 // compact merges the sealed segments numbered segs (consecutive, of run) in
 // dir into one file written with e, and removes them. kept.segs[i], if not
 // nil, holds the rows of segs[i]: they are merged from memory, not the file.
-func compact(e *encoder, dir, run string, segs []int, kept *keptGroup) error {
+// Setting stop (nil: never) ends the merge early with errMergeStopped,
+// leaving the segments as they were.
+func compact(e *encoder, dir, run string, segs []int, kept *keptGroup, stop *atomic.Bool) error {
 	if len(segs) < 2 {
 		return nil
 	}
 	srcs := make([]source, len(segs))
 	var seals Seals
 	for i, n := range segs {
+		if stop != nil && stop.Load() { // checking a file's seal reads it whole
+			return errMergeStopped
+		}
 		srcs[i].path = filepath.Join(dir, segName{run, n, n}.file())
 		if kept != nil && i < len(kept.segs) {
 			srcs[i].kept, srcs[i].g = kept.segs[i], kept
@@ -247,7 +267,7 @@ func compact(e *encoder, dir, run string, segs []int, kept *keptGroup) error {
 		srcs[i].seal = s
 	}
 	dst := filepath.Join(dir, segName{run, segs[0], segs[len(segs)-1]}.file())
-	if _, err := merge(e, dst, srcs); err != nil {
+	if _, err := merge(e, dst, srcs, stop); err != nil {
 		return err
 	}
 	for _, s := range srcs {

@@ -89,7 +89,7 @@ func sealedRun(t *testing.T) (dir, merged string, rows int64) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.CloseMerged(); err != nil {
 		t.Fatal(err)
 	}
 	merged = filepath.Join(dir, runR+"-000001_000002.parquet")
@@ -298,7 +298,7 @@ func TestCompactionRefusesDamagedSource(t *testing.T) {
 	data[len(data)/2] ^= 1
 	os.WriteFile(first, data, 0o644)
 	var e encoder
-	err = compact(&e, dir, runR, []int{1, 2}, nil)
+	err = compact(&e, dir, runR, []int{1, 2}, nil, nil)
 	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), first) {
 		t.Fatalf("compact over a damaged source: %v", err)
 	}

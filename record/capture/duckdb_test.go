@@ -48,7 +48,7 @@ func TestDuckDBReadsMergedFile(t *testing.T) {
 			}
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.CloseMerged(); err != nil {
 		t.Fatal(err)
 	}
 	if segs := w.Segments(); len(segs) != 1 || filepath.Base(segs[0]) != runR+"-000001_000003.parquet" {

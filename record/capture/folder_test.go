@@ -231,7 +231,7 @@ func TestReadDuringCloseKeepsTheMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.SetCompactEvery(100) // merged at Close only
+	w.SetCompactEvery(100) // merged at CloseMerged only
 	noise := make([]byte, 256<<10)
 	for i := range 6 {
 		s := row(runR, "a", i)
@@ -250,7 +250,7 @@ func TestReadDuringCloseKeepsTheMerge(t *testing.T) {
 		t.Fatalf("folder before close: %v", before)
 	}
 	closed := make(chan error)
-	go func() { closed <- w.Close() }()
+	go func() { closed <- w.CloseMerged() }()
 	reads := 0
 	for {
 		select {

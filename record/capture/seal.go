@@ -157,7 +157,8 @@ func (w *Writer) seal(job *sealJob) error {
 		return err
 	}
 	w.seals.Add(1)
-	if w.compactEvery <= 1 {
+	if w.compactEvery <= 1 || w.stopMerge.Load() {
+		// No merge to come (Close merges nothing): no rows to keep for one.
 		return nil
 	}
 	if job.big {
@@ -182,7 +183,9 @@ func (w *Writer) seal(job *sealJob) error {
 func (w *Writer) startCompaction() error {
 	segs, kept := w.sealed, w.kept
 	w.sealed, w.kept = nil, &keptGroup{}
-	if len(segs) < 2 {
+	if len(segs) < 2 || w.stopMerge.Load() {
+		// A group of one, or the writer is closing: what is left unmerged
+		// is merged by the next Recover.
 		return nil
 	}
 	// One compaction at a time; it runs beside the sealer and the journal,
@@ -191,7 +194,7 @@ func (w *Writer) startCompaction() error {
 	if err := w.compactErr; err != nil {
 		return err
 	}
-	w.compacting.Go(func() { w.compactErr = compact(&w.cenc, w.dir, w.run, segs, kept) })
+	w.compacting.Go(func() { w.compactErr = compact(&w.cenc, w.dir, w.run, segs, kept, &w.stopMerge) })
 	return nil
 }
 

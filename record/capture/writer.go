@@ -67,6 +67,9 @@ type Writer struct {
 	keepBudget   int64
 	compacting   sync.WaitGroup
 	compactErr   error // of the last background compaction, read after Wait
+	// stopMerge, set by Close, stops the merge in flight at its next row
+	// and keeps seals from starting another.
+	stopMerge atomic.Bool
 }
 
 // DefaultKeepBytes bounds the memory a writer spends on keeping the rows of
@@ -222,14 +225,30 @@ func (w *Writer) Rotate() error {
 	return w.waitSeal()
 }
 
-// Close seals the open segment and waits for the seal and compaction in
-// flight. The writer cannot be used afterwards. If sealing fails (disk
-// full), the journal stays on disk for recovery.
-func (w *Writer) Close() error {
+// Close seals the open segment and returns within a bound: the seal in
+// flight and the open segment's, nothing more. A merge in flight is
+// stopped (its temporary file removed, its sources kept) and the segments
+// sealed since the last merge are left as they are: the next Recover (record
+// --append, repair) merges them, and readers read them unmerged. The writer
+// cannot be used afterwards. If sealing fails (disk full), the journal stays
+// on disk for recovery.
+func (w *Writer) Close() error { return w.close(false) }
+
+// CloseMerged is Close for a writer no one waits on (a generated
+// recording): it lets the merge in flight finish and merges the segments
+// sealed since, however long that takes.
+func (w *Writer) CloseMerged() error { return w.close(true) }
+
+func (w *Writer) close(merge bool) error {
 	if w.closed {
 		return nil
 	}
 	w.closed = true
+	if !merge {
+		// Before the seals: a seal that ends now starts no merge, and the
+		// merge in flight stops at its next row.
+		w.stopMerge.Store(true)
+	}
 	err := w.waitSeal()
 	if w.j != nil {
 		if err == nil && len(w.rows) > 0 {
@@ -249,11 +268,11 @@ func (w *Writer) Close() error {
 		w.rows = nil
 	}
 	w.compacting.Wait()
-	if err == nil {
+	if err == nil && !errors.Is(w.compactErr, errMergeStopped) {
 		err = w.compactErr
 	}
-	if err == nil && w.compactEvery > 1 && len(w.sealed) > 1 {
-		err = compact(&w.cenc, w.dir, w.run, w.sealed, w.kept)
+	if err == nil && merge && w.compactEvery > 1 && len(w.sealed) > 1 {
+		err = compact(&w.cenc, w.dir, w.run, w.sealed, w.kept, nil)
 	}
 	w.sealed, w.kept = nil, &keptGroup{}
 	w.enc, w.cenc = encoder{}, encoder{} // their buffers
@@ -421,7 +440,8 @@ func (r *Recovery) setStats(rows int, st journalStats) {
 
 // Recover turns every journal in dir that no live writer holds into a
 // closed segment, and removes leftovers of interrupted seals, compactions
-// and manifest writes. It touches only files whose names carry a run id of
+// and manifest writes; then it merges the segments left unmerged by a
+// stop or a crash (see leftover.go). It touches only files whose names carry a run id of
 // the recorder's form (see names.go), and never those a live writer holds
 // or is writing. A journal it cannot read is reported and left. It is
 // idempotent; record runs it before writing into a folder, and so does
@@ -468,7 +488,8 @@ func Recover(dir string) ([]Recovery, error) {
 			out = append(out, *r)
 		}
 	}
-	return out, nil
+	merged, err := mergeLeftovers(dir)
+	return append(out, merged...), err
 }
 
 // liveRuns are the runs in dir whose journal a live writer holds locked.

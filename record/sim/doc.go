@@ -15,7 +15,10 @@
 //     scenario start, deterministically, and [Engine.Truth] gives the true
 //     counter values and rates behind that body.
 //   - [Serve] serves every engine on its own loopback listener, on the real
-//     wall clock, and keeps a truth log of every request it answered.
+//     wall clock, and keeps a truth log of every request it answered. Each
+//     engine also serves real requests on OpenAI-compatible completion
+//     endpoints: they join its batch (see [ServeSpec]) and its /metrics
+//     count them on top of the scenario's phases.
 //   - [Generate] produces a long recording (for example 24 hours of 8 engines
 //     scraped every 2 s, see [LongScenario]) without sleeping.
 //

@@ -177,6 +177,7 @@ type Engine struct {
 	bounds    [nHist][]float64
 	windows   []Event // hang, status, slow, stale
 	pool      sync.Pool
+	live      *liveLoad // real requests served (openai.go); nil outside Serve
 }
 
 // renderState is the scratch space of one evaluation.
@@ -515,6 +516,9 @@ func (e *Engine) eval(at time.Duration, st *renderState) {
 		v[xWaitDef] = float64(ph.Deferred)
 		v[xKV] = ph.kv
 		v[xCreated] = created
+		if s == 0 && e.live != nil {
+			e.live.addTo(at, v)
+		}
 		v[xEvalPrompt] = v[cPrompt] - v[cHits]
 		for i := range accAdd {
 			st.agg[i] += v[i]
@@ -538,6 +542,9 @@ func (e *Engine) eval(at time.Duration, st *renderState) {
 			}
 		}
 		v[xNTokMax] = tmax
+		if e.live != nil {
+			v[xNTokMax] = max(tmax, e.live.tokMax())
+		}
 		v[xPromptTPS] = ratio(v[xEvalPrompt], v[cPromptSec])
 		v[xPredTPS] = ratio(v[cPredicted], v[cGenSec])
 		v[xBusy] = ratio(v[cGen], v[cSteps])
@@ -704,7 +711,8 @@ func (e *Engine) Truth(at time.Duration) Truth {
 		Rates: Rates{
 			PromptTokens: ph.PromptTPS, CachedPromptTokens: ph.PromptTPS * ph.CachedFraction,
 			GenerationTokens: ph.DecodeTPS, Requests: ph.reqRate, Preemptions: ph.PreemptionsPerS,
-			Running: ph.Running, Waiting: ph.Waiting, Deferred: ph.Deferred, KVUsage: ph.kv,
+			Running: int(st.sets[0].v[xRunning]), Waiting: int(st.sets[0].v[xWaitCap]), Deferred: ph.Deferred,
+			KVUsage: st.sets[0].v[xKV],
 		},
 	}
 	for s := range st.n {

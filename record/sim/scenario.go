@@ -132,6 +132,8 @@ type EngineSpec struct {
 	Phases []Phase
 	// Events are the restarts, label joins and HTTP behaviours.
 	Events []Event
+	// Serve is how the engine serves real requests (live.go).
+	Serve ServeSpec
 }
 
 // Phase is a stretch of steady load starting at At and lasting until the next
@@ -288,6 +290,12 @@ func LoadScenario(path string) (*Scenario, error) {
 //	  # code = 503              # status
 //	  # label = "1"             # label_join
 //	  # carry = "10m"           # label_join
+//
+//	  [engine.serve]            # real requests on /v1/completions (live.go)
+//	  batch = 4                 # most requests in the batch (default: slots, vLLM 256)
+//	  step = "15ms"             # one engine step with one request
+//	  step_per_request = "1ms"  # added per further request in the batch
+//	  front_threads = 4         # requests handled at once before the engine (0: no limit)
 func ParseScenario(data []byte, file string) (*Scenario, error) {
 	var f fileScenario
 	md, err := toml.Decode(string(data), &f)
@@ -334,6 +342,7 @@ type fileEngine struct {
 	ProcessStart      string      `toml:"process_start_header"`
 	Phase             []filePhase `toml:"phase"`
 	Event             []fileEvent `toml:"event"`
+	Serve             fileServe   `toml:"serve"`
 }
 
 type fileSpeed struct {
@@ -414,6 +423,7 @@ func (f *fileScenario) scenario() *Scenario {
 				Delay: time.Duration(fv.Delay), Code: fv.Code, Label: fv.Label, Carry: time.Duration(fv.Carry),
 			})
 		}
+		es.Serve = fe.Serve.spec()
 		sc.Engines = append(sc.Engines, es)
 	}
 	return sc
@@ -537,7 +547,7 @@ func (es *EngineSpec) normalize() error {
 			return fmt.Errorf("phase: two phases start at %v", es.Phases[i].At)
 		}
 	}
-	return nil
+	return es.normalizeServe()
 }
 
 func cmpDur(a, b time.Duration) int {

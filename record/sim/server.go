@@ -71,6 +71,8 @@ type LogEntry struct {
 	Error string `json:"error,omitempty"`
 	// Truth holds the true values the /metrics body carried.
 	Truth *Truth `json:"truth,omitempty"`
+	// Completion is the truth of a completion request (openai.go).
+	Completion *CompletionLog `json:"completion,omitempty"`
 }
 
 // Server serves simulated engines; see [Serve].
@@ -97,8 +99,11 @@ var errServerClosed = errors.New("sim: server closed")
 // called. The server stops when ctx is done or Close is called.
 //
 // Each engine answers GET /metrics (gzip when asked for) and /health, plus
-// /version and /v1/models (vLLM) or /props and /slots (llama.cpp). The
-// hang, status, slow and stale events apply to every path.
+// /version and /v1/models (vLLM) or /props and /slots (llama.cpp), and
+// serves real requests on POST /v1/completions and /v1/chat/completions
+// (openai.go): each is admitted into the engine's batch and counted in its
+// /metrics like the scenario's load (see [ServeSpec]). The hang and status
+// events apply to every path, slow and stale to all but the completions.
 func Serve(ctx context.Context, sc *Scenario, opts Options) (*Server, error) {
 	host := opts.Host
 	if host == "" {
@@ -119,6 +124,10 @@ func Serve(ctx context.Context, sc *Scenario, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	s.engines = engines
+	for _, e := range engines {
+		e.live = newLiveLoad(e)
+		go e.live.run(s.start, s.stop)
+	}
 	var lns []net.Listener
 	for _, e := range engines {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
@@ -289,6 +298,10 @@ func (s *Server) handler(e *Engine) http.Handler {
 			s.send(w, r, &ent, b.Code, ct, body, 0, 0)
 			return
 		}
+		if p := r.URL.Path; p == "/v1/completions" || p == "/v1/chat/completions" {
+			s.completion(w, r, e, &ent)
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			s.send(w, r, &ent, http.StatusMethodNotAllowed, "text/plain; charset=utf-8", []byte("method not allowed\n"), 0, 0)
@@ -436,6 +449,11 @@ func (e *Engine) infoJSON(path string, off time.Duration, start time.Time) []byt
 		}
 	case e.spec.Format == FormatLlamaCpp && path == "/slots":
 		running := e.phases[e.pieces[e.pieceAt(max(off, 0))].phase].Running
+		if e.live != nil {
+			e.live.mu.Lock()
+			running += len(e.live.running)
+			e.live.mu.Unlock()
+		}
 		slots := make([]any, e.spec.Slots)
 		for i := range slots {
 			slots[i] = map[string]any{

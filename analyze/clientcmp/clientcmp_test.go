@@ -1,0 +1,103 @@
+package clientcmp
+
+import (
+	"testing"
+
+	"github.com/llmrec/llmrec/analyze/client"
+	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// A row agrees within its tolerance, or inside the server quantile's
+// bucket; a server figure of 0 against a client's that is not disagrees;
+// an absent figure is not comparable, never a disagreement.
+func TestJudge(t *testing.T) {
+	bucket := &[2]rate.Num{rate.Some(0.25), rate.Some(0.5)}
+	for _, c := range []struct {
+		name   string
+		c, s   rate.Num
+		bucket *[2]rate.Num
+		want   string
+	}{
+		{"within", rate.Some(1.09), rate.Some(1), nil, Agree},
+		{"beyond", rate.Some(1.2), rate.Some(1), nil, Disagree},
+		{"in the bucket", rate.Some(0.45), rate.Some(0.3), bucket, Agree},
+		{"past the bucket", rate.Some(0.6), rate.Some(0.3), bucket, Disagree},
+		{"both 0", rate.Some(0), rate.Some(0), nil, Agree},
+		{"server 0", rate.Some(3), rate.Some(0), nil, Disagree},
+		{"client absent", rate.Num{}, rate.Some(1), nil, NotComparable},
+		{"server absent", rate.Some(1), rate.Num{}, nil, NotComparable},
+	} {
+		r := Row{Client: client.Figure{Value: c.c, Why: "why"}, Server: Server{Value: c.s, Bucket: c.bucket, Reason: "reason"}, Tolerance: 0.1}
+		judge(&r, true)
+		if r.Agreement != c.want || r.Why == "" {
+			t.Errorf("%s: %s (%s), want %s", c.name, r.Agreement, r.Why, c.want)
+		}
+	}
+}
+
+// The clock offset: edges shifted the same way at both ends beyond the
+// tolerance are a finding; edges on opposite sides, or one within the
+// tolerance, are not.
+func TestOffsetFinding(t *testing.T) {
+	run := &client.Run{Requests: []client.Request{
+		{Start: 1000, End: rate.Some(1010), Status: client.StatusOK},
+		{Start: 1050, End: rate.Some(1060), Status: client.StatusOK},
+	}}
+	edges := func(a, b float64) []findings.Edge {
+		return []findings.Edge{{Kind: findings.EdgeStart, T: 1000 + a}, {Kind: findings.EdgeEnd, T: 1060 + b}}
+	}
+	for _, c := range []struct {
+		a, b float64
+		want bool
+	}{{-5, -5, true}, {-5, 5, false}, {-5, -0.5, false}, {0.3, 0.2, false}, {4, 6, true}} {
+		f := File{Offset: offset(run, edges(c.a, c.b), 1)}
+		if _, got := offsetFinding(&f); got != c.want {
+			t.Errorf("edges %+v, %+v: finding %v, want %v (%+v)", c.a, c.b, got, c.want, f.Offset)
+		}
+	}
+	if o := offset(run, nil, 1); o.Value.Valid || o.Why == "" {
+		t.Errorf("no edge: %+v", o)
+	}
+}
+
+// Past MaxPoints the scatter keeps every request that did not end ok and
+// a stride of the rest, and says so.
+func TestPointsBounded(t *testing.T) {
+	rs := make([]client.Request, 3*MaxPoints)
+	bad := 0
+	for i := range rs {
+		rs[i] = client.Request{Start: float64(i), End: rate.Some(float64(i) + 1), Status: client.StatusOK}
+		if i%100 == 0 {
+			rs[i].Status = client.StatusError
+			bad++
+		}
+	}
+	p := points(rs)
+	n := 0
+	for _, x := range p.Points {
+		if x.Status == client.StatusError {
+			n++
+		}
+	}
+	if len(p.Points) > MaxPoints || n != bad || p.Total != len(rs) || p.Note == "" {
+		t.Errorf("%d points, %d of %d errors kept, total %d, note %q", len(p.Points), n, bad, p.Total, p.Note)
+	}
+}
+
+// 24,000 requests (20 min at 20 requests/s) in one labelled phase: the
+// client's figures, the scatter's points and the throughput bins.
+func BenchmarkCompare24k(b *testing.B) {
+	rs := make([]client.Request, 24000)
+	for i := range rs {
+		s := 1.7e9 + float64(i)/20
+		rs[i] = client.Request{Start: s, End: rate.Some(s + 1.5), TTFT: rate.Some(0.1), OutputTokens: rate.Some(200),
+			InputTokens: rate.Some(400), Status: client.StatusOK, Phase: "profiling"}
+	}
+	run := &client.Run{Requests: rs}
+	ps, _ := client.Phases(run)
+	b.ReportAllocs()
+	for b.Loop() {
+		Compare([]Input{{Run: run, Phases: ps}}, nil, nil, 1)
+	}
+}
