@@ -658,6 +658,10 @@ func (a *analyzer) finish() []Target {
 		t := st.out
 		t.spool = st.spool
 		t.Engine, t.DetectedBy = st.tr.Engine()
+		t.Model = st.fw.t.Model
+		if m := a.metas[t.Name]; m != nil {
+			t.Model, t.Version = cmp.Or(m.model, t.Model), m.version
+		}
 		t.Notes = st.tr.Notes()
 		if n := cadenceNote(a.metas[t.Name], st.fw.t.Rows); n != "" {
 			t.Notes["interval"] = n

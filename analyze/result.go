@@ -144,6 +144,11 @@ type Target struct {
 	Engine     string `json:"engine"`      // an engine id of package engine, "generic" when none was recognised
 	DetectedBy string `json:"detected_by"` // "hint" (the configured engine), "series", or "" (none)
 	Hint       string `json:"hint,omitempty"`
+	// Model is the served model and Version the engine's version, as the
+	// engine reported them (its info endpoints fetched when recording, the
+	// model_name label); "" unknown.
+	Model   string `json:"model,omitempty"`
+	Version string `json:"version,omitempty"`
 	// Notes say what cells mean for this engine (the seams between
 	// engines), by cell name; "engine" describes the variant detected.
 	Notes map[string]string `json:"notes"`

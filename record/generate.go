@@ -58,6 +58,21 @@ func WriteGenerated(dir string, sc *sim.Scenario, opts sim.GenerateOptions, rota
 		m.Targets = append(m.Targets, capture.ManifestTarget{Name: e.Name, Engine: string(e.Format),
 			URL: "sim://" + e.Name + "/metrics", IntervalNs: int64(interval), TimeoutNs: int64(interval)})
 	}
+	if opts.Info {
+		engines, err := sc.Build(start)
+		if err != nil {
+			w.Close()
+			return st, fmt.Errorf("sim: %w", err)
+		}
+		m.Engines = map[string][]capture.EngineInfo{}
+		for _, e := range engines {
+			for _, path := range []string{"/version", "/v1/models", "/props"} {
+				if body := e.InfoJSON(path, start); body != nil {
+					m.Engines[e.Name()] = append(m.Engines[e.Name()], capture.EngineInfo{Path: path, Status: http.StatusOK, JSON: body})
+				}
+			}
+		}
+	}
 	if err := capture.WriteManifest(dir, m); err != nil {
 		w.Close()
 		return st, err

@@ -47,6 +47,10 @@ type TimeSeries struct {
 	Partial []Mark
 	Budget  int // points per series drawn at most; 0 means DefaultBudget
 	Height  int
+	// Relative: T are seconds from 0 (a phase-relative axis, as a diff
+	// overlays two runs), not Unix times: the axis starts at 0 and is
+	// labelled with plain seconds.
+	Relative bool
 }
 
 // Series is one line.
@@ -185,7 +189,7 @@ func (ts TimeSeries) Chart() (Chart, error) {
 	if math.IsInf(first, 1) { // no points at all
 		first, tEnd = t0, t0
 	}
-	if t0 == 0 {
+	if t0 == 0 && !ts.Relative {
 		t0 = first
 	}
 	span := max(tEnd-t0, 0)
@@ -315,10 +319,14 @@ func (ts TimeSeries) Chart() (Chart, error) {
 	if drawn < total {
 		notes = append(notes, fmt.Sprintf("Drawn with %s of %s points: per bucket the lowest and highest value, every gap and every incident kept; tables use all points.", thousands(drawn), thousands(total)))
 	}
+	x := XElapsed
+	if ts.Relative {
+		x = XValue
+	}
 	return Chart{
 		ID: ts.ID, Title: ts.Title, Notes: notes, Height: heightFor(ts.Height, rows),
 		Option: option, Prov: provs.list, SeriesProv: seriesProv, SeriesCanon: canon,
-		X: XElapsed, T0: t0, Unit: scale.Unit, Percent: ts.Percent,
+		X: x, T0: t0, Unit: scale.Unit, Percent: ts.Percent,
 	}, nil
 }
 

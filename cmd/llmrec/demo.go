@@ -14,7 +14,7 @@ import (
 	"github.com/llmrec/llmrec/record/sim"
 )
 
-const demoUsage = `Usage: llmrec demo [-o DIR] [--interval D]
+const demoUsage = `Usage: llmrec demo [-o DIR] [--interval D] [--diff]
 
 Starts simulated engines on loopback (a vLLM-like and a llama.cpp-like
 target, the built-in scenario of "llmrec sim": load starts and ends, a
@@ -23,9 +23,17 @@ length (about 30 s) with "llmrec record", prints what was recorded, and
 writes DIR/report.html (one offline page) and DIR/summary.md (for a pull
 request) as "llmrec render" does. Nothing leaves this machine.
 
+With --diff, two simulated configurations instead, recorded side by side
+for 20 s every 250 ms (--interval changes it): a baseline, and a candidate whose vLLM engine decodes 10 % slower
+with a 30 % longer time to first token (the scenario's speed knob). Then
+"llmrec diff" of the two: the table on stdout, DIR/diff.html and
+DIR/diff.md (default DIR llmrec-demo-diff, holding baseline/ and
+candidate/).
+
 Examples:
   llmrec demo
   llmrec demo -o /tmp/demo --interval 500ms
+  llmrec demo --diff
 `
 
 func demoRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
@@ -33,11 +41,24 @@ func demoRun(ctx context.Context, stdout, stderr io.Writer, args []string) error
 	out := fs.String("out", "llmrec-demo", "folder to record into (replaced when it holds an earlier demo)")
 	fs.StringVar(out, "o", "llmrec-demo", "short for --out")
 	interval := fs.Duration("interval", time.Second, "scrape cadence")
+	diffDemo := fs.Bool("diff", false, "record a baseline and a slower candidate side by side and compare them with llmrec diff")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: demo: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if *diffDemo {
+		dir := *out
+		if !isSet(fs, "out") && !isSet(fs, "o") {
+			dir = "llmrec-demo-diff"
+		}
+		// Blocks need 50 poll intervals of a phase: 4 polls a second.
+		every := 250 * time.Millisecond
+		if isSet(fs, "interval") {
+			every = *interval
+		}
+		return demoDiff(ctx, stdout, stderr, dir, every)
 	}
 	if err := freshDemoFolder(*out, stderr); err != nil {
 		return err

@@ -9,6 +9,7 @@
 //	llmrec mark     mark the start or end of a named phase while recording
 //	llmrec analyze  replay captures through the engine readers and the gated estimator
 //	llmrec render   one offline HTML report and a Markdown summary
+//	llmrec diff     compare a candidate's runs with a baseline's: better, worse or ~, and how sure
 //	llmrec sim      serve simulated engines on loopback
 //	llmrec load     send streaming requests at fixed concurrency and record the client's side
 //
@@ -44,6 +45,7 @@ func commands() map[string]command {
 		"render":  {renderRun, "write one offline HTML report and a Markdown summary of a recording"},
 		"inspect": {inspectRun, "summarise a recording: segments, time range, counts, errors"},
 		"analyze": {analyzeRun, "replay recordings offline into cells with provenance (rates, ratios, latencies)"},
+		"diff":    {diffRun, "compare a candidate's runs with a baseline's: better, worse or ~ per phase and quantity"},
 		"mark":    {markRun, "mark the start or end of a named phase of a run being recorded"},
 		"export":  {exportRun, "print one captured body byte-exact (a test fixture), or every sample as OpenMetrics for promtool"},
 		"repair":  {repairRun, "seal a crashed recording's journals into segments (reads never change a folder)"},
@@ -111,18 +113,30 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Stdout, os.Stderr, os.Args[1:])
+	code := exitCode(err)
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return
-	case errors.Is(err, errUsage):
+	case code == 2:
 		if msg := strings.TrimPrefix(err.Error(), errUsage.Error()); msg != "" {
 			fmt.Fprintln(os.Stderr, "llmrec:"+strings.TrimPrefix(msg, ":"))
 		}
-		os.Exit(2)
-	default:
+	case code != 0:
 		fmt.Fprintln(os.Stderr, "llmrec:", err)
-		os.Exit(1)
 	}
+	if code != 0 {
+		os.Exit(code)
+	}
+}
+
+// exitCode is the exit status of a command's error: 0 done (or -h), 2 the
+// command line was wrong, 1 anything else.
+func exitCode(err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	return 1
 }
 
 func versionRun(_ context.Context, stdout, _ io.Writer, _ []string) error {

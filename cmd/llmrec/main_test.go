@@ -77,7 +77,7 @@ func TestHelpTeaches(t *testing.T) {
 	if err != nil || !strings.Contains(out, "record") || !strings.Contains(out, "demo") {
 		t.Fatalf("help: %v\n%s", err, out)
 	}
-	for _, cmd := range []string{"record", "inspect", "export", "demo", "sim", "analyze", "render"} {
+	for _, cmd := range []string{"record", "inspect", "export", "demo", "sim", "analyze", "render", "diff"} {
 		_, stderr, err := runCLI(cmd, "-h")
 		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "Examples:") || !strings.Contains(stderr, "Usage: llmrec "+cmd) {
 			t.Errorf("%s -h: %v\n%s", cmd, err, stderr)

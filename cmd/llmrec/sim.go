@@ -147,7 +147,7 @@ func simGenerate(stdout, stderr io.Writer, dir, scenarioPath string, engines int
 	}
 	began := time.Now()
 	live, tenth := isTerminal(stderr), int64(0)
-	st, err := record.WriteGenerated(dir, sc, sim.GenerateOptions{Interval: interval, Duration: duration, Seed: seed}, 0,
+	st, err := record.WriteGenerated(dir, sc, sim.GenerateOptions{Interval: interval, Duration: duration, Seed: seed, Info: true}, 0,
 		// Called once per sealed segment (a minute of simulated time): a live
 		// line on a terminal, else a line per tenth of the work.
 		func(written, total int64) {

@@ -319,6 +319,10 @@ func newEngine(spec EngineSpec, anchor time.Time) *Engine {
 // resolve derives the per-request figures and bucket distributions of a
 // phase.
 func (e *Engine) resolve(p Phase) phaseRes {
+	sp := e.spec.Speed
+	p.DecodeTPS *= factor(sp.Decode)
+	p.PromptTPS *= factor(sp.Prompt)
+	p.QueueTime = time.Duration(float64(p.QueueTime) * factor(sp.Queue))
 	r := phaseRes{Phase: p}
 	L := float64(p.OutputLen)
 	running := float64(p.Running)
@@ -337,12 +341,13 @@ func (e *Engine) resolve(p Phase) phaseRes {
 	case p.QueueTime > 0:
 		r.queue = p.QueueTime.Seconds()
 	case r.reqRate > 0:
-		r.queue = float64(p.Waiting+p.Deferred) / r.reqRate
+		r.queue = float64(p.Waiting+p.Deferred) / r.reqRate * factor(sp.Queue)
 	}
 	r.ttft = r.queue + r.prefill + 0.005
 	if p.TTFT > 0 {
 		r.ttft = p.TTFT.Seconds()
 	}
+	r.ttft *= factor(sp.TTFT)
 	r.decodeT = (L - 1) * r.tpot
 	r.e2e = r.ttft + r.decodeT
 	ctx := r.promptLen + L/2

@@ -25,6 +25,10 @@ type GenerateOptions struct {
 	Timeout time.Duration
 	// Seed varies the simulated latencies.
 	Seed int64
+	// Info asks record.WriteGenerated to put the engines' information
+	// endpoints (version, model, slots) into the manifest, as a recorder
+	// fetches them when it starts.
+	Info bool
 }
 
 // Generated is one simulated scrape.

@@ -116,6 +116,12 @@ type EngineSpec struct {
 	// InterTokenLatency adds the newer vLLM families
 	// inter_token_latency_seconds and request_time_per_output_token_seconds.
 	InterTokenLatency bool
+	// Version is the version the engine reports (vLLM /version, llama.cpp
+	// /props build_info); empty means 0.10.1.1 and b5942-81ff7abe.
+	Version string
+	// Speed makes the engine faster or slower by a factor per quantity,
+	// in every phase: a candidate build for `llmrec diff`.
+	Speed Speed
 	// ProcessStartHeader, when set, names a response header every answer
 	// carries with the process start (Unix seconds, as
 	// process_start_time_seconds): no real engine sends one, a proxy in
@@ -166,6 +172,25 @@ type Phase struct {
 	// AbortFraction and LengthFraction are the shares of finished requests
 	// with finished_reason abort and length; the rest are stop.
 	AbortFraction, LengthFraction float64
+}
+
+// Speed scales an engine's phases by a factor per quantity; zero means 1.
+// Decode 0.9 is 10 % fewer generated tokens per second at the same batch
+// (so each request's tokens come 10 % slower and requests finish 10 %
+// less often); TTFT 1.3 is a time to first token 30 % longer.
+type Speed struct {
+	Decode float64 // generated tokens per second
+	Prompt float64 // prompt tokens per second
+	TTFT   float64 // time to first token (the queue and prefill in it, or the phase's ttft)
+	Queue  float64 // time in queue (added to TTFT as the queue grows)
+}
+
+// factor is x, or 1 for zero.
+func factor(x float64) float64 {
+	if x == 0 {
+		return 1
+	}
+	return x
 }
 
 // Event is something that happens to an engine at an offset.
@@ -236,6 +261,8 @@ func LoadScenario(path string) (*Scenario, error) {
 //	prefill_speed = 8000.0      # tokens/s of one request's prefill
 //	max_tokens = 2048           # vLLM max_tokens request parameter
 //	inter_token_latency = false # vLLM: add the newer ITL families
+//	version = "0.10.1.1"        # reported by /version (vLLM) or /props build_info (llama.cpp)
+//	speed = {decode = 0.9, ttft = 1.3} # factors on every phase: decode, prompt, ttft, queue
 //	process_start_header = ""   # a response header carrying the process start
 //
 //	  [[engine.phase]]
@@ -310,10 +337,19 @@ type fileEngine struct {
 	PrefillSpeed      float64     `toml:"prefill_speed"`
 	MaxTokens         int         `toml:"max_tokens"`
 	InterTokenLatency bool        `toml:"inter_token_latency"`
+	Version           string      `toml:"version"`
+	Speed             fileSpeed   `toml:"speed"`
 	ProcessStart      string      `toml:"process_start_header"`
 	Phase             []filePhase `toml:"phase"`
 	Event             []fileEvent `toml:"event"`
 	Serve             fileServe   `toml:"serve"`
+}
+
+type fileSpeed struct {
+	Decode float64 `toml:"decode"`
+	Prompt float64 `toml:"prompt"`
+	TTFT   float64 `toml:"ttft"`
+	Queue  float64 `toml:"queue"`
 }
 
 type filePhase struct {
@@ -364,7 +400,8 @@ func (f *fileScenario) scenario() *Scenario {
 			Name: fe.Name, Format: Format(fe.Format), Model: fe.Model, EngineLabel: fe.EngineLabel,
 			MaxModelLen: fe.MaxModelLen, BlockSize: fe.BlockSize, NumGPUBlocks: fe.NumGPUBlocks,
 			Slots: fe.Slots, PrefillSpeed: fe.PrefillSpeed, MaxTokens: fe.MaxTokens,
-			InterTokenLatency: fe.InterTokenLatency, ProcessStartHeader: fe.ProcessStart,
+			InterTokenLatency: fe.InterTokenLatency, Version: fe.Version, ProcessStartHeader: fe.ProcessStart,
+			Speed: Speed{Decode: fe.Speed.Decode, Prompt: fe.Speed.Prompt, TTFT: fe.Speed.TTFT, Queue: fe.Speed.Queue},
 		}
 		for _, fp := range fe.Phase {
 			kv := -1.0
@@ -479,6 +516,15 @@ func (es *EngineSpec) normalize() error {
 		return fmt.Errorf("max_tokens: %d is not positive", es.MaxTokens)
 	case !(es.PrefillSpeed > 0) || math.IsInf(es.PrefillSpeed, 0):
 		return fmt.Errorf("prefill_speed: %v is not a positive number", es.PrefillSpeed)
+	}
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{"decode", es.Speed.Decode}, {"prompt", es.Speed.Prompt}, {"ttft", es.Speed.TTFT}, {"queue", es.Speed.Queue}} {
+		// Zero is "unchanged"; anything else must be a positive factor.
+		if f.v != 0 && (!(f.v > 0) || math.IsInf(f.v, 0)) {
+			return fmt.Errorf("speed.%s: %v is not a positive factor", f.key, f.v)
+		}
 	}
 	// Indexes in errors count in file order, so check before sorting.
 	for i := range es.Phases {

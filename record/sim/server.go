@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -413,13 +414,18 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, ent *LogEntry, sta
 	}
 }
 
+// InfoJSON is the answer of an engine-information endpoint (vLLM /version
+// and /v1/models, llama.cpp /props and /slots) at the scenario's start, as
+// a recorder fetches them when it starts; nil for other paths.
+func (e *Engine) InfoJSON(path string, start time.Time) []byte { return e.infoJSON(path, 0, start) }
+
 // infoJSON renders the engine's info endpoints; nil for unknown paths.
 func (e *Engine) infoJSON(path string, off time.Duration, start time.Time) []byte {
 	created := start.Unix()
 	var v any
 	switch {
 	case e.spec.Format == FormatVLLM && path == "/version":
-		v = map[string]string{"version": "0.10.1.1"}
+		v = map[string]string{"version": cmp.Or(e.spec.Version, "0.10.1.1")}
 	case e.spec.Format == FormatVLLM && path == "/v1/models":
 		v = map[string]any{"object": "list", "data": []any{map[string]any{
 			"id": e.spec.Model, "object": "model", "created": created, "owned_by": "vllm",
@@ -439,7 +445,7 @@ func (e *Engine) infoJSON(path string, off time.Duration, start time.Time) []byt
 			},
 			"total_slots": e.spec.Slots, "model_path": e.spec.Model,
 			"modalities": map[string]bool{"vision": false, "audio": false},
-			"build_info": "b5942-81ff7abe",
+			"build_info": cmp.Or(e.spec.Version, "b5942-81ff7abe"),
 		}
 	case e.spec.Format == FormatLlamaCpp && path == "/slots":
 		running := e.phases[e.pieces[e.pieceAt(max(off, 0))].phase].Running

@@ -1,0 +1,949 @@
+// Package diff compares a candidate's recordings with a baseline's: per
+// aligned phase, per target (and the fleet) and per quantity, the baseline
+// and candidate values with their spread, the change with its confidence
+// interval, a significance test and a verdict. It returns plain data for
+// JSON; rendering it is package render's job.
+//
+// Phases are aligned by name (named phases, given by a file or marked while
+// recording, on both sides), else by order of each target's steady phases
+// when both sides have as many at matching load levels (mean running
+// requests within a factor LevelFactor), else over each target's busy time
+// (its steady phases together). Targets are matched by name, or with
+// MatchEngine by engine: the k-th target of an engine on one side with the
+// k-th of the same engine on the other, by name.
+//
+// The samples compared are never overlapping polls: with at least two run
+// folders (repeats) on each side, one value per repeat (the phase figure of
+// each, from the engine's own counters across the phase); with one on
+// either side, the phase's non-overlapping blocks (phases.Figure.Blocks,
+// computed like the figure over consecutive windows of the phase), pooled
+// over the repeats. Package stat compares them: medians, Mann-Whitney U, and
+// the change's Hodges-Lehmann interval.
+//
+// The verdict of a row (see Verdict):
+//   - insufficient: the samples cannot support a verdict (fewer than
+//     stat.MinValues values on a side, a quantity one side does not
+//     publish); the row says what is missing;
+//   - unlike: a seam makes the two sides different things (another
+//     engine, engine version or model): the numbers are shown, no verdict
+//     is issued across it;
+//   - better or worse: the test is significant at Alpha AND the change's
+//     whole confidence interval lies beyond the quantity's noise threshold
+//     on one side (higher is better for throughputs and ratios, lower for
+//     latencies, preemptions and KV usage);
+//   - ~: anything else, with the interval.
+//
+// Requiring both keeps the false-positive rate of A/A comparisons at most
+// Alpha (the test alone controls it; the threshold only removes verdicts).
+package diff
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/analyze/diff/stat"
+	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/phases"
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// Schema names the version of the JSON document (docs/diff-format.md).
+const Schema = "llmrec.diff/1"
+
+// Verdicts of a row.
+const (
+	Better       = "better"
+	Worse        = "worse"
+	Same         = "~"
+	Insufficient = "insufficient"
+	Unlike       = "unlike"
+)
+
+// Ways phases are aligned.
+const (
+	ByName  = "name"  // named phases of the same name
+	ByOrder = "order" // the k-th steady phase of each side, at a matching load level
+	ByBusy  = "busy"  // each target's busy time: its steady phases together
+)
+
+// Ways targets are matched.
+const (
+	MatchName   = "name"
+	MatchEngine = "engine"
+)
+
+// FleetTarget is the target name of the fleet's rows (named phases only).
+const FleetTarget = "fleet"
+
+// LevelFactor is how far apart two steady phases' mean running requests
+// may be and still be one load level.
+const LevelFactor = 1.25
+
+// Defaults of Options.
+const (
+	DefaultAlpha = 0.05
+	DefaultConf  = 0.95
+)
+
+// Side is one side of the comparison: one analysis per run folder, each a
+// repeat of one configuration.
+type Side struct {
+	Dirs []string
+	Runs []*analyze.Result
+	// Polls are the first run's per-poll values of the quantities' cells,
+	// for the charts; nil: no charts.
+	Polls *Polls
+}
+
+// Options shape a comparison.
+type Options struct {
+	// Phase keeps only the aligned phase of this name ("" every one).
+	Phase string
+	// Match is MatchName (default) or MatchEngine.
+	Match string
+	// Thresholds are the noise thresholds; nil: DefaultThreshold for
+	// every quantity.
+	Thresholds *Thresholds
+	// Alpha is the test's level (default 0.05), Conf the intervals'
+	// confidence (default 0.95).
+	Alpha, Conf float64
+	Generator   string
+}
+
+// Report is the comparison, plain data for JSON (docs/diff-format.md).
+// Slices are never nil.
+type Report struct {
+	Schema    string   `json:"schema"`
+	Generator string   `json:"generator"`
+	Settings  Settings `json:"settings"`
+	Baseline  SideInfo `json:"baseline"`
+	Candidate SideInfo `json:"candidate"`
+	// Seams are what makes the two sides unlike, at the top: a blocking
+	// one leaves the rows it concerns without a verdict.
+	Seams []Seam `json:"seams"`
+	// Phases are the aligned phases, per target pair.
+	Phases []Aligned `json:"phases"`
+	Rows   []Row     `json:"rows"`
+	// NotCompared are quantities neither side published, by phase and
+	// target: "TTFT p50 on llama: not published on either side".
+	NotCompared []string `json:"not_compared"`
+	// Charts are the per-quantity series drawn on the page (not in JSON).
+	Charts []Chart `json:"-"`
+}
+
+// Settings are the options the comparison ran with.
+type Settings struct {
+	Alpha      float64    `json:"alpha"`
+	Conf       float64    `json:"conf"`
+	Thresholds Thresholds `json:"thresholds"`
+	Match      string     `json:"match"`
+	Phase      string     `json:"phase,omitempty"`
+	// Samples says what the compared values are: "repeats" (one value
+	// per run folder) or "blocks" (non-overlapping blocks of each phase).
+	Samples string `json:"samples"`
+	Rule    string `json:"rule"`
+}
+
+// Rule is the verdict rule in words.
+const Rule = "better or worse only when the test is significant at alpha and the change's whole confidence interval lies beyond the quantity's threshold on one side; unlike across an engine, version or model seam; insufficient when a side has too few values; ~ otherwise"
+
+// SideInfo describes one side.
+type SideInfo struct {
+	Dirs    []string `json:"dirs"`
+	Repeats int      `json:"repeats"`
+	Targets []string `json:"targets"`
+}
+
+// Seam kinds.
+const (
+	SeamEngine    = "engine"
+	SeamVersion   = "version"
+	SeamModel     = "model"
+	SeamTokenizer = "tokenizer"
+	SeamGates     = "gates"
+	SeamSpan      = "span"
+	SeamCadence   = "cadence"
+	SeamEngines   = "engines"   // the number of engines
+	SeamTarget    = "target"    // a target on one side only
+	SeamPhase     = "phase"     // a phase on one side only, or an alignment fallen back
+	SeamIncidents = "incidents" // incidents inside a compared phase
+)
+
+// Seam is one way the two sides differ.
+type Seam struct {
+	Kind      string `json:"kind"`
+	Target    string `json:"target,omitempty"`
+	Phase     string `json:"phase,omitempty"`
+	Baseline  string `json:"baseline"`
+	Candidate string `json:"candidate"`
+	// Blocks is true when no verdict is issued across the seam: the rows
+	// of Target (every target when "") are unlike.
+	Blocks bool   `json:"blocks"`
+	Detail string `json:"detail"`
+}
+
+// Aligned is one aligned phase of a target pair.
+type Aligned struct {
+	Name       string `json:"name"`
+	CandName   string `json:"candidate_name"`
+	By         string `json:"aligned_by"`
+	Target     string `json:"target"`
+	CandTarget string `json:"candidate_target"`
+	// Baseline and Candidate are the phase's bounds in the first run of
+	// each side, Unix seconds (for busy: the first steady phase's start
+	// and the last one's end).
+	Baseline  [2]float64 `json:"baseline"`
+	Candidate [2]float64 `json:"candidate"`
+	// Incidents inside the phase on each side's first run, by kind.
+	BaselineIncidents  map[string]int `json:"baseline_incidents"`
+	CandidateIncidents map[string]int `json:"candidate_incidents"`
+}
+
+// Row is one quantity of one aligned phase and target.
+type Row struct {
+	Phase      string `json:"phase"`
+	Target     string `json:"target"`
+	CandTarget string `json:"candidate_target"`
+	Quantity   string `json:"quantity"`
+	Label      string `json:"label"`
+	Unit       string `json:"unit"`
+	Better     string `json:"better"`
+	// Baseline and Candidate are each side's phase figure (the first
+	// run's, from the engine's own counters across the phase) and the
+	// samples' median and interval.
+	Baseline  Value `json:"baseline"`
+	Candidate Value `json:"candidate"`
+	// Change is candidate/baseline − 1 of the samples, with its interval
+	// at Conf; null where undefined.
+	Change   rate.Num `json:"change"`
+	ChangeLo rate.Num `json:"change_lo"`
+	ChangeHi rate.Num `json:"change_hi"`
+	P        rate.Num `json:"p"`
+	Method   string   `json:"method"`
+	// Samples is "repeats" or "blocks".
+	Samples   string  `json:"samples"`
+	Threshold float64 `json:"threshold"`
+	Verdict   string  `json:"verdict"`
+	// Why says what the verdict rests on, or what is missing.
+	Why string `json:"why"`
+	// Notes name the seams and incidents that touch the row.
+	Notes []string `json:"notes"`
+}
+
+// Value is one side of a row.
+type Value struct {
+	Figure rate.Num `json:"figure"`
+	Source string   `json:"source"`
+	Reason string   `json:"reason,omitempty"`
+	N      int      `json:"n"`
+	Median rate.Num `json:"median"`
+	Lo     rate.Num `json:"lo"`
+	Hi     rate.Num `json:"hi"`
+}
+
+// Chart is one quantity of one aligned phase on both sides, on a
+// phase-relative time axis (seconds from the phase's start).
+type Chart struct {
+	Phase, Target, CandTarget string
+	Quantity                  Quantity
+	Verdict                   string
+	Baseline, Candidate       []Point
+	// Incidents of each side inside the phase, phase-relative.
+	BaselineIncidents, CandidateIncidents []Span
+}
+
+// Point is one poll's published value, T seconds from the phase's start.
+type Point struct {
+	T    float64
+	Cell rate.Cell
+}
+
+// Span is an incident, phase-relative.
+type Span struct {
+	From, To float64
+	Label    string
+}
+
+// unit is an aligned phase with a way to find its figures in any run.
+type unit struct {
+	Aligned
+	base, cand func(r *analyze.Result) *phases.Figures
+	fleet      bool
+}
+
+// Compare compares cand with base. An error is a phase asked for that no
+// aligned phase has, or a side with no run.
+func Compare(base, cand Side, o Options) (*Report, error) {
+	if len(base.Runs) == 0 || len(cand.Runs) == 0 {
+		return nil, fmt.Errorf("diff: a side has no run folder")
+	}
+	o.Alpha = cmp.Or(o.Alpha, DefaultAlpha)
+	o.Conf = cmp.Or(o.Conf, DefaultConf)
+	o.Match = cmp.Or(o.Match, MatchName)
+	th := Thresholds{Default: DefaultThreshold, By: map[string]float64{}}
+	if o.Thresholds != nil {
+		th.Default = o.Thresholds.Default
+		for k, v := range o.Thresholds.By {
+			th.By[k] = v
+		}
+	}
+	samples := "blocks"
+	if len(base.Runs) >= 2 && len(cand.Runs) >= 2 {
+		samples = "repeats"
+	}
+	b0, c0 := base.Runs[0], cand.Runs[0]
+	rep := &Report{Schema: Schema, Generator: o.Generator,
+		Settings: Settings{Alpha: o.Alpha, Conf: o.Conf, Thresholds: th, Match: o.Match, Phase: o.Phase, Samples: samples, Rule: Rule},
+		Baseline: sideInfo(base), Candidate: sideInfo(cand),
+		Seams: []Seam{}, Phases: []Aligned{}, Rows: []Row{}, NotCompared: []string{}, Charts: []Chart{}}
+	pairs := rep.pairTargets(b0, c0, o.Match)
+	rep.runSeams(b0, c0)
+	units := rep.align(b0, c0, pairs)
+	if o.Phase != "" {
+		var names []string
+		kept := units[:0]
+		for _, u := range units {
+			names = append(names, u.Name)
+			if u.Name == o.Phase {
+				kept = append(kept, u)
+			}
+		}
+		if len(kept) == 0 {
+			names = slices.Compact(slices.Sorted(slices.Values(names)))
+			return nil, fmt.Errorf("diff: --phase %q: no aligned phase of that name%s (aligned: %s)", o.Phase, Suggest(o.Phase, names), strings.Join(names, ", "))
+		}
+		units = kept
+	}
+	for _, u := range units {
+		u.BaselineIncidents = incidentsIn(b0, u.Target, u.Baseline, u.fleet)
+		u.CandidateIncidents = incidentsIn(c0, u.CandTarget, u.Candidate, u.fleet)
+		rep.Phases = append(rep.Phases, u.Aligned)
+		rep.incidentSeam(&u.Aligned)
+		rep.rows(&u, base, cand, o, th, samples)
+	}
+	return rep, nil
+}
+
+func sideInfo(s Side) SideInfo {
+	info := SideInfo{Dirs: slices.Clone(s.Dirs), Repeats: len(s.Runs), Targets: []string{}}
+	if info.Dirs == nil {
+		info.Dirs = []string{}
+	}
+	for _, t := range s.Runs[0].Targets {
+		info.Targets = append(info.Targets, t.Name)
+	}
+	return info
+}
+
+// pair is a baseline target and the candidate target it is compared with.
+type pair struct{ base, cand *analyze.Target }
+
+// pairTargets matches the first runs' targets by name or by engine; a
+// target left over is a seam.
+func (rep *Report) pairTargets(b0, c0 *analyze.Result, match string) []pair {
+	var out []pair
+	usedC := map[string]bool{}
+	if match == MatchEngine {
+		byEngine := map[string][]*analyze.Target{}
+		for i := range c0.Targets {
+			t := &c0.Targets[i]
+			byEngine[t.Engine] = append(byEngine[t.Engine], t)
+		}
+		for i := range b0.Targets {
+			t := &b0.Targets[i]
+			cs := byEngine[t.Engine]
+			// No candidate target of this engine left.
+			if len(cs) == 0 {
+				rep.Seams = append(rep.Seams, Seam{Kind: SeamTarget, Target: t.Name, Baseline: t.Engine, Candidate: "none",
+					Detail: fmt.Sprintf("the baseline's %s (%s) has no %s target on the candidate side to be compared with", t.Name, t.Engine, t.Engine)})
+				continue
+			}
+			out = append(out, pair{t, cs[0]})
+			usedC[cs[0].Name] = true
+			byEngine[t.Engine] = cs[1:]
+		}
+	} else {
+		for i := range b0.Targets {
+			t := &b0.Targets[i]
+			j := slices.IndexFunc(c0.Targets, func(c analyze.Target) bool { return c.Name == t.Name })
+			if j < 0 {
+				rep.Seams = append(rep.Seams, Seam{Kind: SeamTarget, Target: t.Name, Baseline: t.Name, Candidate: "none",
+					Detail: fmt.Sprintf("target %s is on the baseline side only (match by engine with --match engine)", t.Name)})
+				continue
+			}
+			out = append(out, pair{t, &c0.Targets[j]})
+			usedC[t.Name] = true
+		}
+	}
+	for _, c := range c0.Targets {
+		if !usedC[c.Name] {
+			rep.Seams = append(rep.Seams, Seam{Kind: SeamTarget, Target: c.Name, Baseline: "none", Candidate: c.Name,
+				Detail: fmt.Sprintf("target %s is on the candidate side only", c.Name)})
+		}
+	}
+	for _, p := range out {
+		rep.pairSeams(p)
+	}
+	return out
+}
+
+// pairSeams are the seams between a matched pair: engine, version, model.
+func (rep *Report) pairSeams(p pair) {
+	b, c := p.base, p.cand
+	name := b.Name
+	if c.Name != b.Name {
+		name = b.Name + " ↔ " + c.Name
+	}
+	if b.Engine != c.Engine {
+		rep.Seams = append(rep.Seams, Seam{Kind: SeamEngine, Target: b.Name, Baseline: b.Engine, Candidate: c.Engine, Blocks: true,
+			Detail: fmt.Sprintf("%s: engine %s on the baseline, %s on the candidate: their series count different things, so no verdict is issued", name, b.Engine, c.Engine)})
+	}
+	switch {
+	case b.Version != "" && c.Version != "" && b.Version != c.Version:
+		rep.Seams = append(rep.Seams, Seam{Kind: SeamVersion, Target: b.Name, Baseline: b.Version, Candidate: c.Version, Blocks: true,
+			Detail: fmt.Sprintf("%s: engine version %s on the baseline, %s on the candidate: a version changes what its series count, so no verdict is issued across it (the numbers are shown)", name, b.Version, c.Version)})
+	case (b.Version == "") != (c.Version == ""):
+		rep.Seams = append(rep.Seams, Seam{Kind: SeamVersion, Target: b.Name, Baseline: cmp.Or(b.Version, "unknown"), Candidate: cmp.Or(c.Version, "unknown"),
+			Detail: fmt.Sprintf("%s: the engine version is unknown on one side: compared as if it were the same", name)})
+	}
+	switch {
+	case b.Model != "" && c.Model != "" && b.Model != c.Model:
+		rep.Seams = append(rep.Seams, Seam{Kind: SeamModel, Target: b.Name, Baseline: b.Model, Candidate: c.Model, Blocks: true,
+			Detail: fmt.Sprintf("%s: model %s on the baseline, %s on the candidate: different models (and tokenizers, so a token is not the same unit), so no verdict is issued", name, b.Model, c.Model)})
+	case b.Model == "" || c.Model == "":
+		rep.Seams = append(rep.Seams, Seam{Kind: SeamTokenizer, Target: b.Name, Baseline: cmp.Or(b.Model, "unknown"), Candidate: cmp.Or(c.Model, "unknown"),
+			Detail: fmt.Sprintf("%s: the model, and so the tokenizer, is unknown on a side: token counts are compared as if they were the same unit", name)})
+	}
+}
+
+// runSeams are the seams of the whole runs: gates, span, cadence, the
+// number of engines.
+func (rep *Report) runSeams(b0, c0 *analyze.Result) {
+	if len(b0.Targets) != len(c0.Targets) {
+		rep.Seams = append(rep.Seams, Seam{Kind: SeamEngines, Baseline: fmt.Sprint(len(b0.Targets)), Candidate: fmt.Sprint(len(c0.Targets)),
+			Detail: fmt.Sprintf("%d targets on the baseline, %d on the candidate: fleet sums add different numbers of engines, so fleet rows get no verdict", len(b0.Targets), len(c0.Targets))})
+	}
+	bg, cg := b0.Gates, c0.Gates
+	if bg.Span != cg.Span || bg.SpanByKind != cg.SpanByKind {
+		rep.Seams = append(rep.Seams, Seam{Kind: SeamSpan, Baseline: spanText(bg), Candidate: spanText(cg),
+			Detail: "the published span differs: the per-poll values drawn differ in smoothing; the phase figures and blocks, from the counters across each window, do not depend on it"})
+	}
+	bg.Span, cg.Span, bg.SpanByKind, cg.SpanByKind = rate.Num{}, rate.Num{}, false, false
+	// The completion counters' spans are chosen from each run's data, not
+	// configured: not a seam of how the runs were read.
+	bg.CompletionSpans, cg.CompletionSpans = nil, nil
+	if !reflect.DeepEqual(bg, cg) {
+		rep.Seams = append(rep.Seams, Seam{Kind: SeamGates, Baseline: gatesText(b0.Gates), Candidate: gatesText(c0.Gates),
+			Detail: "the estimator's gates differ: the published per-poll values refuse different windows; the phase figures are read with every gate off and do not depend on them"})
+	}
+	bc, cc := cadences(b0), cadences(c0)
+	if bc != cc {
+		rep.Seams = append(rep.Seams, Seam{Kind: SeamCadence, Baseline: bc, Candidate: cc,
+			Detail: "the recording cadence differs: a phase's blocks hold different numbers of polls and its boundary polls fall differently"})
+	}
+}
+
+func spanText(g analyze.Gates) string {
+	if g.SpanByKind {
+		return "by counter kind"
+	}
+	return numText(g.Span) + " s"
+}
+
+func gatesText(g analyze.Gates) string {
+	return fmt.Sprintf("min_window %s, ceiling %s, jump %s/%s, stale %s", numText(g.MinWindow), numText(g.CeilingFactor),
+		numText(g.JumpFactor), numText(g.JumpFloor), numText(g.StaleFraction))
+}
+
+func numText(n rate.Num) string {
+	if !n.Valid {
+		return "off"
+	}
+	return fmt.Sprintf("%g", n.V)
+}
+
+// cadences lists the recorded intervals of a run's targets, distinct.
+func cadences(r *analyze.Result) string {
+	var xs []string
+	for _, in := range r.Inputs {
+		for _, rec := range in.Recordings {
+			for _, t := range rec.Targets {
+				xs = append(xs, fmt.Sprintf("%g s", float64(t.IntervalNs)/1e9))
+			}
+		}
+	}
+	slices.Sort(xs)
+	return strings.Join(slices.Compact(xs), ", ")
+}
+
+// named are a run's named phases.
+func named(r *analyze.Result) []*phases.Measured {
+	var out []*phases.Measured
+	for i := range r.Phases {
+		if r.Phases[i].Kind == phases.KindNamed {
+			out = append(out, &r.Phases[i])
+		}
+	}
+	return out
+}
+
+// steady are a run's steady phases of target.
+func steady(r *analyze.Result, target string) []*phases.Measured {
+	var out []*phases.Measured
+	for i := range r.Phases {
+		if p := &r.Phases[i]; p.Kind == phases.KindSteady && p.Target == target {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func targetFigures(m *phases.Measured, target string) *phases.Figures {
+	for i := range m.Targets {
+		if m.Targets[i].Target == target {
+			return &m.Targets[i]
+		}
+	}
+	return nil
+}
+
+func fleetFigures(m *phases.Measured) *phases.Figures {
+	if m.Fleet == nil {
+		return nil
+	}
+	return &phases.Figures{Target: FleetTarget, Figures: m.Fleet.Figures}
+}
+
+// align aligns the phases of each pair: by name when both sides have named
+// phases, else by order of steady phases, else busy time.
+func (rep *Report) align(b0, c0 *analyze.Result, pairs []pair) []unit {
+	bn, cn := named(b0), named(c0)
+	if len(bn) > 0 && len(cn) > 0 {
+		return rep.alignNamed(bn, cn, pairs)
+	}
+	if len(bn) > 0 || len(cn) > 0 {
+		side := "baseline"
+		if len(cn) > 0 {
+			side = "candidate"
+		}
+		rep.Seams = append(rep.Seams, Seam{Kind: SeamPhase, Baseline: fmt.Sprintf("%d named", len(bn)), Candidate: fmt.Sprintf("%d named", len(cn)),
+			Detail: fmt.Sprintf("named phases on the %s side only: phases are aligned by the steady phases found instead", side)})
+	}
+	var out []unit
+	for _, p := range pairs {
+		out = append(out, rep.alignOrder(b0, c0, p)...)
+	}
+	return out
+}
+
+func (rep *Report) alignNamed(bn, cn []*phases.Measured, pairs []pair) []unit {
+	var out []unit
+	for _, b := range bn {
+		j := slices.IndexFunc(cn, func(c *phases.Measured) bool { return c.Name == b.Name })
+		if j < 0 {
+			rep.Seams = append(rep.Seams, Seam{Kind: SeamPhase, Phase: b.Name, Baseline: b.Name, Candidate: "none", Blocks: true,
+				Detail: fmt.Sprintf("phase %s is on the baseline side only: not compared", b.Name)})
+			continue
+		}
+		c := cn[j]
+		name := b.Name
+		for _, p := range pairs {
+			bt, ct := p.base.Name, p.cand.Name
+			out = append(out, unit{Aligned: Aligned{Name: name, CandName: name, By: ByName, Target: bt, CandTarget: ct,
+				Baseline: [2]float64{b.Start, b.End}, Candidate: [2]float64{c.Start, c.End}},
+				base: func(r *analyze.Result) *phases.Figures { return namedFigures(r, name, bt) },
+				cand: func(r *analyze.Result) *phases.Figures { return namedFigures(r, name, ct) }})
+		}
+		if len(pairs) > 1 {
+			out = append(out, unit{Aligned: Aligned{Name: name, CandName: name, By: ByName, Target: FleetTarget, CandTarget: FleetTarget,
+				Baseline: [2]float64{b.Start, b.End}, Candidate: [2]float64{c.Start, c.End}}, fleet: true,
+				base: func(r *analyze.Result) *phases.Figures { return namedFigures(r, name, "") },
+				cand: func(r *analyze.Result) *phases.Figures { return namedFigures(r, name, "") }})
+		}
+	}
+	for _, c := range cn {
+		if !slices.ContainsFunc(bn, func(b *phases.Measured) bool { return b.Name == c.Name }) {
+			rep.Seams = append(rep.Seams, Seam{Kind: SeamPhase, Phase: c.Name, Baseline: "none", Candidate: c.Name, Blocks: true,
+				Detail: fmt.Sprintf("phase %s is on the candidate side only: not compared", c.Name)})
+		}
+	}
+	return out
+}
+
+// namedFigures are the figures of target ("": the fleet) over the named
+// phase name of r; nil when r has no such phase.
+func namedFigures(r *analyze.Result, name, target string) *phases.Figures {
+	for _, m := range named(r) {
+		if m.Name != name {
+			continue
+		}
+		if target == "" {
+			return fleetFigures(m)
+		}
+		return targetFigures(m, target)
+	}
+	return nil
+}
+
+// level is a steady phase's load level: its mean running requests.
+func level(f *phases.Figures) rate.Num {
+	if f == nil {
+		return rate.Num{}
+	}
+	g, _ := f.Get("requests_running__mean")
+	return g.Value
+}
+
+func (rep *Report) alignOrder(b0, c0 *analyze.Result, p pair) []unit {
+	bt, ct := p.base.Name, p.cand.Name
+	bs, cs := steady(b0, bt), steady(c0, ct)
+	why := ""
+	switch {
+	case len(bs) == 0 || len(cs) == 0:
+		why = fmt.Sprintf("%d steady phases on the baseline, %d on the candidate", len(bs), len(cs))
+	case len(bs) != len(cs):
+		why = fmt.Sprintf("%d steady phases on the baseline, %d on the candidate: not aligned by order", len(bs), len(cs))
+	default:
+		for k := range bs {
+			lb, lc := level(targetFigures(bs[k], bt)), level(targetFigures(cs[k], ct))
+			if !lb.Valid || !lc.Valid || lb.V <= 0 || lc.V <= 0 || math.Abs(math.Log(lc.V/lb.V)) > math.Log(LevelFactor) {
+				why = fmt.Sprintf("steady phase %d runs %s requests on the baseline, %s on the candidate: not one load level", k+1, numText(lb), numText(lc))
+				break
+			}
+		}
+	}
+	// Not aligned by order: the busy time of each, saying why.
+	if why != "" {
+		rep.Seams = append(rep.Seams, Seam{Kind: SeamPhase, Target: bt, Phase: "busy", Baseline: fmt.Sprintf("%d steady", len(bs)), Candidate: fmt.Sprintf("%d steady", len(cs)),
+			Detail: fmt.Sprintf("%s: %s; compared over the busy time (the steady phases together)", bt, why)})
+		u := unit{Aligned: Aligned{Name: "busy", CandName: "busy", By: ByBusy, Target: bt, CandTarget: ct,
+			Baseline: busySpan(bs), Candidate: busySpan(cs)},
+			base: func(r *analyze.Result) *phases.Figures { return busyFigures(r, bt) },
+			cand: func(r *analyze.Result) *phases.Figures { return busyFigures(r, ct) }}
+		return []unit{u}
+	}
+	var out []unit
+	for k := range bs {
+		out = append(out, unit{Aligned: Aligned{Name: bs[k].Name, CandName: cs[k].Name, By: ByOrder, Target: bt, CandTarget: ct,
+			Baseline: [2]float64{bs[k].Start, bs[k].End}, Candidate: [2]float64{cs[k].Start, cs[k].End}},
+			base: func(r *analyze.Result) *phases.Figures { return steadyFigures(r, bt, k) },
+			cand: func(r *analyze.Result) *phases.Figures { return steadyFigures(r, ct, k) }})
+	}
+	return out
+}
+
+func busySpan(ms []*phases.Measured) [2]float64 {
+	if len(ms) == 0 {
+		return [2]float64{}
+	}
+	return [2]float64{ms[0].Start, ms[len(ms)-1].End}
+}
+
+func busyFigures(r *analyze.Result, target string) *phases.Figures {
+	for i := range r.Targets {
+		if r.Targets[i].Name == target {
+			return &r.Targets[i].Summary.Busy
+		}
+	}
+	return nil
+}
+
+// steadyFigures are the figures of target's k-th steady phase in r; nil
+// when r has fewer.
+func steadyFigures(r *analyze.Result, target string, k int) *phases.Figures {
+	ss := steady(r, target)
+	if k >= len(ss) {
+		return nil
+	}
+	return targetFigures(ss[k], target)
+}
+
+// incidentsIn counts the incidents of target (any target for the fleet)
+// that overlap span, by kind.
+func incidentsIn(r *analyze.Result, target string, span [2]float64, fleet bool) map[string]int {
+	out := map[string]int{}
+	for _, inc := range r.Incidents {
+		if !fleet && string(inc.Target) != target {
+			continue
+		}
+		a, b := incidentSpan(&inc)
+		if b < span[0] || a > span[1] {
+			continue
+		}
+		out[inc.Kind]++
+	}
+	return out
+}
+
+// incidentSpan is an incident's time range: [start, end], or its instant.
+func incidentSpan(inc *findings.Incident) (float64, float64) {
+	switch {
+	case inc.Start.Valid && inc.End.Valid:
+		return inc.Start.V, inc.End.V
+	case inc.Start.Valid:
+		return inc.Start.V, math.Inf(1)
+	case inc.T.Valid:
+		return inc.T.V, inc.T.V
+	}
+	return math.Inf(-1), math.Inf(-1)
+}
+
+// incidentSeam names the incidents inside an aligned phase.
+func (rep *Report) incidentSeam(a *Aligned) {
+	if len(a.BaselineIncidents) == 0 && len(a.CandidateIncidents) == 0 {
+		return
+	}
+	rep.Seams = append(rep.Seams, Seam{Kind: SeamIncidents, Target: a.Target, Phase: a.Name,
+		Baseline: kinds(a.BaselineIncidents), Candidate: kinds(a.CandidateIncidents),
+		Detail: fmt.Sprintf("%s, %s: incidents inside the compared phase (baseline: %s; candidate: %s): the figures leave out an interval across a restart, not a stall or a gap",
+			a.Name, a.Target, kinds(a.BaselineIncidents), kinds(a.CandidateIncidents))})
+}
+
+// kinds lists counts by kind, "3 gap, 1 restart"; "none".
+func kinds(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(mapsKeys(m)) {
+		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func mapsKeys(m map[string]int) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// rows compares every quantity of unit u.
+func (rep *Report) rows(u *unit, base, cand Side, o Options, th Thresholds, samples string) {
+	blocking := rep.blockingSeams(u)
+	for _, q := range Quantities {
+		bf, bxs := gather(base.Runs, u.base, q.Figure, samples)
+		cf, cxs := gather(cand.Runs, u.cand, q.Figure, samples)
+		// Neither side published it: no row, a line saying so.
+		if !bf.Value.Valid && !cf.Value.Valid && len(bxs) == 0 && len(cxs) == 0 {
+			if !u.fleet || slices.Contains(fleetKeys, q.Key) {
+				rep.NotCompared = append(rep.NotCompared, fmt.Sprintf("%s on %s, %s: %s", q.Label, u.Target, u.Name, absentWhy(bf, cf)))
+			}
+			continue
+		}
+		r := stat.Compare(bxs, cxs, o.Conf)
+		row := Row{Phase: u.Name, Target: u.Target, CandTarget: u.CandTarget, Quantity: q.Key, Label: q.Label, Unit: q.Unit, Better: q.Better,
+			Baseline: value(bf, r.Base), Candidate: value(cf, r.Cand),
+			Change: num(r.Change), ChangeLo: num(r.ChangeLo), ChangeHi: num(r.ChangeHi), P: num(r.P), Method: r.Method,
+			Samples: samples, Threshold: th.Of(q.Key), Notes: []string{}}
+		row.Verdict, row.Why = verdict(r, q, row.Threshold, o.Alpha, blocking, samples, u.fleet)
+		if n := kinds(u.BaselineIncidents); n != "none" {
+			row.Notes = append(row.Notes, "baseline incidents inside: "+n)
+		}
+		if n := kinds(u.CandidateIncidents); n != "none" {
+			row.Notes = append(row.Notes, "candidate incidents inside: "+n)
+		}
+		if u.By != ByName && u.Name != u.CandName {
+			row.Notes = append(row.Notes, fmt.Sprintf("baseline %s aligned with candidate %s by %s", u.Name, u.CandName, u.By))
+		}
+		rep.Rows = append(rep.Rows, row)
+		if base.Polls != nil && cand.Polls != nil && q.Cell != "" && !u.fleet {
+			rep.Charts = append(rep.Charts, Chart{Phase: u.Name, Target: u.Target, CandTarget: u.CandTarget, Quantity: q, Verdict: row.Verdict,
+				Baseline:           base.Polls.points(u.Target, q.Cell, u.Baseline),
+				Candidate:          cand.Polls.points(u.CandTarget, q.Cell, u.Candidate),
+				BaselineIncidents:  spans(base.Runs[0], u.Target, u.Baseline, "baseline"),
+				CandidateIncidents: spans(cand.Runs[0], u.CandTarget, u.Candidate, "candidate")})
+		}
+	}
+}
+
+// fleetKeys are the quantities a fleet figure exists for.
+var fleetKeys = []string{"decode", "prompt", "requests", "preemptions"}
+
+// blockingSeams are the seams that leave u's rows without a verdict, as one
+// sentence; "" none.
+func (rep *Report) blockingSeams(u *unit) string {
+	var why []string
+	for _, s := range rep.Seams {
+		if !s.Blocks || s.Kind == SeamPhase {
+			continue
+		}
+		if s.Target == "" || s.Target == u.Target || u.fleet {
+			why = append(why, fmt.Sprintf("%s %s → %s", s.Kind, s.Baseline, s.Candidate))
+		}
+	}
+	if u.fleet {
+		for _, s := range rep.Seams {
+			if s.Kind == SeamEngines || s.Kind == SeamTarget {
+				why = append(why, fmt.Sprintf("%s %s → %s", s.Kind, s.Baseline, s.Candidate))
+			}
+		}
+	}
+	return strings.Join(slices.Compact(why), "; ")
+}
+
+// gather is the first run's figure and the samples of name over the runs:
+// one value per run (repeats), or every run's blocks.
+func gather(runs []*analyze.Result, figs func(*analyze.Result) *phases.Figures, name, samples string) (phases.Figure, []float64) {
+	var first phases.Figure
+	var xs []float64
+	for i, r := range runs {
+		fs := figs(r)
+		if fs == nil {
+			continue
+		}
+		f, ok := fs.Get(name)
+		if !ok {
+			continue
+		}
+		if i == 0 {
+			first = f
+		}
+		if samples == "repeats" {
+			if f.Value.Valid {
+				xs = append(xs, f.Value.V)
+			}
+			continue
+		}
+		xs = append(xs, blockValues(&f)...)
+	}
+	if first.Name == "" {
+		first = phases.Figure{Name: name, Reason: "no such phase in the first run"}
+	}
+	return first, xs
+}
+
+func absentWhy(b, c phases.Figure) string {
+	if b.Reason == c.Reason && b.Reason != "" {
+		return "null on both sides (" + b.Reason + ")"
+	}
+	return fmt.Sprintf("null on both sides (baseline %s, candidate %s)", cmp.Or(b.Reason, "no value"), cmp.Or(c.Reason, "no value"))
+}
+
+func value(f phases.Figure, e stat.Estimate) Value {
+	return Value{Figure: f.Value, Source: f.Source, Reason: f.Reason, N: e.N, Median: num(e.Median), Lo: num(e.Lo), Hi: num(e.Hi)}
+}
+
+// num is x, null for NaN and infinities (JSON has neither).
+func num(x float64) rate.Num {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return rate.Num{}
+	}
+	return rate.Some(x)
+}
+
+// verdict applies the rule of the package comment.
+func verdict(r stat.Result, q Quantity, threshold, alpha float64, blocking, samples string, fleet bool) (string, string) {
+	if r.Insufficient != "" {
+		why := r.Insufficient
+		switch {
+		case samples == "repeats":
+			why += " (one value per run folder: give at least 4 repeats a side, or one run a side to compare blocks of each phase)"
+		case fleet:
+			why += " (a fleet sum has no blocks: give at least 4 repeats a side)"
+		default:
+			why += " (blocks of the phase: a longer phase gives more)"
+		}
+		return Insufficient, why
+	}
+	ci := fmt.Sprintf("%s [%s, %s]", pct(r.Change), pct(r.ChangeLo), pct(r.ChangeHi))
+	if blocking != "" {
+		return Unlike, "not compared across " + blocking + "; the change would be " + ci
+	}
+	// No relative change (a zero baseline): the same when nothing differs,
+	// else no verdict either way (a change from 0 has no size in %).
+	if math.IsNaN(r.Change) {
+		switch {
+		case r.Base.Median == 0 && r.Cand.Median == 0:
+			return Same, "the median is 0 on both sides"
+		case !r.Significant(alpha):
+			return Same, fmt.Sprintf("the baseline's median is 0, the candidate's %g; p=%.3g: not significant at %g", r.Cand.Median, r.P, alpha)
+		}
+		return Insufficient, fmt.Sprintf("the baseline's median is 0, the candidate's %g (p=%.3g): a change from 0 has no relative size; compare the values", r.Cand.Median, r.P)
+	}
+	dir := r.Beyond(threshold)
+	sig := r.Significant(alpha)
+	if !sig || dir == 0 {
+		why := fmt.Sprintf("%s, p=%.3g", ci, r.P)
+		switch {
+		case !sig:
+			why += fmt.Sprintf(": not significant at %g", alpha)
+		default:
+			why += fmt.Sprintf(": the interval reaches inside ±%g%%", 100*threshold)
+		}
+		return Same, why
+	}
+	good := (dir > 0) == (q.Better == Higher)
+	why := fmt.Sprintf("%s, p=%.3g: beyond ±%g%%, %s is better", ci, r.P, 100*threshold, q.Better)
+	if good {
+		return Better, why
+	}
+	return Worse, why
+}
+
+// pct formats a fraction as a signed percentage.
+func pct(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "?"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*x)
+}
+
+// spans are the incidents of target inside span on the run, phase-relative.
+func spans(r *analyze.Result, target string, span [2]float64, side string) []Span {
+	out := []Span{}
+	for _, inc := range r.Incidents {
+		if string(inc.Target) != target {
+			continue
+		}
+		a, b := incidentSpan(&inc)
+		if b < span[0] || a > span[1] {
+			continue
+		}
+		a, b = max(a, span[0]), min(b, span[1])
+		out = append(out, Span{From: a - span[0], To: b - span[0], Label: side + ": " + inc.Kind + ": " + inc.Detail})
+	}
+	return out
+}
+
+// FailOn says which rows fail a CI gate: list holds "worse" (every
+// quantity), quantity keys (those quantities), and "unlike" or
+// "insufficient" (a row that could not be compared fails too). It returns
+// the failing rows, as lines.
+func (rep *Report) FailOn(list []string) []string {
+	all := slices.Contains(list, Worse)
+	var out []string
+	for _, r := range rep.Rows {
+		fail := false
+		switch r.Verdict {
+		case Worse:
+			fail = all || slices.Contains(list, r.Quantity)
+		case Unlike, Insufficient:
+			fail = slices.Contains(list, r.Verdict)
+		}
+		if fail {
+			out = append(out, fmt.Sprintf("%s, %s on %s: %s (%s)", r.Phase, r.Label, r.Target, r.Verdict, r.Why))
+		}
+	}
+	return out
+}
+
+// CheckFailOn checks a --fail-on list: "worse", "unlike", "insufficient"
+// or quantity keys.
+func CheckFailOn(list []string) error {
+	words := append([]string{Worse, Unlike, Insufficient}, QuantityKeys()...)
+	for _, w := range list {
+		if !slices.Contains(words, w) {
+			return fmt.Errorf("--fail-on: %q is not worse, unlike, insufficient or a quantity%s (quantities: %s)", w, Suggest(w, words), strings.Join(QuantityKeys(), ", "))
+		}
+	}
+	return nil
+}

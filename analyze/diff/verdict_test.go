@@ -1,0 +1,60 @@
+package diff
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/llmrec/llmrec/analyze/diff/stat"
+)
+
+// The verdict rule on results made by package stat from small samples.
+func TestVerdictRule(t *testing.T) {
+	decode, _ := quantity("decode")
+	ttft, _ := quantity("ttft_p99")
+	preempt, _ := quantity("preemptions")
+	same := []float64{100, 101, 99, 100.5, 99.5, 100.2}
+	scaled := func(f float64) []float64 {
+		out := make([]float64, len(same))
+		for i, x := range same {
+			out[i] = x * f
+		}
+		return out
+	}
+	cases := []struct {
+		name       string
+		q          Quantity
+		base, cand []float64
+		blocking   string
+		want, why  string
+	}{
+		{"10 % slower decode", decode, same, scaled(0.9), "", Worse, "beyond ±5%"},
+		{"10 % faster decode", decode, same, scaled(1.1), "", Better, "higher is better"},
+		{"10 % longer TTFT", ttft, same, scaled(1.1), "", Worse, "lower is better"},
+		{"10 % shorter TTFT", ttft, same, scaled(0.9), "", Better, ""},
+		{"2 % slower, inside 5 %", decode, same, scaled(0.98), "", Same, "reaches inside ±5%"},
+		{"the same", decode, same, same, "", Same, "not significant"},
+		{"across a version seam", decode, same, scaled(0.5), "version 1 → 2", Unlike, "not compared across version 1 → 2"},
+		{"three values", decode, same[:3], scaled(0.5), "", Insufficient, "baseline has 3 values"},
+		{"no preemptions on either side", preempt, []float64{0, 0, 0, 0}, []float64{0, 0, 0, 0}, "", Same, "0 on both sides"},
+		{"preemptions from none", preempt, []float64{0, 0, 0, 0, 0, 0}, []float64{1, 2, 1, 3, 2, 1}, "", Insufficient, "no relative size"},
+	}
+	for _, c := range cases {
+		r := stat.Compare(c.base, c.cand, 0.95)
+		got, why := verdict(r, c.q, 0.05, 0.05, c.blocking, "blocks", false)
+		if got != c.want || !strings.Contains(why, c.why) {
+			t.Errorf("%s: %s (%s), want %s with %q", c.name, got, why, c.want, c.why)
+		}
+	}
+	// Significant, and beyond the threshold: both are needed.
+	r := stat.Compare(same, scaled(0.9), 0.95)
+	if !r.Significant(0.05) || math.IsNaN(r.ChangeHi) {
+		t.Fatalf("%+v", r)
+	}
+	if got, _ := verdict(r, decode, 0.12, 0.05, "", "blocks", false); got != Same {
+		t.Errorf("10 %% under a 12 %% threshold: %s", got)
+	}
+	if got, _ := verdict(r, decode, 0.05, 1e-9, "", "blocks", false); got != Same {
+		t.Errorf("10 %% at alpha 1e-9: %s", got)
+	}
+}

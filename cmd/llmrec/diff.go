@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/analyze/diff"
+	"github.com/llmrec/llmrec/analyze/phases"
+	"github.com/llmrec/llmrec/record"
+	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/render"
+)
+
+const diffUsage = `Usage: llmrec diff BASE... -- CAND... [--phase NAME] [--match name|engine] [--threshold [QTY=]P%]...
+                   [--fail-on worse|QTY,...] [--md FILE] [-o FILE.html] [--json FILE] [--config FILE]
+
+Is the candidate faster or slower than the baseline, by how much, and can
+the reviewer trust it? BASE and CAND are run folders, one or more a side
+(repeats of one configuration), each analysed as "llmrec analyze" does.
+
+Phases are aligned by name (named phases, marked while recording or given
+with --phases / --candidate-phases, on both sides), else by order of each
+target's steady phases when both sides have as many at matching load
+levels (mean running requests within a factor 1.25), else over each
+target's busy time. Targets are matched by name, or with --match engine by
+engine (the k-th target of an engine on each side, by name).
+
+Per aligned phase, target (and the fleet, over named phases) and quantity
+(decode and prompt tokens/s, requests/s, TTFT/TPOT/ITL/e2e/queue p50 and
+p99, preemptions/s, max KV usage, prefix-hit ratio): the baseline and
+candidate medians with their intervals, the change with its interval, the
+p-value and a verdict. The values compared are never overlapping polls:
+with two or more run folders a side, one value per run (the phase figure
+from the engine's own counters); with one, the phase's non-overlapping
+blocks. The test is Mann-Whitney U, the change's interval Hodges-Lehmann
+(package analyze/diff/stat; docs/diff-format.md).
+
+Verdicts: "better" or "worse" only when the test is significant at alpha
+(0.05) AND the change's whole interval lies beyond the quantity's noise
+threshold (default 5 %) on one side; "unlike" across a seam that makes the
+sides different things (engine, engine version, model): the numbers are
+shown, no verdict is issued; "insufficient" when the samples cannot
+support one (saying what is missing); "~" otherwise. Higher is better for
+throughputs and ratios, lower for latencies, preemptions and KV usage.
+
+The seams come first: different engine, version, model or tokenizer,
+gates, span, cadence, number of engines, a target or phase on one side
+only, incidents inside a compared phase.
+
+Outputs: the table on stdout; --md FILE a pull-request summary (the verdict
+table first, at most 40 visible lines, the rest folded); -o FILE.html one
+offline page with the verdict table and each quantity's baseline and
+candidate overlaid on a phase-relative axis with both runs' incidents;
+--json FILE the comparison (schema llmrec.diff/1, docs/diff-format.md).
+"-" writes to stdout (the table then goes to stderr).
+
+Exit status: 0 compared; 1 a --fail-on verdict (or a file that could not be
+read); 2 the command line was wrong.
+
+Quantities: ` + "QUANTITIES" + `
+
+Examples:
+  llmrec diff runs/main -- runs/pr
+  llmrec diff runs/main-1 runs/main-2 runs/main-3 runs/main-4 -- runs/pr-1 runs/pr-2 runs/pr-3 runs/pr-4
+  llmrec diff runs/main -- runs/pr --threshold 3% --threshold ttft_p99=10% --fail-on worse --md diff.md
+  llmrec diff runs/a -- runs/b --match engine --phase "steady 1" -o diff.html --json diff.json
+
+Config file (TOML; flags given on the command line win or add):
+  threshold = "5%"            # every quantity
+  fail_on = ["worse"]         # or quantities: ["decode", "ttft_p99"]
+  alpha = 0.05
+  conf = 0.95
+  [thresholds]                # per quantity
+  ttft_p99 = "10%"
+`
+
+// diffFile is the TOML form of the diff's settings.
+type diffFile struct {
+	Threshold  string            `toml:"threshold"`
+	Thresholds map[string]string `toml:"thresholds"`
+	FailOn     []string          `toml:"fail_on"`
+	Alpha      float64           `toml:"alpha"`
+	Conf       float64           `toml:"conf"`
+}
+
+// splitSides splits the arguments at the first "--" into the baseline's
+// and the candidate's folders, and the flags of either part.
+func splitSides(args []string, bools map[string]bool) (flags, base, cand []string, sep bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" && !sep {
+			sep = true
+			continue
+		}
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && !bools[name] && i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		if sep {
+			cand = append(cand, a)
+		} else {
+			base = append(base, a)
+		}
+	}
+	return flags, base, cand, sep
+}
+
+func diffRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlags("diff", strings.Replace(diffUsage, "QUANTITIES", strings.Join(diff.QuantityKeys(), ", "), 1), stderr)
+	phase := fs.String("phase", "", "compare only the aligned phase of this name")
+	match := fs.String("match", diff.MatchName, "match targets by name or by engine")
+	var thresholds multiFlag
+	fs.Var(&thresholds, "threshold", "noise threshold: 5% for every quantity, or QTY=10% (repeatable; default 5%)")
+	var failOn multiFlag
+	fs.Var(&failOn, "fail-on", `exit 1 when a row is "worse": worse (any quantity) or quantities, comma-separated (unlike, insufficient: those too)`)
+	alpha := fs.Float64("alpha", 0, "the test's level (default 0.05, or the config's)")
+	conf := fs.Float64("conf", 0, "the intervals' confidence (default 0.95, or the config's)")
+	md := fs.String("md", "", `write a Markdown summary to FILE ("-": stdout)`)
+	out := fs.String("out", "", "write one offline HTML page to FILE")
+	fs.StringVar(out, "o", "", "short for --out")
+	jsonPath := fs.String("json", "", `write the comparison as JSON to FILE ("-": stdout)`)
+	configPath := fs.String("config", "", "TOML file with thresholds, fail_on, alpha, conf")
+	basePhases := fs.String("phases", "", "named phases of the baseline's runs (CSV name,start,end or JSON, as llmrec analyze)")
+	candPhases := fs.String("candidate-phases", "", "named phases of the candidate's runs")
+	quiet := fs.Bool("quiet", false, "no progress output")
+	flags, base, cand, sep := splitSides(args, map[string]bool{"quiet": true, "h": true, "help": true})
+	if err := parseFlags(fs, flags); err != nil {
+		return err
+	}
+	switch {
+	case !sep:
+		return fmt.Errorf("%w: diff: want BASE... -- CAND...: the baseline's run folders, \"--\", the candidate's", errUsage)
+	case len(base) == 0:
+		return fmt.Errorf("%w: diff: no baseline run folder before \"--\"", errUsage)
+	case len(cand) == 0:
+		return fmt.Errorf("%w: diff: no candidate run folder after \"--\"", errUsage)
+	case *match != diff.MatchName && *match != diff.MatchEngine:
+		return fmt.Errorf("%w: diff: --match %q: want name or engine", errUsage, *match)
+	case *md == "-" && *jsonPath == "-":
+		return fmt.Errorf("%w: diff: --md and --json cannot both write to stdout", errUsage)
+	}
+	o := diff.Options{Phase: *phase, Match: *match, Generator: "llmrec " + capture.Version}
+	var fails []string
+	th := &diff.Thresholds{Default: diff.DefaultThreshold}
+	if *configPath != "" {
+		c, err := loadDiffConfig(*configPath, th)
+		if err != nil {
+			return err
+		}
+		o.Alpha, o.Conf, fails = c.Alpha, c.Conf, c.FailOn
+	}
+	// The flags come after the config's: theirs win.
+	for _, t := range thresholds {
+		if err := th.Set(t); err != nil {
+			return fmt.Errorf("%w: diff: --threshold: %v", errUsage, err)
+		}
+	}
+	o.Thresholds = th
+	if *alpha != 0 {
+		o.Alpha = *alpha
+	}
+	if *conf != 0 {
+		o.Conf = *conf
+	}
+	if !(o.Alpha >= 0 && o.Alpha < 1) || !(o.Conf >= 0 && o.Conf < 1) {
+		return fmt.Errorf("%w: diff: --alpha and --conf are between 0 and 1", errUsage)
+	}
+	for _, f := range failOn {
+		for _, w := range strings.Split(f, ",") {
+			if w = strings.TrimSpace(w); w != "" {
+				fails = append(fails, w)
+			}
+		}
+	}
+	if err := diff.CheckFailOn(fails); err != nil {
+		return fmt.Errorf("%w: diff: %v", errUsage, err)
+	}
+	var bp, cp []phases.Phase
+	for _, x := range []struct {
+		path string
+		dst  *[]phases.Phase
+	}{{*basePhases, &bp}, {*candPhases, &cp}} {
+		if x.path == "" {
+			continue
+		}
+		ps, err := phases.ReadFile(x.path)
+		if err != nil {
+			return fmt.Errorf("%w: diff: %v", errUsage, err)
+		}
+		*x.dst = ps
+	}
+	charts := *out != ""
+	progress := stderr
+	if *quiet {
+		progress = io.Discard
+	}
+	// One run on either side: the phases' blocks are the samples.
+	blocks := len(base) < 2 || len(cand) < 2
+	bs, bproblems, err := analyzeSide("baseline", base, bp, charts, blocks, progress, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeSide(bs)
+	cs, cproblems, err := analyzeSide("candidate", cand, cp, charts, blocks, progress, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeSide(cs)
+	rep, err := diff.Compare(bs, cs, o)
+	if err != nil {
+		if *phase != "" {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		return err
+	}
+	table := stdout
+	if *md == "-" || *jsonPath == "-" {
+		table = stderr
+	}
+	if err := render.DiffText(table, rep); err != nil {
+		return err
+	}
+	if *jsonPath != "" {
+		write := func(w io.Writer) error { return diff.WriteJSON(w, rep) }
+		if err := writeTo(*jsonPath, stdout, write); err != nil {
+			return err
+		}
+	}
+	if *md != "" {
+		if err := writeTo(*md, stdout, func(w io.Writer) error { return render.DiffMarkdown(w, rep) }); err != nil {
+			return err
+		}
+	}
+	if *out != "" {
+		page, err := render.DiffReport(rep)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(*out, func(w io.Writer) error { return render.HTML(w, page) }); err != nil {
+			return err
+		}
+	}
+	if failed := rep.FailOn(fails); len(failed) > 0 {
+		return fmt.Errorf("diff: --fail-on %s: %d row(s): %s", strings.Join(fails, ","), len(failed), strings.Join(failed, "; "))
+	}
+	if n := bproblems + cproblems; n > 0 {
+		return fmt.Errorf("%d file(s) could not be read (listed above); the rest was compared", n)
+	}
+	return nil
+}
+
+// writeTo writes to path, or to stdout for "-".
+func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
+	if path == "-" {
+		return write(stdout)
+	}
+	return writeFile(path, write)
+}
+
+// analyzeSide analyses each folder of a side on its own (each a repeat);
+// the first keeps its polls' values for the charts when asked.
+// With blocks, each phase's figures carry their blocks (the samples when a
+// side has one run).
+func analyzeSide(name string, dirs []string, named []phases.Phase, charts, blocks bool, progress, stderr io.Writer) (diff.Side, int, error) {
+	s := diff.Side{Dirs: dirs}
+	if charts {
+		s.Polls = diff.NewPolls()
+	}
+	problems := 0
+	for i, dir := range dirs {
+		opts := analyze.Options{Dirs: []string{dir}, Phases: named, SkipPolls: true, Blocks: blocks}
+		if i == 0 && charts {
+			opts.SkipPolls, opts.Polls = false, s.Polls.Add
+		}
+		fmt.Fprintf(progress, "diff: analysing the %s's %s\n", name, dir)
+		res, err := analyze.Analyze(opts)
+		if err != nil {
+			closeSide(s)
+			return diff.Side{}, 0, fmt.Errorf("diff: %s %s: %w", name, dir, err)
+		}
+		for _, p := range res.Problems {
+			fmt.Fprintf(stderr, "diff: %s %s: %s: %s\n", name, dir, p.File, p.Error)
+		}
+		problems += len(res.Problems)
+		s.Runs = append(s.Runs, res)
+	}
+	return s, problems, nil
+}
+
+func closeSide(s diff.Side) {
+	for _, r := range s.Runs {
+		r.Close()
+	}
+}
+
+// loadDiffConfig reads a diff config file into th and the rest.
+func loadDiffConfig(path string, th *diff.Thresholds) (diffFile, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return diffFile{}, fmt.Errorf("%w: diff: read config: %w", errUsage, err)
+	}
+	var f diffFile
+	md, err := toml.Decode(string(text), &f)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return diffFile{}, fmt.Errorf("%w: %s:%d: %s", errUsage, path, pe.Position.Line, pe.Message)
+		}
+		return diffFile{}, fmt.Errorf("%w: %s: %v", errUsage, path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return diffFile{}, fmt.Errorf("%w: %s:%d: unknown key %q", errUsage, path, record.KeyLine(text, und[0]), und[0].String())
+	}
+	if f.Threshold != "" {
+		if err := th.Set(f.Threshold); err != nil {
+			return diffFile{}, fmt.Errorf("%w: %s: threshold: %v", errUsage, path, err)
+		}
+	}
+	for k, v := range f.Thresholds {
+		if err := th.Set(k + "=" + v); err != nil {
+			return diffFile{}, fmt.Errorf("%w: %s:%d: thresholds: %v", errUsage, path, record.KeyLine(text, toml.Key{"thresholds", k}), err)
+		}
+	}
+	return f, nil
+}

@@ -1,0 +1,218 @@
+package render_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmrec/llmrec/analyze/diff"
+	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/render"
+	"github.com/llmrec/llmrec/render/browsertest"
+)
+
+// sampleDiff is a comparison as package diff returns it, written out by
+// hand: rendering computes nothing, so any numbers will do. Its target,
+// phase and seam texts come from n.
+func sampleDiff(n names, targets int) *diff.Report {
+	rep := &diff.Report{Schema: diff.Schema, Generator: "llmrec test",
+		Settings: diff.Settings{Alpha: 0.05, Conf: 0.95, Thresholds: diff.Thresholds{Default: 0.05, By: map[string]float64{"ttft_p99": 0.1}},
+			Match: diff.MatchName, Samples: "blocks", Rule: diff.Rule},
+		Baseline:  diff.SideInfo{Dirs: []string{"runs/main"}, Repeats: 1, Targets: []string{n.Target}},
+		Candidate: diff.SideInfo{Dirs: []string{"runs/" + n.Config}, Repeats: 1, Targets: []string{n.Target}},
+		Seams: []diff.Seam{
+			{Kind: diff.SeamVersion, Target: n.Target, Baseline: "0.10.1.1", Candidate: n.Engine, Blocks: true, Detail: n.Target + ": engine version 0.10.1.1 on the baseline, " + n.Engine + " on the candidate"},
+			{Kind: diff.SeamIncidents, Target: n.Target, Phase: "steady 1", Baseline: "none", Candidate: "1 restart", Detail: "an incident: " + n.Label},
+		},
+		NotCompared: []string{"ITL p50 on " + n.Target + ", steady 1: null on both sides (not_exported)"},
+	}
+	verdicts := []string{diff.Worse, diff.Better, diff.Same, diff.Unlike, diff.Insufficient}
+	for k := range targets {
+		target := fmt.Sprintf("%s-%d", n.Target, k)
+		for i, q := range diff.Quantities {
+			v := verdicts[(i+k)%len(verdicts)]
+			base := 100 + float64(i)
+			ch := -0.1 + 0.02*float64(i%7)
+			r := diff.Row{Phase: "steady 1", Target: target, CandTarget: target, Quantity: q.Key, Label: q.Label, Unit: q.Unit, Better: q.Better,
+				Baseline:  diff.Value{Figure: rate.Some(base), Source: "computed:Δ" + n.Series + "/Δt", N: 8, Median: rate.Some(base), Lo: rate.Some(base * 0.98), Hi: rate.Some(base * 1.01)},
+				Candidate: diff.Value{Figure: rate.Some(base * (1 + ch)), Source: "computed:Δ" + n.Series + "/Δt", N: 8, Median: rate.Some(base * (1 + ch)), Lo: rate.Some(base * (1 + ch) * 0.99), Hi: rate.Some(base * (1 + ch) * 1.02)},
+				Change:    rate.Some(ch), ChangeLo: rate.Some(ch - 0.01), ChangeHi: rate.Some(ch + 0.01), P: rate.Some(0.0011),
+				Method: "Mann-Whitney U", Samples: "blocks", Threshold: 0.05, Verdict: v, Why: "why: " + n.Label, Notes: []string{"note: " + n.Model}}
+			if v == diff.Insufficient {
+				r.Baseline.Median, r.Change, r.ChangeLo, r.ChangeHi, r.P = rate.Num{}, rate.Num{}, rate.Num{}, rate.Num{}, rate.Num{}
+			}
+			rep.Rows = append(rep.Rows, r)
+			if i < 3 {
+				c := diff.Chart{Phase: "steady 1", Target: target, CandTarget: target, Quantity: q, Verdict: v,
+					BaselineIncidents:  []diff.Span{},
+					CandidateIncidents: []diff.Span{{From: 10, To: 14, Label: "candidate: restart: " + n.Label}}}
+				for s := range 60 {
+					cell := rate.Cell{Value: rate.Some(base + float64(s%5)), Source: n.Series, Window: rate.Some(1)}
+					c.Baseline = append(c.Baseline, diff.Point{T: float64(s) + 0.3, Cell: cell})
+					cell.Value = rate.Some(base*(1+ch) + float64(s%3))
+					if s == 20 {
+						cell = rate.Cell{Source: n.Series, Reason: rate.ReasonStale}
+					}
+					c.Candidate = append(c.Candidate, diff.Point{T: float64(s) + 0.6, Cell: cell})
+				}
+				rep.Charts = append(rep.Charts, c)
+			}
+		}
+	}
+	return rep
+}
+
+func diffMarkdown(t *testing.T, rep *diff.Report) string {
+	t.Helper()
+	var b strings.Builder
+	if err := render.DiffMarkdown(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// diffVisibleLines counts the lines GitHub shows before anything is unfolded.
+func diffVisibleLines(md string) int {
+	n, folded := 0, false
+	for _, l := range strings.Split(strings.TrimRight(md, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "<details>"):
+			n++ // its summary shows
+			folded = true
+		case l == "</details>":
+			folded = false
+		case !folded:
+			n++
+		}
+	}
+	return n
+}
+
+// The summary for a pull request: the verdict table first, at most 40
+// lines visible, the rest folded; every outside string escaped.
+func TestDiffMarkdown(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		n    names
+		k    int
+	}{{"diff.md.golden", plain, 1}, {"diff-hostile.md.golden", hostile, 1}, {"diff-long.md.golden", plain, 8}} {
+		md := diffMarkdown(t, sampleDiff(c.n, c.k))
+		golden(t, c.name, md)
+		if v := diffVisibleLines(md); v > render.MaxDiffVisible {
+			t.Errorf("%s: %d visible lines, at most %d", c.name, v, render.MaxDiffVisible)
+		}
+		if i, j := strings.Index(md, "| phase |"), strings.Index(md, "<summary>Seams"); i < 0 || j < i {
+			t.Errorf("%s: the verdict table is not first", c.name)
+		}
+	}
+	md := diffMarkdown(t, sampleDiff(hostile, 1))
+	for _, bad := range []string{"<img", "<script", "x](javascript"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("hostile summary holds %q unescaped", bad)
+		}
+	}
+}
+
+// The terminal table names the seams first and every row's verdict.
+func TestDiffText(t *testing.T) {
+	var b bytes.Buffer
+	if err := render.DiffText(&b, sampleDiff(plain, 1)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if i, j := strings.Index(out, "seams:"), strings.Index(out, "decode tokens/s"); i < 0 || j < i {
+		t.Errorf("seams not first:\n%s", out)
+	}
+	contains(t, "table", out, "! version", "❌ worse", "✅ better", "⛔ unlike", "❔ insufficient", "-10.0% [-11.0%, -9.0%]", "p=0.001")
+}
+
+func writeDiffPage(t *testing.T, rep *diff.Report) string {
+	t.Helper()
+	page, err := render.DiffReport(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "diff.html")
+	var b bytes.Buffer
+	if err := render.HTML(&b, page); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The diff page loads offline, draws every chart (baseline and candidate
+// overlaid on the phase's own axis, incidents marked), and hostile labels
+// show as text and run nothing.
+func TestDiffBrowser(t *testing.T) {
+	b := browsertest.Start(t)
+	t.Run("plain", func(t *testing.T) {
+		t.Parallel()
+		p := loadAndDraw(t, b, writeDiffPage(t, sampleDiff(plain, 2)))
+		tip, err := p.HoverChart("chart-0-decode", 1, 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		contains(t, "tooltip", tip, "candidate", "tokens/s", "candidate: restart")
+		tip, err = p.HoverChart("chart-0-decode", 0, 40)
+		if err != nil {
+			t.Fatal(err)
+		}
+		contains(t, "tooltip", tip, "baseline", "tokens/s", "vllm:generation_tokens_total")
+		checkClean(t, p)
+	})
+	t.Run("hostile", func(t *testing.T) {
+		t.Parallel()
+		p := loadAndDraw(t, b, writeDiffPage(t, sampleDiff(hostile, 1)))
+		type dom struct {
+			Imgs  int
+			Text  string
+			Pwned bool
+		}
+		d, err := browsertest.Eval[dom](p, `({imgs: document.querySelectorAll('img').length, text: document.body.innerText, pwned: typeof window.__pwned !== 'undefined'})`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Imgs != 0 || d.Pwned {
+			t.Errorf("the hostile strings made elements or ran code: %+v", d)
+		}
+		contains(t, "page text", d.Text, evilHTML+evilFunc)
+		checkClean(t, p)
+	})
+}
+
+// A long comparison draws at most MaxDiffCharts charts, worse rows' first,
+// and says so.
+func TestDiffPageCharts(t *testing.T) {
+	rep := sampleDiff(plain, 30)
+	page, err := render.DiffReport(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, worse := 0, 0
+	for _, s := range page.Sections {
+		for _, c := range s.Charts {
+			n++
+			if strings.Contains(c.Title, "worse") {
+				worse++
+			}
+		}
+	}
+	all := 0
+	for _, c := range rep.Charts {
+		if c.Verdict == diff.Worse {
+			all++
+		}
+	}
+	if n != render.MaxDiffCharts || worse != all {
+		t.Errorf("%d charts (%d worse of %d), want %d with every worse one", n, worse, all, render.MaxDiffCharts)
+	}
+	if notes := page.Sections[0].Tables[0].Notes; !strings.Contains(strings.Join(notes, "\n"), "64 of 90 charts drawn") {
+		t.Errorf("notes %q", notes)
+	}
+}
