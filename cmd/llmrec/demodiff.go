@@ -115,8 +115,8 @@ func demoDiff(ctx context.Context, stdout, stderr io.Writer, dir string, interva
 	if err := writeFile(md, func(w io.Writer) error { return render.DiffMarkdown(w, rep) }); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nDiff page: %s (open it in a browser; it works offline)\nSummary for a pull request: %s\nNext: llmrec diff %s -- %s --fail-on worse\n",
-		html, md, filepath.Join(dir, "baseline"), filepath.Join(dir, "candidate"))
+	fmt.Fprintf(stdout, "\nDiff page: %s (open it in a browser; it works offline)\nSummary for a pull request: %s\nNext: %s diff %s -- %s --fail-on worse\n",
+		html, md, self, filepath.Join(dir, "baseline"), filepath.Join(dir, "candidate"))
 	return nil
 }
 
