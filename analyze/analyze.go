@@ -99,6 +99,7 @@ func Analyze(opts Options) (*Result, error) {
 	}
 	res.Gates.SpanByKind = opts.Gates.Span == 0
 	res.Gates.CompletionSpans = []CompletionSpan{}
+	res.Gates.Floors = []TargetFloor{}
 	var files []file
 	metas := map[string]*targetMeta{}
 	var marks []capture.Mark
@@ -164,6 +165,8 @@ func Analyze(opts Options) (*Result, error) {
 	}
 	res.Targets = an.finish()
 	res.Gates.CompletionSpans = an.completionSpans()
+	res.Gates.Floors = an.floors
+	slices.SortFunc(res.Gates.Floors, func(a, b TargetFloor) int { return strings.Compare(a.Target, b.Target) })
 	// A poll that could not be spooled would be missing from the document.
 	if an.err != nil {
 		res.Close()
@@ -258,6 +261,7 @@ type analyzer struct {
 	opts    Options
 	cfg     rate.Config
 	spans   []float64 // the counterfactual spans replayed
+	floors  []TargetFloor
 	r       *segReader
 	targets map[int32]*targetState
 	metas   map[string]*targetMeta
@@ -353,10 +357,17 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		return st
 	}
 	h := a.r.tab.s[hint]
+	cfg := a.cfg
+	if m := a.metas[a.r.tab.s[id]]; m != nil {
+		if f, ok := floorFor(a.opts.Gates, m.interval); ok {
+			cfg.MinWindow = f
+			a.floors = append(a.floors, TargetFloor{Target: a.r.tab.s[id], MinWindow: f, Interval: m.interval})
+		}
+	}
 	st := &targetState{
 		out: Target{Name: a.r.tab.s[id], Hint: h, Scrapes: map[string]int{}, OtherEndpoints: map[string]int{},
 			Polls: []Poll{}},
-		tr:    engine.NewTracker(h, a.cfg),
+		tr:    engine.NewTracker(h, cfg),
 		keyOf: make(map[uint64]int32),
 		stats: make([]headStat, len(engine.Headline)),
 		sink:  a.opts.Polls,
@@ -368,7 +379,7 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		// Those that move once per request get the request duration.
 		st.tr.SetCompletionSpan(m.interval, CompletionSpanWindow)
 	}
-	st.fw = newFindingsState(st.out.Name, st.tr, a.cfg, a.spans)
+	st.fw = newFindingsState(st.out.Name, st.tr, cfg, a.spans)
 	if m := a.metas[st.out.Name]; m != nil {
 		st.interval, st.psHeader = m.interval, m.psHeader
 	}
@@ -756,4 +767,16 @@ func grow[T any](s []T, v T) []T {
 		s = slices.Grow(s, max(len(s), 16))
 	}
 	return append(s, v)
+}
+
+// floorFor is the floor of a target polled every interval seconds when no
+// floor was asked for: half its interval where that is below the default
+// floor. A poll interval near the floor would otherwise have every window
+// a few milliseconds of jitter short of it refused, and a faster cadence
+// every window; half an interval still refuses a catch-up poll.
+func floorFor(asked rate.Config, interval float64) (float64, bool) {
+	if asked.MinWindow != 0 || !(interval > 0) || interval/2 >= rate.DefaultMinWindow {
+		return 0, false
+	}
+	return interval / 2, true
 }

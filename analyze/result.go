@@ -62,6 +62,18 @@ type Gates struct {
 	// duration bounded by [interval, 60 s], with how and from which series
 	// it was measured. Span stays their counterfactual (Result.Spans).
 	CompletionSpans []CompletionSpan `json:"completion_spans"`
+	// Floors are, by target (sorted by name), the floors lowered to half
+	// the target's interval when no floor was asked for and that half is
+	// under MinWindow: a cadence near or under the floor would have its
+	// windows refused.
+	Floors []TargetFloor `json:"floors"`
+}
+
+// TargetFloor is one target's own floor.
+type TargetFloor struct {
+	Target    string  `json:"target"`
+	MinWindow float64 `json:"min_window"` // seconds
+	Interval  float64 `json:"interval"`   // the target's poll interval, seconds
 }
 
 // CompletionSpan is the span chosen for one target's completion counters.

@@ -123,8 +123,12 @@ func (r *Result) WriteSummary(w io.Writer) error {
 				seconds(g.Span.V, true) + " for the others"
 		}
 	}
+	floor := seconds(g.MinWindow.V, g.MinWindow.Valid)
+	if len(g.Floors) > 0 {
+		floor += " (half the interval for targets polled faster than every " + seconds(2*g.MinWindow.V, true) + ")"
+	}
 	fmt.Fprintf(bw, "gates: span %s, floor %s, ceiling %s, jump %s, stale %s\n",
-		span, seconds(g.MinWindow.V, g.MinWindow.Valid),
+		span, floor,
 		gate(g.CeilingFactor, "%g × span"), gate(g.JumpFactor, "%g × the last rate (at least "+num(g.JumpFloor.V, g.JumpFloor.Valid)+"/s)"),
 		gate(g.StaleFraction, "above %g of the window"))
 	r.writeAnswer(bw)

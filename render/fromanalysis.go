@@ -140,8 +140,8 @@ func header(res *analyze.Result) Header {
 		{"To", text(unix(last))},
 		{"Duration", text(time.Duration((last - first) * 1e9).Round(time.Second).String())},
 		{"Span", Cell{Text: spanText(res.Gates), Prov: "the estimator's span: how far back a window may reach; unless one was asked for, counters an engine moves on every step span the target's interval instead (each cell's window says which)"}},
-		{"Gates", Cell{Text: fmt.Sprintf("floor %s, ceiling %s × span, jump %s ×, stale above %s of the window",
-			num(res.Gates.MinWindow, "s"), num(res.Gates.CeilingFactor, ""), num(res.Gates.JumpFactor, ""), num(res.Gates.StaleFraction, "")),
+		{"Gates", Cell{Text: fmt.Sprintf("floor %s%s, ceiling %s × span, jump %s ×, stale above %s of the window",
+			num(res.Gates.MinWindow, "s"), floorsText(res.Gates.Floors), num(res.Gates.CeilingFactor, ""), num(res.Gates.JumpFactor, ""), num(res.Gates.StaleFraction, "")),
 			Prov: "a refused window is published as null with its reason"}},
 		{"Generator", text(res.Generator)},
 	}
@@ -359,4 +359,16 @@ func spanText(g analyze.Gates) string {
 			num(g.Span, "s") + " for the others"
 	}
 	return "each target's interval for counters moved every engine step, " + num(g.Span, "s") + " for the others"
+}
+
+// floorsText names the targets whose floor is half their interval.
+func floorsText(fs []analyze.TargetFloor) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, f := range fs {
+		parts = append(parts, fmt.Sprintf("%s %s", f.Target, format(f.MinWindow)+" s"))
+	}
+	return " (half the interval where polled faster: " + strings.Join(parts, ", ") + ")"
 }

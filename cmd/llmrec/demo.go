@@ -24,7 +24,7 @@ writes DIR/report.html (one offline page) and DIR/summary.md (for a pull
 request) as "llmrec render" does. Nothing leaves this machine.
 
 With --diff, two simulated configurations instead, recorded side by side
-for 20 s every 250 ms (--interval changes it): a baseline, and a candidate whose vLLM engine decodes 10 % slower
+for 32 s every 500 ms (--interval changes it): a baseline, and a candidate whose vLLM engine decodes 10 % slower
 with a 30 % longer time to first token (the scenario's speed knob). Then
 "llmrec diff" of the two: the table on stdout, DIR/diff.html and
 DIR/diff.md (default DIR llmrec-demo-diff, holding baseline/ and
@@ -53,8 +53,11 @@ func demoRun(ctx context.Context, stdout, stderr io.Writer, args []string) error
 		if !isSet(fs, "out") && !isSet(fs, "o") {
 			dir = "llmrec-demo-diff"
 		}
-		// Blocks need 50 poll intervals of a phase: 4 polls a second.
-		every := 250 * time.Millisecond
+		// Blocks need 50 poll intervals of a phase: 30 s of load at 2
+		// polls a second. Not faster: a cadence under the gates' floor
+		// (0.5 s) has every per-poll window refused, and the page's
+		// charts would be empty.
+		every := 500 * time.Millisecond
 		if isSet(fs, "interval") {
 			every = *interval
 		}

@@ -18,7 +18,7 @@ import (
 )
 
 // demoDiffLength is how long each side of the diff demo is recorded.
-const demoDiffLength = 20 * time.Second
+const demoDiffLength = 32 * time.Second
 
 // isSet says whether flag name was given on the command line.
 func isSet(fs *flag.FlagSet, name string) bool {
