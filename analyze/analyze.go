@@ -165,7 +165,7 @@ func Analyze(opts Options) (*Result, error) {
 	}
 	res.Targets = an.finish()
 	res.Gates.CompletionSpans = an.completionSpans()
-	res.Gates.Floors = an.floors
+	res.Gates.Floors = append([]TargetFloor{}, an.floors...)
 	slices.SortFunc(res.Gates.Floors, func(a, b TargetFloor) int { return strings.Compare(a.Target, b.Target) })
 	// A poll that could not be spooled would be missing from the document.
 	if an.err != nil {
