@@ -2,6 +2,7 @@ package diff
 
 import (
 	"fmt"
+	"github.com/llmrec/llmrec/internal/suggest"
 	"math"
 	"slices"
 	"strconv"
@@ -137,38 +138,8 @@ func ParsePercent(s string) (float64, error) {
 // Suggest says " (did you mean X?)" for the word of words closest to w, at
 // most two edits away; "" when none is.
 func Suggest(w string, words []string) string {
-	best, bestD := "", 3
-	for _, x := range words {
-		d := editDistance(w, x)
-		if strings.HasPrefix(x, w) && len(w) >= 2 {
-			d = min(d, 1)
-		}
-		if d < bestD || (d == bestD && x < best) {
-			best, bestD = x, d
-		}
+	if best := suggest.Closest(w, words); best != "" {
+		return " (did you mean " + best + "?)"
 	}
-	if best == "" {
-		return ""
-	}
-	return " (did you mean " + best + "?)"
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }

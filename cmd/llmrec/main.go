@@ -21,6 +21,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/llmrec/llmrec/internal/suggest"
 	"io"
 	"os"
 	"os/signal"
@@ -231,58 +232,30 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v%s; see %s %s -h", errUsage, fs.Name(), err, suggest(fs, err), self, fs.Name())
+		return fmt.Errorf("%w: %s: %v%s; see %s %s -h", errUsage, fs.Name(), err, flagHint(fs, err), self, fs.Name())
 	}
 	return nil
 }
 
-// suggest names the defined flag closest to an undefined one, as
+// flagHint names the defined flag closest to an undefined one, as
 // " (did you mean --out?)"; "" when none is close.
-func suggest(fs *flag.FlagSet, err error) string {
+func flagHint(fs *flag.FlagSet, err error) string {
 	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
 	if !ok {
 		return ""
 	}
 	name = strings.TrimPrefix(name, "-")
-	best, bestD := "", 3 // at most two edits away
+	var names []string
 	fs.VisitAll(func(f *flag.Flag) {
 		// A one-letter alias (-o) is no suggestion for a word.
-		if len(f.Name) == 1 && len(name) > 1 {
-			return
-		}
-		d := editDistance(name, f.Name)
-		if strings.HasPrefix(f.Name, name) && len(name) >= 2 {
-			d = min(d, 1)
-		}
-		if d < bestD || (d == bestD && f.Name < best) {
-			best, bestD = f.Name, d
+		if len(f.Name) > 1 || len(name) == 1 {
+			names = append(names, f.Name)
 		}
 	})
-	if best == "" {
-		return ""
+	if best := suggest.Closest(name, names); best != "" {
+		return " (did you mean --" + best + "?)"
 	}
-	return " (did you mean --" + best + "?)"
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }
 
 // multiFlag collects a repeated string flag.
