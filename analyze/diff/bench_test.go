@@ -1,7 +1,9 @@
 package diff
 
 import (
+	"errors"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +19,9 @@ import (
 //
 //   - analyze: both recordings analysed as llmrec analyze does (the
 //     summaries and phases);
-//   - diff:    both analysed as llmrec diff does (with the phases' blocks,
-//     its samples) and compared (llmrec diff without a page);
+//   - diff:    both analysed as llmrec diff does (at once, with the
+//     phases' blocks, its samples) and compared (llmrec diff without a
+//     page);
 //   - compare: the comparison alone, of the analyses made once.
 //
 // The target: diff takes no longer than analyse (the comparison's share is
@@ -32,14 +35,29 @@ func BenchmarkDiff1h8(b *testing.B) {
 		}
 	}
 	b.Logf("generated two 1 h recordings of 8 engines in %v", time.Since(t0).Round(time.Second))
-	analyzeBoth := func(b *testing.B, blocks bool) (Side, Side) {
-		var s [2]Side
-		for i, d := range dirs {
-			res, err := analyze.Analyze(analyze.Options{Dirs: []string{d}, SkipPolls: true, Blocks: blocks})
-			if err != nil {
-				b.Fatal(err)
+	// analyzeBoth analyses the two recordings one after the other, as two
+	// llmrec analyze runs do, or at once, as llmrec diff does
+	// (cmd/llmrec/diff.go).
+	analyzeBoth := func(b *testing.B, blocks, together bool) (Side, Side) {
+		var (
+			s    [2]Side
+			errs [2]error
+			wg   sync.WaitGroup
+		)
+		one := func(i int) {
+			res, err := analyze.Analyze(analyze.Options{Dirs: []string{dirs[i]}, SkipPolls: true, Blocks: blocks})
+			s[i], errs[i] = Side{Dirs: []string{dirs[i]}, Runs: []*analyze.Result{res}}, err
+		}
+		for i := range dirs {
+			if together {
+				wg.Go(func() { one(i) })
+				continue
 			}
-			s[i] = Side{Dirs: []string{d}, Runs: []*analyze.Result{res}}
+			one(i)
+		}
+		wg.Wait()
+		if err := errors.Join(errs[:]...); err != nil {
+			b.Fatal(err)
 		}
 		return s[0], s[1]
 	}
@@ -50,13 +68,13 @@ func BenchmarkDiff1h8(b *testing.B) {
 	b.Run("analyze", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			closeBoth(analyzeBoth(b, false))
+			closeBoth(analyzeBoth(b, false, false))
 		}
 	})
 	b.Run("diff", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			x, y := analyzeBoth(b, true)
+			x, y := analyzeBoth(b, true, true)
 			rep, err := Compare(x, y, Options{})
 			if err != nil || len(rep.Rows) == 0 {
 				b.Fatalf("%v, %d rows", err, len(rep.Rows))
@@ -65,7 +83,7 @@ func BenchmarkDiff1h8(b *testing.B) {
 		}
 	})
 	b.Run("compare", func(b *testing.B) {
-		x, y := analyzeBoth(b, true)
+		x, y := analyzeBoth(b, true, false)
 		defer closeBoth(x, y)
 		b.ReportAllocs()
 		for b.Loop() {
