@@ -72,7 +72,11 @@ func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) 
 		if len(cadences) > 0 {
 			cadence = cadences[len(cadences)/2]
 		}
-		out := clientcmp.Compare(clients, res.Output.Phases, res.Edges, cadence)
+		engines := map[string]string{}
+		for _, st := range a.targets {
+			engines[st.fw.t.Name] = st.fw.t.Engine
+		}
+		out := clientcmp.Compare(clients, res.Output.Phases, res.Edges, cadence, engines)
 		res.Client = &out
 	}
 	for _, b := range res.Output.Busy {

@@ -218,7 +218,11 @@ type Input struct {
 // Compare sets each file beside the measured phases of the analysis (its
 // named phases: the client's are found among them by name and bounds),
 // the engines' load edges and their cadence (seconds).
-func Compare(ins []Input, measured []phases.Measured, edges []findings.Edge, cadence float64) Output {
+//
+// engines names each target's engine: where every target's engine counts
+// generated tokens as requests complete (llama.cpp), the client's output
+// tokens are compared over the counters' span, as its requests are.
+func Compare(ins []Input, measured []phases.Measured, edges []findings.Edge, cadence float64, engines map[string]string) Output {
 	out := Output{Files: []File{}, Findings: []Finding{}}
 	for _, in := range ins {
 		f := File{Meta: in.Run.Meta, Phases: in.How, Requests: len(in.Run.Requests), Sides: []Side{}}
@@ -229,7 +233,7 @@ func Compare(ins []Input, measured []phases.Measured, edges []findings.Edge, cad
 			if m == nil {
 				continue
 			}
-			s := side(&figs[i], counted(in.Run, &in.Phases[i], m), m, cadence)
+			s := side(&figs[i], counted(in.Run, &in.Phases[i], m), m, cadence, decodeAtCompletion(m, engines))
 			f.Sides = append(f.Sides, s)
 			out.Findings = append(out.Findings, seams(f.Meta.File, &s, m)...)
 		}
@@ -289,7 +293,8 @@ var pairs = func() []serverOf {
 // request's end, the engine as it makes them, so over a span that cuts
 // requests the two differ by the requests in flight at its ends; over the
 // client's own phase, which starts and ends with none in flight, they do
-// not.
+// not. An engine that counts them at completion (llama.cpp) counts them as
+// the client does: then they are over the counters' span too (side).
 var countedRates = []string{client.FRequestsPS, client.FInputTokensPS}
 
 // counted is the client's phase p measured over the span the server's
@@ -367,9 +372,22 @@ func labelled(label string) string {
 	return fmt.Sprintf(" labelled %q", label)
 }
 
+// decodeAtCompletion reports whether every target of m counts generated
+// tokens as its requests complete.
+func decodeAtCompletion(m *phases.Measured, engines map[string]string) bool {
+	for _, t := range m.Targets {
+		if !engine.DecodeAtCompletion(engines[t.Target]) {
+			return false
+		}
+	}
+	return len(m.Targets) > 0
+}
+
 // side is one phase's rows: cf the client's figures over the phase, in
-// those over the counters' span (nil: cf for every row).
-func side(cf, in *client.Figures, m *phases.Measured, cadence float64) Side {
+// those over the counters' span (nil: cf for every row); atEnd says the
+// engines count generated tokens at completion, so that output tokens are
+// over the counters' span too.
+func side(cf, in *client.Figures, m *phases.Measured, cadence float64, atEnd bool) Side {
 	s := Side{Phase: m.Name, Kind: m.Kind, Start: m.Start, End: m.End, Targets: []string{}, Records: cf.Records,
 		Started: cf.Started, Rows: []Row{}}
 	for _, t := range m.Targets {
@@ -388,7 +406,7 @@ func side(cf, in *client.Figures, m *phases.Measured, cadence float64) Side {
 		if !ok {
 			continue
 		}
-		if in != nil && slices.Contains(countedRates, p.quantity) {
+		if in != nil && (slices.Contains(countedRates, p.quantity) || (atEnd && p.quantity == client.FOutputTokensPS)) {
 			c, _ = in.Get(p.quantity)
 		}
 		r := Row{Quantity: p.quantity, Unit: c.Unit, Client: c}
@@ -684,6 +702,21 @@ func seams(file string, s *Side, m *phases.Measured) []Finding {
 				}
 			}
 			add(SeamQueueBeforeEngine, fmt.Sprintf("%s: the client's TTFT p50 is %ss, the engine's %ss (%s) while the engine's waiting count stayed 0: requests queued before the engine saw them (llama.cpp's HTTP threads, a proxy or gateway)",
+				s.Phase, num(r.Client.Value), num(r.Server.Value), r.Why), qs...)
+		}
+	}
+	// Without a server TTFT (llama.cpp publishes no histogram of it), the
+	// requests in flight tell the same: the client had more in flight than
+	// the engine ran and queued, while its waiting count stayed 0.
+	if r := dis(client.FConcMean); high(r) && !covered[client.FConcMean] {
+		if w, ok := waitingMax(m); ok && w == 0 {
+			var qs []string
+			for _, q := range []string{client.FConcMean, "e2e_p50_s", "e2e_p90_s", "e2e_p99_s"} {
+				if high(dis(q)) {
+					qs = append(qs, q)
+				}
+			}
+			add(SeamQueueBeforeEngine, fmt.Sprintf("%s: the client had %s requests in flight on average, the engine ran and queued %s (%s) while its waiting count stayed 0: requests queued before the engine saw them (llama.cpp's HTTP threads, a proxy or gateway)",
 				s.Phase, num(r.Client.Value), num(r.Server.Value), r.Why), qs...)
 		}
 	}

@@ -57,6 +57,22 @@ func EveryStep(engine, family string) bool {
 	return r != nil && r.everyStep[family]
 }
 
+// DecodeAtCompletion reports whether engine's reader reads its decode cell
+// from a counter that moves once per request, when the request completes
+// (llama.cpp's tokens_predicted_total), rather than on every step.
+func DecodeAtCompletion(engine string) bool {
+	r := readerFor(engine)
+	if r == nil {
+		return false
+	}
+	for family := range r.atCompletion {
+		if slices.Contains(strings.Fields(r.families[family]), DecodeTokensPerSecond) {
+			return true
+		}
+	}
+	return false
+}
+
 // knows reports whether family is in the reader's catalog.
 func (r *reader) knows(family string) bool {
 	if _, ok := r.families[family]; ok {

@@ -924,4 +924,11 @@ func TestStepSpan(t *testing.T) {
 	if !EveryStep(LlamaCpp, "llamacpp:n_decode_total") || EveryStep(LlamaCpp, "llamacpp:tokens_predicted_total") || EveryStep("nope", "x") {
 		t.Error("EveryStep")
 	}
+	// llama.cpp, SGLang and TGI count generated tokens as requests
+	// complete; vLLM on every step.
+	for e, want := range map[string]bool{LlamaCpp: true, SGLang: true, TGI: true, VLLM: false, "nope": false} {
+		if got := DecodeAtCompletion(e); got != want {
+			t.Errorf("DecodeAtCompletion(%s) = %v, want %v", e, got, want)
+		}
+	}
 }
