@@ -848,7 +848,7 @@ func verdict(r stat.Result, q Quantity, threshold, alpha float64, blocking, samp
 		case samples == "repeats":
 			why += " (one value per run folder: give at least 4 repeats a side, or one run a side to compare blocks of each phase)"
 		case fleet:
-			why += " (a fleet sum has no blocks: give at least 4 repeats a side)"
+			why += " (the fleet's blocks are its targets' summed block by block, only where every target has as many of about one length: else give at least 4 repeats a side)"
 		default:
 			why += " (blocks of the phase: a longer phase gives more)"
 		}

@@ -3,7 +3,9 @@ package phases
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/llmrec/llmrec/analyze/rate"
@@ -147,10 +149,50 @@ func fleet(ts []Figures) *Fleet {
 			f.Reason = rate.ReasonAbsent
 		} else {
 			f.Value = rate.Some(sum)
+			f.Blocks = fleetBlocks(ts, name)
 		}
 		fl.Figures = append(fl.Figures, f)
 	}
 	return fl
+}
+
+// fleetBlocks are the fleet's blocks of figure name: block k is the sum of
+// every target's block k, when every target has the figure with blocks,
+// as many of them, of lengths within 10 % of each other (the targets'
+// blocks then cover the same stretches of the phase, give or take their
+// polls); nil otherwise. A block is null where any target's is.
+func fleetBlocks(ts []Figures, name string) *Blocks {
+	var out *Blocks
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, t := range ts {
+		i := slices.IndexFunc(t.Figures, func(g Figure) bool { return g.Name == name })
+		if i < 0 || t.Figures[i].Blocks == nil || len(t.Figures[i].Blocks.Values) == 0 {
+			return nil
+		}
+		b := t.Figures[i].Blocks
+		lo, hi = min(lo, b.Seconds), max(hi, b.Seconds)
+		if out == nil {
+			out = &Blocks{Values: slices.Clone(b.Values)}
+			continue
+		}
+		if len(b.Values) != len(out.Values) {
+			return nil
+		}
+		for k, v := range b.Values {
+			if !v.Valid || !out.Values[k].Valid {
+				out.Values[k] = rate.Num{}
+				continue
+			}
+			out.Values[k] = rate.Some(out.Values[k].V + v.V)
+		}
+	}
+	if out == nil || hi > 1.1*lo {
+		return nil
+	}
+	out.Seconds = hi
+	out.Method = fmt.Sprintf("the sum of the %d targets' blocks, block by block (%d blocks of %s–%s s each)", len(ts), len(out.Values),
+		strconv.FormatFloat(lo, 'f', 1, 64), strconv.FormatFloat(hi, 'f', 1, 64))
+	return out
 }
 
 // fleetMaxes are the maxima the fleet's busy row takes the largest of.
