@@ -152,28 +152,23 @@ func measure(rs []Request, p *Phase, all *inflight) Figures {
 		}
 		add(g)
 	}
-	tg := Figure{Name: FOutputTokensPS, Unit: "1/s", Records: tokenReqs,
-		Formula: "Σ output tokens of " + f.Records + " that ended ok within the bounds ÷ (end − start), " + over}
-	switch {
-	case wall != "":
-		tg.Why = wall
-	case noTokens > 0:
-		tg.Why = fmt.Sprintf("%d of the %d requests that ended ok have no output token count", noTokens, ended)
-	default:
-		tg.Value = rate.Some(tokens / d)
+	// tokensPerS is a token rate over the requests that ended ok, absent
+	// when one of them has no count of those tokens.
+	tokensPerS := func(name, which string, sum float64, n, missing int) {
+		g := Figure{Name: name, Unit: "1/s", Records: n,
+			Formula: "Σ " + which + " tokens of " + f.Records + " that ended ok within the bounds ÷ (end − start), " + over}
+		switch {
+		case wall != "":
+			g.Why = wall
+		case missing > 0:
+			g.Why = fmt.Sprintf("%d of the %d requests that ended ok have no %s token count", missing, ended, which)
+		default:
+			g.Value = rate.Some(sum / d)
+		}
+		add(g)
 	}
-	add(tg)
-	ig := Figure{Name: FInputTokensPS, Unit: "1/s", Records: inReqs,
-		Formula: "Σ input tokens of " + f.Records + " that ended ok within the bounds ÷ (end − start), " + over}
-	switch {
-	case wall != "":
-		ig.Why = wall
-	case noIn > 0:
-		ig.Why = fmt.Sprintf("%d of the %d requests that ended ok have no input token count", noIn, ended)
-	default:
-		ig.Value = rate.Some(inTokens / d)
-	}
-	add(ig)
+	tokensPerS(FOutputTokensPS, "output", tokens, tokenReqs, noTokens)
+	tokensPerS(FInputTokensPS, "input", inTokens, inReqs, noIn)
 	perS(FRequestsPS, float64(ended), ended, "count of "+f.Records+" that ended ok within the bounds")
 	for _, q := range []struct {
 		name string
