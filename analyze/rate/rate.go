@@ -382,9 +382,12 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 	st.lastRate, st.hasRate = rate, true
 }
 
-// push appends p to the history, compacting instead of growing when it can.
+// push appends p to the history, compacting instead of growing when at
+// least half of it is dropped samples: compacting a history that keeps most
+// of its samples would copy it on nearly every poll (a long span's window
+// fills all but a sample or two of the capacity).
 func (st *keyState) push(p point) {
-	if len(st.hist) == cap(st.hist) && st.head > 0 {
+	if len(st.hist) == cap(st.hist) && st.head > 0 && st.head >= len(st.hist)/2 {
 		n := copy(st.hist, st.hist[st.head:])
 		st.hist, st.head = st.hist[:n], 0
 	}
