@@ -63,8 +63,11 @@ type view struct {
 	state  []state
 	pace   []float64
 	signal signal
-	edges  []Edge
-	held   map[int]bool // polls whose jump hold an edge explains
+	// stepDecode says the engine's decode counter moves on every step
+	// (decodeMoves), looked up once: progress asks at every poll.
+	stepDecode bool
+	edges      []Edge
+	held       map[int]bool // polls whose jump hold an edge explains
 	// lifetime is each poll's tokens_total summed over the processes seen
 	// so far (a restarted process's count added to the last reading of
 	// those before it); runTokens the tokens over the run, each process's
@@ -106,6 +109,7 @@ func newView(t *Target, gates rate.Config) *view {
 	v.state = make([]state, len(t.Polls))
 	v.pace = make([]float64, len(t.Polls))
 	v.signal = signalOf(t)
+	v.stepDecode = decodeMoves[t.Engine] == everyStep
 	for i := 1; i < len(t.Polls); i++ {
 		p, q := &t.Polls[i-1], &t.Polls[i]
 		dt := q.T - p.T

@@ -36,7 +36,7 @@ func (v *view) progress(i int) rate.Num {
 	switch {
 	case v.signal == signalSteps:
 		return p.Steps
-	case decodeMoves[v.t.Engine] == everyStep:
+	case v.stepDecode:
 		return p.Totals[Decode]
 	}
 	return rate.Num{}

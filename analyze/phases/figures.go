@@ -241,7 +241,8 @@ func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 			if ps[i].T < w.End {
 				s.pollsIn = append(s.pollsIn, i)
 				for k := range findings.NRates {
-					if r := ps[i].Rates[k].Reason; gateReasons[r] {
+					// Most cells are valued: "" is no refusal, and costs no hash.
+					if r := ps[i].Rates[k].Reason; r != "" && gateReasons[r] {
 						b.Refusals[r]++
 					}
 				}

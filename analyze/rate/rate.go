@@ -168,7 +168,23 @@ type point struct {
 }
 
 // keyState is one key's history, gate state and verdict on the current poll.
+//
+// The fields a query reads of every key it sums (gather: the verdict, the
+// le) come first and fill one cache line; the history and the gates'
+// state, which only step reads, follow.
 type keyState struct {
+	lastSeq, prevSeq uint64 // the last two polls that carried the key
+
+	// The verdict on poll lastSeq.
+	reason string  // "" accepted, else a Reason
+	delta  float64 // Δvalue over the window
+	window float64 // the window, seconds; meaningful when hasWin
+	jump   bool    // accepted by every gate but held by the jump gate
+	hasWin bool
+
+	leState int8    // 0 not parsed, 1 parsed, -1 none or malformed
+	le      float64 // the le label, parsed once for _bucket keys
+
 	key     Key
 	span    float64 // the key's own span (SetSpan); 0: the configuration's
 	hist    []point // hist[head:] is the history, oldest first
@@ -176,24 +192,12 @@ type keyState struct {
 	created float64 // the last known _created
 	proc    float64 // the process start known at the last sample
 
-	lastSeq, prevSeq uint64 // the last two polls that carried the key
-
-	// The verdict on poll lastSeq.
-	reason string  // "" accepted, else a Reason
-	jump   bool    // accepted by every gate but held by the jump gate
-	delta  float64 // Δvalue over the window
-	window float64 // the window, seconds; meaningful when hasWin
-	hasWin bool
-
 	// The jump gate.
 	lastRate float64
 	hasRate  bool
 	held     bool
 	heldBase uint64 // seq of the base sample of the held jump
 	heldAt   uint64 // seq of the poll the jump was held at: an independent base
-
-	le      float64 // the le label, parsed once for _bucket keys
-	leState int8    // 0 not parsed, 1 parsed, -1 none or malformed
 }
 
 // Observe records one poll. Polls must come in time order: one not later than
@@ -382,9 +386,12 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 	st.lastRate, st.hasRate = rate, true
 }
 
-// push appends p to the history, compacting instead of growing when it can.
+// push appends p to the history, compacting instead of growing when at
+// least half of it is dropped samples: compacting a history that keeps most
+// of its samples would copy it on nearly every poll (a long span's window
+// fills all but a sample or two of the capacity).
 func (st *keyState) push(p point) {
-	if len(st.hist) == cap(st.hist) && st.head > 0 {
+	if len(st.hist) == cap(st.hist) && st.head > 0 && st.head >= len(st.hist)/2 {
 		n := copy(st.hist, st.hist[st.head:])
 		st.hist, st.head = st.hist[:n], 0
 	}
