@@ -100,13 +100,9 @@ func splitSides(args []string, bools map[string]bool) (flags, base, cand []strin
 			sep = true
 			continue
 		}
-		if strings.HasPrefix(a, "-") && len(a) > 1 {
-			flags = append(flags, a)
-			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && !bools[name] && i+1 < len(args) {
-				flags = append(flags, args[i+1])
-				i++
-			}
+		if n := flagAt(args, i, bools); n > 0 {
+			flags = append(flags, args[i:i+n]...)
+			i += n - 1
 			continue
 		}
 		if sep {

@@ -136,21 +136,31 @@ func printReport(w io.Writer, rep capture.Report) {
 func interleave(args []string, bools map[string]bool) []string {
 	var flags, pos []string
 	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
+		if args[i] == "--" {
 			pos = append(pos, args[i+1:]...)
 			break
 		}
-		if strings.HasPrefix(a, "-") && len(a) > 1 {
-			flags = append(flags, a)
-			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && !bools[name] && i+1 < len(args) {
-				flags = append(flags, args[i+1])
-				i++
-			}
+		if n := flagAt(args, i, bools); n > 0 {
+			flags = append(flags, args[i:i+n]...)
+			i += n - 1
 			continue
 		}
-		pos = append(pos, a)
+		pos = append(pos, args[i])
 	}
 	return append(flags, pos...)
+}
+
+// flagAt is how many arguments the flag at args[i] takes with its value
+// (2 for "--out DIR", 1 for "--json" or "--out=DIR"); 0 when args[i] is no
+// flag. bools names the flags that take no value.
+func flagAt(args []string, i int, bools map[string]bool) int {
+	a := args[i]
+	if !strings.HasPrefix(a, "-") || len(a) == 1 {
+		return 0
+	}
+	name := strings.TrimLeft(a, "-")
+	if !strings.Contains(name, "=") && !bools[name] && i+1 < len(args) {
+		return 2
+	}
+	return 1
 }
