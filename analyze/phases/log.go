@@ -321,15 +321,6 @@ func (l *Log) Len() int { return len(l.off) }
 // Reset reports whether a logged series fell at poll i.
 func (l *Log) Reset(i int) bool { return l.reset[i/64]&(1<<(i%64)) != 0 }
 
-// Published returns poll i's value of PubCells[k], or its reason.
-func (l *Log) Published(i, k int) (rate.Num, string) {
-	j := i*len(PubCells) + k
-	if l.pubR[j] == 0 {
-		return rate.Some(l.pubV[j]), ""
-	}
-	return rate.Num{}, l.reasons[l.pubR[j]]
-}
-
 // publishedCode returns poll i's value of PubCells[k], or the code of its
 // reason (Reason turns it into text); code 0 is a value.
 func (l *Log) publishedCode(i, k int) (float64, uint8) {
@@ -390,15 +381,6 @@ func appendUvarint(b []byte, v uint64) []byte {
 		return append(b, byte(v))
 	}
 	return binary.AppendUvarint(b, v)
-}
-
-// Bytes is the memory the increments take.
-func (l *Log) Bytes() int {
-	n := 8 * cap(l.off)
-	for _, c := range l.chunks {
-		n += cap(c)
-	}
-	return n
 }
 
 // le is the le bound of logged series x; NaN when it has none.
