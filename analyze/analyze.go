@@ -219,7 +219,7 @@ func inputOf(r *capture.Run) (Input, []file) {
 			targets[i] = t
 		}
 		in.Recordings = append(in.Recordings, Recording{RunID: m.RunID, Start: m.Start, End: m.End, Version: m.Version,
-			Targets: targets, Config: redact.Tree(m.Config)})
+			Targets: targets, Config: redact.Tree(m.Config), Import: redactedImport(m.Import)})
 	}
 	var out []file
 	add := func(path string, live bool) {
@@ -678,6 +678,9 @@ func (a *analyzer) finish() []Target {
 			t.Notes["interval"] = n
 		}
 		t.UnknownSeries = st.tr.Unknown()
+		if m := a.metas[t.Name]; m != nil {
+			t.Imported = importedOf(m.imports)
+		}
 		t.Summary.Headlines = make([]Headline, len(engine.Headline))
 		t.Summary.Refusals = map[string]int{}
 		t.Summary.Withheld, t.Summary.Normal = map[string]map[string]int{}, map[string]int{}

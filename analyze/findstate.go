@@ -34,6 +34,9 @@ type targetMeta struct {
 	// psHeader is the response header the configuration says carries
 	// the process start, "" none.
 	psHeader string
+	// imports are the import records of the sessions that hold the
+	// target, when they were imported (llmrec import).
+	imports []*capture.Import
 }
 
 // metaOf gathers the targets' cadence, engine version and model from a run
@@ -50,13 +53,18 @@ func metaOf(run *capture.Run, metas map[string]*targetMeta) {
 	for _, man := range run.Manifests {
 		for _, t := range man.Targets {
 			m := get(t.Name)
+			if man.Import != nil {
+				m.imports = append(m.imports, man.Import)
+			}
 			if m.interval == 0 && t.IntervalNs > 0 {
 				m.interval = float64(t.IntervalNs) / 1e9
 			}
 			if m.psHeader == "" {
 				m.psHeader = t.ProcessStartHeader
 			}
-			if t.IntervalNs > 0 {
+			// An imported row's seq counts the store's rows, not ticks: no
+			// cadence can be read from it.
+			if t.IntervalNs > 0 && man.Import == nil {
 				if m.byRun == nil {
 					m.byRun = map[string]float64{}
 				}

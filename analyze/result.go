@@ -123,6 +123,9 @@ type Recording struct {
 	Version string                   `json:"llmrec_version"`
 	Targets []capture.ManifestTarget `json:"targets"`
 	Config  any                      `json:"config"`
+	// Import says the session was imported from a metrics store; absent
+	// for a recording.
+	Import *capture.Import `json:"import,omitempty"`
 }
 
 // Problem is a file that could not be read, or could be read only in part.
@@ -173,6 +176,9 @@ type Target struct {
 	OtherEndpoints map[string]int `json:"other_endpoints"`
 	Summary        Summary        `json:"summary"`
 	Polls          []Poll         `json:"polls"` // empty when the options skip or spool them
+	// Imported, when the target's rows came from a metrics store (llmrec
+	// import), says so and which checks cannot apply; absent otherwise.
+	Imported *Imported `json:"imported,omitempty"`
 	spool          *spool         // the polls, when spooled: WriteJSON copies them
 }
 

@@ -142,6 +142,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 			fmt.Fprintf(bw, ", %s .. %s (%s)", first.Format(time.RFC3339), last.Format(time.RFC3339), last.Sub(first).Round(time.Second))
 		}
 		fmt.Fprintf(bw, "\n  scrapes: %s\n", counts(t.Scrapes))
+		if t.Imported != nil {
+			fmt.Fprintf(bw, "  %s\n", t.Imported.Text())
+		}
 		if len(t.OtherEndpoints) > 0 {
 			fmt.Fprintf(bw, "  other endpoints: %s\n", counts(t.OtherEndpoints))
 		}

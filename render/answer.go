@@ -72,6 +72,9 @@ func answerTable(res *analyze.Result) Table {
 	t.Notes = append(t.Notes,
 		"Steady phases: stretches where an engine ran at one load level, between the load edges found on its decode counter; each figure is Δcounter/Δt between their first and last good polls (latencies: quantiles of the histograms' bucket deltas). Hover a number for its source; unknown means the engine publishes no such figure or none could be measured, never 0.",
 		"Windows: "+strings.Join(windows, "; ")+".")
+	if n := importedAnswerNote(res.Targets); n != "" {
+		t.Notes = append(t.Notes, n)
+	}
 	return t
 }
 

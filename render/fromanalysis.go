@@ -241,6 +241,9 @@ func targetSection(t analyze.Target, ps *Polls, marks []Mark) (Section, error) {
 	if n := t.Notes["engine"]; n != "" {
 		s.Notes = append(s.Notes, n)
 	}
+	if t.Imported != nil {
+		s.Notes = append(s.Notes, importedNote(t.Imported))
+	}
 	s.Tables = append(s.Tables, busyTable(&t))
 	head := Table{Title: "Whole recording (idle included): medians of the published values", Summary: true, Columns: []Column{{Title: "quantity", Prov: "hover a name for the analysis JSON's cell name"}, {Title: "median", Num: true},
 		{Title: "window", Prov: "median window the values were measured over"}, {Title: "values", Num: true}, {Title: "withheld, by reason"}}}

@@ -12,6 +12,7 @@
 //	llmrec diff     compare a candidate's runs with a baseline's: better, worse or ~, and how sure
 //	llmrec sim      serve simulated engines on loopback
 //	llmrec load     send streaming requests at fixed concurrency and record the client's side
+//	llmrec import   read what a Prometheus-compatible store already scraped into a recording
 //
 // Run "llmrec COMMAND -h" for each command's flags and examples.
 package main
@@ -55,6 +56,7 @@ func commands() map[string]command {
 		}, "serve simulated vLLM and llama.cpp engines on loopback"},
 		"version": {versionRun, "print llmrec's version"},
 		"load":    {loadRun, "send streaming completions at fixed concurrency levels; write the client's records (AIPerf, JSONL)"},
+		"import":  {importRun, "read what a Prometheus-compatible store already scraped into a recording (samples, no bodies)"},
 	}
 }
 

@@ -28,6 +28,9 @@ type Manifest struct {
 	// Warnings are what the recorder warned of at start (a target whose
 	// TLS certificate is not checked); absent when none.
 	Warnings []string `json:"warnings,omitempty"`
+	// Import, when set, says the session was imported from a metrics
+	// store (llmrec import): its rows have samples and no body.
+	Import *Import `json:"import,omitempty"`
 }
 
 // ManifestTarget is one recorded target.

@@ -1,0 +1,215 @@
+// Package promimport reads what a Prometheus-compatible store (Prometheus,
+// Thanos, Mimir, VictoriaMetrics) already scraped and writes it as an
+// llmrec recording: one row per target and scrape timestamp, carrying the
+// samples and no body, in a session whose manifest says it was imported
+// and from where (llmrec import prometheus).
+//
+// Raw samples come from instant queries over a range selector
+// (SELECTOR[Δ] at time t answers every stored sample in (t−Δ, t] with its
+// own timestamp, with no PromQL extrapolation), paged through the range so
+// that memory holds one page. The remote-read API is not used: its
+// protocol is snappy-compressed protobuf, which would add a dependency to
+// return the same samples.
+package promimport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/llmrec/llmrec/record/redact"
+)
+
+// store is one Prometheus HTTP API.
+type store struct {
+	base *url.URL // the URL as given, credentials included (never printed)
+	shown string  // the URL as it may be printed
+	hc    *http.Client
+}
+
+func newStore(raw string, hc *http.Client) (*store, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--url %s: want http:// or https:// and a host", redact.URL(raw))
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &store{base: u, shown: redact.URL(raw), hc: hc}, nil
+}
+
+// maxAnswer bounds one answer's body: a page of the range holds what the
+// store's own query limits let through (50 M samples by default); this is
+// far above a page at the default chunk.
+const maxAnswer = 4 << 30
+
+// get asks the API at path with the query q and decodes its data into v.
+// An error says what the store said (its errorType and error), never the
+// URL with its credentials.
+func (s *store) get(ctx context.Context, path string, q url.Values, v any) error {
+	u := *s.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	// A query the URL carries (a token some proxies want) goes with every request.
+	all := u.Query()
+	for k, vs := range q {
+		all[k] = vs
+	}
+	u.RawQuery = all.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.shown, err)
+	}
+	if u.User != nil {
+		p, _ := u.User.Password()
+		req.SetBasicAuth(u.User.Username(), p)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		// url.Error quotes the whole URL; its cause names no credential.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%s: %s", s.shown+path, redact.Text(err.Error()))
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Status    string          `json:"status"`
+		ErrorType string          `json:"errorType"`
+		Error     string          `json:"error"`
+		Data      json.RawMessage `json:"data"`
+	}
+	dec := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer))
+	derr := dec.Decode(&doc)
+	if doc.Status == "error" || (derr == nil && doc.Error != "") {
+		return &apiError{where: s.shown + path, status: resp.StatusCode, kind: doc.ErrorType, msg: doc.Error}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return &apiError{where: s.shown + path, status: resp.StatusCode, msg: "HTTP " + resp.Status}
+	}
+	if derr != nil {
+		return fmt.Errorf("%s: the answer is not the Prometheus API's JSON: %w", s.shown+path, derr)
+	}
+	if doc.Status != "success" {
+		return fmt.Errorf("%s: status %q", s.shown+path, doc.Status)
+	}
+	if err := json.Unmarshal(doc.Data, v); err != nil {
+		return fmt.Errorf("%s: the answer's data: %w", s.shown+path, err)
+	}
+	return nil
+}
+
+// apiError is the store's own refusal, passed on in its words.
+type apiError struct {
+	where  string
+	status int
+	kind   string // errorType: bad_data, execution, ...
+	msg    string
+}
+
+func (e *apiError) Error() string {
+	if e.kind == "" {
+		return fmt.Sprintf("%s: %s", e.where, redact.Text(e.msg))
+	}
+	return fmt.Sprintf("%s: %s: %s", e.where, e.kind, redact.Text(e.msg))
+}
+
+// series is one series of a range-vector answer.
+type series struct {
+	Metric map[string]string    `json:"metric"`
+	Values [][2]json.RawMessage `json:"values"`
+}
+
+// raw returns every sample of the series sel selects with a timestamp in
+// (from, to], milliseconds: an instant query at to over sel[to−from].
+func (s *store) raw(ctx context.Context, sel string, from, to int64) ([]series, error) {
+	var data struct {
+		ResultType string   `json:"resultType"`
+		Result     []series `json:"result"`
+	}
+	q := url.Values{"query": {fmt.Sprintf("%s[%dms]", sel, to-from)}, "time": {msText(to)}}
+	if err := s.get(ctx, "/api/v1/query", q, &data); err != nil {
+		return nil, err
+	}
+	if data.ResultType != "matrix" {
+		return nil, fmt.Errorf("%s: %q answered %s, not raw samples: give a series selector", s.shown, sel, data.ResultType)
+	}
+	return data.Result, nil
+}
+
+// metadata is a family's type and help as the store saw them.
+type metadata struct {
+	Type string `json:"type"`
+	Help string `json:"help"`
+}
+
+// metadata returns the families' types and help the store serves
+// (/api/v1/metadata), nil when it serves none. A store that cannot be
+// reached is an error; one that answers without metadata is not.
+func (s *store) metadata(ctx context.Context) (map[string]metadata, error) {
+	var data map[string][]metadata
+	err := s.get(ctx, "/api/v1/metadata", nil, &data)
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]metadata, len(data))
+	for name, ms := range data {
+		if len(ms) > 0 {
+			out[name] = ms[0]
+		}
+	}
+	return out, nil
+}
+
+// msText is a Unix time in milliseconds as the API's decimal seconds.
+func msText(ms int64) string {
+	sign := ""
+	if ms < 0 {
+		sign, ms = "-", -ms
+	}
+	return fmt.Sprintf("%s%d.%03d", sign, ms/1000, ms%1000)
+}
+
+// parseMs reads the API's decimal seconds ("1700000000.123") to the
+// millisecond, exactly (a float64 would round some).
+func parseMs(raw json.RawMessage) (int64, error) {
+	t := string(raw)
+	neg := strings.HasPrefix(t, "-")
+	t = strings.TrimPrefix(t, "-")
+	whole, frac, _ := strings.Cut(t, ".")
+	if len(frac) > 3 {
+		// The API prints milliseconds; more digits are never a whole ms.
+		frac = frac[:3]
+	}
+	frac += strings.Repeat("0", 3-len(frac))
+	w, err1 := strconv.ParseInt(whole, 10, 64)
+	f, err2 := strconv.ParseInt(frac, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("timestamp %s is not decimal seconds", raw)
+	}
+	ms := w*1000 + f
+	if neg {
+		ms = -ms
+	}
+	return ms, nil
+}
+
+// parseValue reads a sample value the API prints as a string ("12.5",
+// "NaN", "+Inf").
+func parseValue(raw json.RawMessage) (float64, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return 0, fmt.Errorf("value %s is not a string", raw)
+	}
+	return strconv.ParseFloat(s, 64)
+}
