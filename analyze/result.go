@@ -179,7 +179,7 @@ type Target struct {
 	// Imported, when the target's rows came from a metrics store (llmrec
 	// import), says so and which checks cannot apply; absent otherwise.
 	Imported *Imported `json:"imported,omitempty"`
-	spool          *spool         // the polls, when spooled: WriteJSON copies them
+	spool    *spool    // the polls, when spooled: WriteJSON copies them
 }
 
 // Poll is one ok scrape and its cells.

@@ -28,8 +28,8 @@ import (
 
 // store is one Prometheus HTTP API.
 type store struct {
-	base *url.URL // the URL as given, credentials included (never printed)
-	shown string  // the URL as it may be printed
+	base  *url.URL // the URL as given, credentials included (never printed)
+	shown string   // the URL as it may be printed
 	hc    *http.Client
 }
 
