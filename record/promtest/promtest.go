@@ -44,9 +44,16 @@ type Server struct {
 // test ends.
 func Start(tb testing.TB, tsdb string) *Server {
 	tb.Helper()
+	return StartWith(tb, tsdb, "global: {}\n")
+}
+
+// StartWith is Start with the configuration config (YAML): scrape_configs
+// make it scrape loopback targets itself.
+func StartWith(tb testing.TB, tsdb, config string) *Server {
+	tb.Helper()
 	bin := Tool(tb, "prometheus")
 	cfg := filepath.Join(tb.TempDir(), "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global: {}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	addr := freeAddr(tb)
