@@ -145,7 +145,13 @@ func okSamples(t *testing.T, dir string) (map[string]float64, int) {
 			}
 			rows++
 			for _, x := range s.Samples {
-				out[fmt.Sprintf("%s %d %s%s", s.Target, s.FirstByteNs/1e6, x.Name, x.Labels)] = x.Value
+				k := fmt.Sprintf("%s %d %s%s", s.Target, s.FirstByteNs/1e6, x.Name, x.Labels)
+				// A histogram is one without metadata too (told by its
+				// _bucket series): its family and type are in the key.
+				if x.Type == "histogram" {
+					k += " histogram " + x.Family
+				}
+				out[k] = x.Value
 			}
 			return nil
 		})
@@ -306,7 +312,21 @@ func TestImportPrometheusLive(t *testing.T) {
 	}
 	began := time.Now()
 	srv := promtest.StartWith(t, t.TempDir(), cfg.String())
-	time.Sleep(5 * time.Second)
+	// Prometheus hands discovered targets to its scrapers after about
+	// 5 s; then a few scrapes of each.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		ups := srv.Raw(t, "up[1m]", time.Now())
+		enough := len(ups) == len(sim.Targets())
+		for _, u := range ups {
+			enough = enough && len(u.Samples) >= 4
+		}
+		if enough {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus did not scrape the sim 4 times in 30 s: %v", ups)
+		}
+	}
 	out := filepath.Join(t.TempDir(), "live")
 	stdout, stderr, err := runCLI("import", "prometheus", "--url", srv.URL, "--match", `{job=~".+"}`,
 		"--start", began.Add(-time.Second).UTC().Format(time.RFC3339Nano), "--end", time.Now().UTC().Format(time.RFC3339Nano), "-o", out)
