@@ -78,6 +78,11 @@ func exportRun(_ context.Context, stdout, stderr io.Writer, args []string) error
 		if s.Error != nil {
 			why += ": " + *s.Error
 		}
+		for _, m := range r.Manifests {
+			if m.RunID == s.RunID && m.Import != nil {
+				why += "; imported from " + m.Import.Source + ": its rows carry samples only, export --openmetrics writes them"
+			}
+		}
 		return fmt.Errorf("target %q seq %d has no body (%s)", *target, *seq, why)
 	}
 	_, err = stdout.Write(s.Body)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/redact"
 )
 
 const inspectUsage = `Usage: llmrec inspect DIR [--json]
@@ -53,6 +54,7 @@ func inspectRun(_ context.Context, stdout, stderr io.Writer, args []string) erro
 		}
 	} else {
 		printReport(stdout, rep)
+		printImports(stdout, r)
 	}
 	if len(rep.Problems) > 0 {
 		return fmt.Errorf("%d problem(s): file(s) skipped, not counted (listed under problems)", len(rep.Problems))
@@ -163,4 +165,15 @@ func flagAt(args []string, i int, bools map[string]bool) int {
 		return 2
 	}
 	return 1
+}
+
+// printImports says which sessions were imported from a metrics store:
+// their rows have no body.
+func printImports(w io.Writer, r *capture.Run) {
+	for _, m := range r.Manifests {
+		if im := m.Import; im != nil {
+			fmt.Fprintf(w, "imported   %s from %s at %s (%s, types from %s): samples only, no bodies\n",
+				m.RunID, im.Source, redact.URL(im.URL), strings.Join(im.Match, " "), im.Types)
+		}
+	}
 }
