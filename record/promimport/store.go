@@ -13,6 +13,7 @@
 package promimport
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,15 +80,17 @@ func (s *store) get(ctx context.Context, path string, q url.Values, v any) error
 		return fmt.Errorf("%s: %s", s.shown+path, redact.Text(err.Error()))
 	}
 	defer resp.Body.Close()
-	var doc struct {
-		Status    string          `json:"status"`
-		ErrorType string          `json:"errorType"`
-		Error     string          `json:"error"`
-		Data      json.RawMessage `json:"data"`
-	}
+	// The data is decoded in place, never held as raw JSON first: a
+	// chunk's answer is the bulk of an import's memory.
+	doc := struct {
+		Status    string `json:"status"`
+		ErrorType string `json:"errorType"`
+		Error     string `json:"error"`
+		Data      any    `json:"data"`
+	}{Data: v}
 	dec := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer))
 	derr := dec.Decode(&doc)
-	if doc.Status == "error" || (derr == nil && doc.Error != "") {
+	if doc.Status == "error" || doc.Error != "" {
 		return &apiError{where: s.shown + path, status: resp.StatusCode, kind: doc.ErrorType, msg: doc.Error}
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -98,9 +101,6 @@ func (s *store) get(ctx context.Context, path string, q url.Values, v any) error
 	}
 	if doc.Status != "success" {
 		return fmt.Errorf("%s: status %q", s.shown+path, doc.Status)
-	}
-	if err := json.Unmarshal(doc.Data, v); err != nil {
-		return fmt.Errorf("%s: the answer's data: %w", s.shown+path, err)
 	}
 	return nil
 }
@@ -122,8 +122,30 @@ func (e *apiError) Error() string {
 
 // series is one series of a range-vector answer.
 type series struct {
-	Metric map[string]string    `json:"metric"`
-	Values [][2]json.RawMessage `json:"values"`
+	Metric map[string]string `json:"metric"`
+	Values []pair            `json:"values"`
+}
+
+// pair is one sample as the API prints it, [1700000000.123, "12.5"],
+// read into its millisecond and value as it is decoded.
+type pair struct {
+	ms int64
+	v  float64
+}
+
+func (p *pair) UnmarshalJSON(b []byte) error {
+	in, ok := bytes.CutPrefix(bytes.TrimSpace(b), []byte("["))
+	in, ok2 := bytes.CutSuffix(in, []byte("]"))
+	ts, val, ok3 := bytes.Cut(in, []byte(","))
+	if !ok || !ok2 || !ok3 {
+		return fmt.Errorf("sample %.40s is not [time, value]", b)
+	}
+	var err error
+	if p.ms, err = parseMs(bytes.TrimSpace(ts)); err != nil {
+		return err
+	}
+	p.v, err = parseValue(bytes.TrimSpace(val))
+	return err
 }
 
 // raw returns every sample of the series sel selects with a timestamp in
@@ -182,7 +204,7 @@ func msText(ms int64) string {
 
 // parseMs reads the API's decimal seconds ("1700000000.123") to the
 // millisecond, exactly (a float64 would round some).
-func parseMs(raw json.RawMessage) (int64, error) {
+func parseMs(raw []byte) (int64, error) {
 	t := string(raw)
 	neg := strings.HasPrefix(t, "-")
 	t = strings.TrimPrefix(t, "-")
@@ -206,10 +228,15 @@ func parseMs(raw json.RawMessage) (int64, error) {
 
 // parseValue reads a sample value the API prints as a string ("12.5",
 // "NaN", "+Inf").
-func parseValue(raw json.RawMessage) (float64, error) {
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return 0, fmt.Errorf("value %s is not a string", raw)
+func parseValue(raw []byte) (float64, error) {
+	s, ok := bytes.CutPrefix(raw, []byte(`"`))
+	s, ok2 := bytes.CutSuffix(s, []byte(`"`))
+	if !ok || !ok2 {
+		return 0, fmt.Errorf("value %.40s is not a string", raw)
 	}
-	return strconv.ParseFloat(s, 64)
+	v, err := strconv.ParseFloat(string(s), 64)
+	if err != nil {
+		return 0, fmt.Errorf("value %.40s: %w", raw, err)
+	}
+	return v, nil
 }
