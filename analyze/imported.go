@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/llmrec/llmrec/record/capture"
@@ -51,10 +52,10 @@ func importedOf(imps []*capture.Import) *Imported {
 	}
 	var urls, types []string
 	for _, im := range imps {
-		if u := redact.URL(im.URL); !contains(urls, u) {
+		if u := redact.URL(im.URL); !slices.Contains(urls, u) {
 			urls = append(urls, u)
 		}
-		if !contains(types, im.Types) {
+		if !slices.Contains(types, im.Types) {
 			types = append(types, im.Types)
 		}
 	}
@@ -64,15 +65,6 @@ func importedOf(imps []*capture.Import) *Imported {
 		out.NotApplicable = append(out.NotApplicable, c)
 	}
 	return out
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Text is the one-line account of an imported target, for the
