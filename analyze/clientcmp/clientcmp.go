@@ -95,7 +95,11 @@ type Side struct {
 	// those started within its bounds, by status.
 	Records string         `json:"records"`
 	Started map[string]int `json:"started"`
-	Rows    []Row          `json:"rows"`
+	// Aligned says how the client's figures are placed in time: by each
+	// request's epoch time, or "aligned by run bounds only: no per-request
+	// times" (a summary-only file).
+	Aligned string `json:"aligned"`
+	Rows    []Row  `json:"rows"`
 }
 
 // Row is one quantity of a side.
@@ -224,16 +228,35 @@ type Input struct {
 // tokens are compared over the counters' span, as its requests are.
 func Compare(ins []Input, measured []phases.Measured, edges []findings.Edge, cadence float64, engines map[string]string) Output {
 	out := Output{Files: []File{}, Findings: []Finding{}}
+	power := Power(ins)
 	for _, in := range ins {
 		f := File{Meta: in.Run.Meta, Phases: in.How, Requests: len(in.Run.Requests), Sides: []Side{}}
 		f.Offset = offset(in.Run, edges, cadence)
-		figs := client.Measure(in.Run, in.Phases)
+		summary := len(in.Run.Requests) == 0
+		var figs []client.Figures
+		if summary {
+			for i := range in.Phases {
+				figs = append(figs, client.SummaryFigures(in.Run, &in.Phases[i]))
+			}
+		} else {
+			figs = client.Measure(in.Run, in.Phases)
+		}
 		for i := range figs {
 			m := find(measured, &in.Phases[i])
 			if m == nil {
 				continue
 			}
-			s := side(&figs[i], counted(in.Run, &in.Phases[i], m), m, cadence, decodeAtCompletion(m, engines))
+			var inner *client.Figures
+			if !summary {
+				inner = counted(in.Run, &in.Phases[i], m)
+			}
+			s := side(&figs[i], inner, m, cadence, decodeAtCompletion(m, engines))
+			s.Aligned = in.Run.Meta.Aligned
+			if summary {
+				s.Aligned = client.RunBounds
+			} else if len(power) > 0 {
+				s.Rows = append(s.Rows, energyRow(power, &figs[i]))
+			}
 			f.Sides = append(f.Sides, s)
 			out.Findings = append(out.Findings, seams(f.Meta.File, &s, m)...)
 		}
@@ -245,6 +268,29 @@ func Compare(ins []Input, measured []phases.Measured, edges []findings.Edge, cad
 		out.Files = append(out.Files, f)
 	}
 	return out
+}
+
+// Power is the GPU power samples of every telemetry file among ins
+// (AIPerf's gpu_telemetry_export.jsonl).
+func Power(ins []Input) []client.PowerSample {
+	var out []client.PowerSample
+	for _, in := range ins {
+		out = append(out, in.Run.Power...)
+	}
+	return out
+}
+
+// NoEnergy is why an energy row has no server figure.
+const NoEnergy = "no engine publishes energy: the recorded metrics hold no power or energy series, so the client's telemetry stands alone (unknown on the server side, not 0)"
+
+// energyRow is the client's GPU energy per output token over a phase,
+// beside no server figure (NoEnergy); a side has one when a telemetry file
+// was given.
+func energyRow(power []client.PowerSample, f *client.Figures) Row {
+	g := client.EnergyPerToken(power, f, client.EnergyMaxGap)
+	r := Row{Quantity: client.FEnergyPerToken, Unit: g.Unit, Client: g, Server: Server{Reason: NoEnergy}}
+	judge(&r, false)
+	return r
 }
 
 // find is the measured named phase p became.
