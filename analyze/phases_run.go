@@ -103,7 +103,8 @@ func (a *analyzer) ticksHint(name string) int {
 
 // clientPhases cuts each client file's phases. Named phases from explicit
 // sources win: a client phase named like one of them is renamed
-// "client: NAME"; with several files each name is prefixed by its file's.
+// "client: NAME"; with several files that cut phases (telemetry cuts
+// none) each name is prefixed by its file's.
 //
 // A summary-only file is placed by run bounds (client.SummaryPhases): its
 // summaries' own, else [lo, hi] (why says what they are).
@@ -112,6 +113,13 @@ func clientPhases(runs []*client.Run, explicit []phases.Phase, lo, hi float64, w
 	for _, p := range explicit {
 		taken[p.Name] = true
 	}
+	// Telemetry files cut no phases: they do not make names ambiguous.
+	phased := 0
+	for _, run := range runs {
+		if run.Meta.Level != client.LevelTelemetry {
+			phased++
+		}
+	}
 	var out []clientcmp.Input
 	for _, run := range runs {
 		ps, how := client.Phases(run)
@@ -119,7 +127,7 @@ func clientPhases(runs []*client.Run, explicit []phases.Phase, lo, hi float64, w
 			ps, how = sps, shows
 		}
 		for i := range ps {
-			if len(runs) > 1 {
+			if phased > 1 {
 				ps[i].Name = filepath.Base(run.Meta.File) + ": " + ps[i].Name
 			}
 			if taken[ps[i].Name] {
