@@ -139,7 +139,9 @@ func TestClientRows(t *testing.T) {
 	if s := row(t, rep, "profiling", "e", "ttft_p50"); s.Verdict == Worse || s.Origin != OriginServer {
 		t.Errorf("server TTFT p50: %s %s (%s)", s.Verdict, s.Origin, s.Why)
 	}
-	i := slices.IndexFunc(rep.Seams, func(s Seam) bool { return s.Kind == SeamClientServer && strings.HasPrefix(s.Detail, "profiling, ttft_p50_s") })
+	i := slices.IndexFunc(rep.Seams, func(s Seam) bool {
+		return s.Kind == SeamClientServer && strings.HasPrefix(s.Detail, "profiling, ttft_p50_s")
+	})
 	if i < 0 {
 		t.Fatalf("no client/server seam on TTFT p50: %+v", rep.Seams)
 	}
@@ -157,4 +159,3 @@ func TestClientRows(t *testing.T) {
 		t.Errorf("--fail-on client_error_rate: %q", got)
 	}
 }
-

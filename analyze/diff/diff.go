@@ -213,9 +213,9 @@ type Row struct {
 	// or "client" (the load generator's own record; target "client").
 	Origin   string `json:"origin"`
 	Quantity string `json:"quantity"`
-	Label      string `json:"label"`
-	Unit       string `json:"unit"`
-	Better     string `json:"better"`
+	Label    string `json:"label"`
+	Unit     string `json:"unit"`
+	Better   string `json:"better"`
 	// Baseline and Candidate are each side's phase figure (the first
 	// run's, from the engine's own counters across the phase) and the
 	// samples' median and interval.

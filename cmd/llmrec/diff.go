@@ -261,8 +261,12 @@ func diffRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
 		berr, cerr           error
 		wg                   sync.WaitGroup
 	)
-	wg.Go(func() { bs, bproblems, berr = analyzeSide("baseline", base, bp, bclients, charts, blocks, progress, stderr) })
-	wg.Go(func() { cs, cproblems, cerr = analyzeSide("candidate", cand, cp, cclients, charts, blocks, progress, stderr) })
+	wg.Go(func() {
+		bs, bproblems, berr = analyzeSide("baseline", base, bp, bclients, charts, blocks, progress, stderr)
+	})
+	wg.Go(func() {
+		cs, cproblems, cerr = analyzeSide("candidate", cand, cp, cclients, charts, blocks, progress, stderr)
+	})
 	wg.Wait()
 	defer closeSide(bs)
 	defer closeSide(cs)
