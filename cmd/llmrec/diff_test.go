@@ -202,7 +202,7 @@ func TestDiffClientFlags(t *testing.T) {
 		t.Errorf("table:\n%s", out)
 	}
 	hout, herr, _ := runCLI("diff", "--help")
-	if help := hout + herr;  !strings.Contains(help, "--client-base") || !strings.Contains(help, "client_ttft_p99") {
+	if help := hout + herr; !strings.Contains(help, "--client-base") || !strings.Contains(help, "client_ttft_p99") {
 		t.Errorf("diff --help:\n%s", help)
 	}
 }
