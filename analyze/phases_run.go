@@ -80,7 +80,15 @@ func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) 
 		for _, st := range a.targets {
 			engines[st.fw.t.Name] = st.fw.t.Engine
 		}
-		out := clientcmp.Compare(clients, res.Output.Phases, res.Edges, cadence, engines)
+		urls := map[string]string{}
+		for _, in := range res.Inputs {
+			for _, rec := range in.Recordings {
+				for _, t := range rec.Targets {
+					urls[t.Name] = t.URL
+				}
+			}
+		}
+		out := clientcmp.Compare(clients, res.Output.Phases, res.Edges, cadence, engines, urls)
 		res.Client = &out
 	}
 	for _, b := range res.Output.Busy {
