@@ -184,7 +184,8 @@ func (rep *Report) clientRows(base, cand Side, o Options, th Thresholds, samples
 		for _, q := range ClientQuantities {
 			bg, bok := bf.Get(q.Figure)
 			cg, cok := cf.Get(q.Figure)
-			if !bok && !cok || !bg.Value.Valid && !cg.Value.Valid && q.Key == "client_energy" {
+			// Energy per token is a row only where both sides have telemetry.
+			if !bok && !cok || q.Figure == client.FEnergyPerToken && !(bok && cok) {
 				continue
 			}
 			r, how := rep.clientStat(q, name, base, cand, o.Conf, samples)

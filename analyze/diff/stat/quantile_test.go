@@ -113,3 +113,27 @@ func TestProportions(t *testing.T) {
 		t.Fatalf("3 requests: %+v", r)
 	}
 }
+
+// Two samples of a client's per-request values, 24,000 requests a side
+// (20 minutes at 20 requests/s): the p50 row (Mann-Whitney, the
+// Hodges-Lehmann shift selected among 5.8e8 differences) and a p99 row.
+func BenchmarkPerRequest(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	base, cand := make([]float64, 24000), make([]float64, 24000)
+	for i := range base {
+		base[i] = math.Exp(rng.NormFloat64() * 0.5)
+		cand[i] = 1.05 * math.Exp(rng.NormFloat64()*0.5)
+	}
+	b.Run("p50", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Compare(base, cand, 0.95)
+		}
+	})
+	b.Run("p99", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Quantiles(base, cand, 0.99, 0.95)
+		}
+	})
+}
