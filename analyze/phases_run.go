@@ -39,24 +39,28 @@ func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) 
 		ps, bad := phases.FromMarks(marks, end)
 		named, problems = append(named, ps...), append(problems, bad...)
 	}
-	clients := clientPhases(a.opts.Clients, named)
+	found := map[string][]phases.Phase{}
+	for _, st := range a.targets {
+		// A target that is not an engine has no load to cut phases at.
+		if t := st.fw.t; t.Engine != engine.Generic {
+			found[t.Name] = phases.Found(t, res.Edges)
+		}
+	}
+	lo, hi, why := runBounds(a, found)
+	clients := clientPhases(a.opts.Clients, named, lo, hi, why)
 	for _, c := range clients {
 		named = append(named, client.AsPhases(c.Phases)...)
 	}
+	res.ClientInputs = clients
 	restarts := map[string][]float64{}
 	for _, inc := range res.Incidents {
 		if inc.Kind == findings.KindRestart && inc.End.Valid {
 			restarts[string(inc.Target)] = append(restarts[string(inc.Target)], inc.End.V)
 		}
 	}
-	found := map[string][]phases.Phase{}
 	var ins []*phases.Input
 	for _, st := range a.targets {
 		t := st.fw.t
-		// A target that is not an engine has no load to cut phases at.
-		if t.Engine != engine.Generic {
-			found[t.Name] = phases.Found(t, res.Edges)
-		}
 		ins = append(ins, &phases.Input{Target: t, Log: st.ph, Restarts: restarts[t.Name], Blocks: a.opts.Blocks})
 	}
 	res.Output = phases.Compute(named, found, ins, problems)
@@ -76,7 +80,15 @@ func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) 
 		for _, st := range a.targets {
 			engines[st.fw.t.Name] = st.fw.t.Engine
 		}
-		out := clientcmp.Compare(clients, res.Output.Phases, res.Edges, cadence, engines)
+		urls := map[string]string{}
+		for _, in := range res.Inputs {
+			for _, rec := range in.Recordings {
+				for _, t := range rec.Targets {
+					urls[t.Name] = t.URL
+				}
+			}
+		}
+		out := clientcmp.Compare(clients, res.Output.Phases, res.Edges, cadence, engines, urls)
 		res.Client = &out
 	}
 	for _, b := range res.Output.Busy {
@@ -99,17 +111,31 @@ func (a *analyzer) ticksHint(name string) int {
 
 // clientPhases cuts each client file's phases. Named phases from explicit
 // sources win: a client phase named like one of them is renamed
-// "client: NAME"; with several files each name is prefixed by its file's.
-func clientPhases(runs []*client.Run, explicit []phases.Phase) []clientcmp.Input {
+// "client: NAME"; with several files that cut phases (telemetry cuts
+// none) each name is prefixed by its file's.
+//
+// A summary-only file is placed by run bounds (client.SummaryPhases): its
+// summaries' own, else [lo, hi] (why says what they are).
+func clientPhases(runs []*client.Run, explicit []phases.Phase, lo, hi float64, why string) []clientcmp.Input {
 	taken := map[string]bool{}
 	for _, p := range explicit {
 		taken[p.Name] = true
 	}
+	// Telemetry files cut no phases: they do not make names ambiguous.
+	phased := 0
+	for _, run := range runs {
+		if run.Meta.Level != client.LevelTelemetry {
+			phased++
+		}
+	}
 	var out []clientcmp.Input
 	for _, run := range runs {
 		ps, how := client.Phases(run)
+		if sps, shows := client.SummaryPhases(run, lo, hi, why); shows != "" {
+			ps, how = sps, shows
+		}
 		for i := range ps {
-			if len(runs) > 1 {
+			if phased > 1 {
 				ps[i].Name = filepath.Base(run.Meta.File) + ": " + ps[i].Name
 			}
 			if taken[ps[i].Name] {
@@ -120,4 +146,31 @@ func clientPhases(runs []*client.Run, explicit []phases.Phase) []clientcmp.Input
 		out = append(out, clientcmp.Input{Run: run, Phases: ps, How: how})
 	}
 	return out
+}
+
+// runBounds are the recording's busy span (the first steady phase's start
+// to the last one's end over the engines), else its whole span (the first
+// poll to the last), with which they are; why is "" when there are none.
+func runBounds(a *analyzer, found map[string][]phases.Phase) (lo, hi float64, why string) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, ps := range found {
+		for _, p := range ps {
+			if p.Kind == phases.KindSteady {
+				lo, hi = min(lo, p.Start), max(hi, p.End)
+			}
+		}
+	}
+	if hi > lo {
+		return lo, hi, "the recording's busy span (its engines' first steady phase's start to the last one's end)"
+	}
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, st := range a.targets {
+		if ps := st.fw.t.Polls; len(ps) > 0 {
+			lo, hi = min(lo, ps[0].T), max(hi, ps[len(ps)-1].T)
+		}
+	}
+	if hi > lo {
+		return lo, hi, "the whole recording (no steady phase was found)"
+	}
+	return 0, 0, ""
 }

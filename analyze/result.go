@@ -42,6 +42,10 @@ type Result struct {
 	// Client is each client file (Options.Clients) beside the engines'
 	// figures over its phases, and where they disagree; absent without one.
 	Client *clientcmp.Output `json:"client,omitempty"`
+	// ClientInputs are the client files and the phases cut from them, as
+	// the client section was computed from (names as in Phases): llmrec
+	// diff reads their per-request records. Not in JSON.
+	ClientInputs []clientcmp.Input `json:"-"`
 }
 
 // Gates are the estimator's settings the analysis ran with; a gate that is

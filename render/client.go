@@ -99,6 +99,9 @@ func sideTable(file string, sd *clientcmp.Side, t0 float64) Table {
 			{Title: "client ÷ server", Num: true}, {Title: "tolerance", Num: true}, {Title: "agreement"}}}
 	st := span(t0, sd.Start, sd.End)
 	t.Notes = append(t.Notes, fmt.Sprintf("%s (%s), %s; %s; started: %s.", sd.Phase, sd.Kind, st.Text, sd.Records, outcomes(sd.Started)))
+	if sd.Aligned == client.RunBounds {
+		t.Notes = append(t.Notes, "The client's figures are its file's own summary, "+client.RunBounds+": the server's are over the same bounds, which the client's run may not fill exactly.")
+	}
 	for _, r := range sd.Rows {
 		cl := Cell{Text: quantityText(r.Quantity, r.Client.Value), Prov: r.Client.Formula + fmt.Sprintf(" (%d records)", r.Client.Records)}
 		if !r.Client.Value.Valid {
@@ -138,6 +141,7 @@ var quantityNames = map[string]string{
 	client.FOutputTokensPS: "output tokens/s", client.FInputTokensPS: "input tokens/s", client.FRequestsPS: "requests/s (ended ok)",
 	client.FErrorRate: "error rate", client.FCancelRate: "cancel rate", client.FIncompleteRate: "incomplete rate",
 	client.FConcMean: "concurrency (mean)", client.FConcMax: "concurrency (max)",
+	client.FEnergyPerToken: "GPU energy per output token (J, client-side only)",
 }
 
 func quantityName(q string) string {

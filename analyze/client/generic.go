@@ -30,11 +30,12 @@ const (
 	fStatus  = "status"
 	fError   = "error"
 	fPhase   = "phase"
+	fTarget  = "target"
 	fUnknown = ""
 )
 
 // Fields is the generic format's fields, in the order they are listed.
-var Fields = []string{fStart, fEnd, fFirst, fTTFT, fITL, fE2E, fIn, fOut, fStatus, fError, fPhase}
+var Fields = []string{fStart, fEnd, fFirst, fTTFT, fITL, fE2E, fIn, fOut, fStatus, fError, fPhase, fTarget}
 
 var aliases = map[string]string{
 	"start": fStart, "start_time": fStart, "request_start": fStart, "request_start_time": fStart, "timestamp": fStart,
@@ -46,6 +47,7 @@ var aliases = map[string]string{
 	"input_tokens": fIn, "prompt_tokens": fIn, "isl": fIn,
 	"output_tokens": fOut, "completion_tokens": fOut, "osl": fOut,
 	"status": fStatus, "error": fError, "error_msg": fError, "phase": fPhase, "stage": fPhase,
+	"target": fTarget, "url": fTarget, "target_url": fTarget, "base_url": fTarget, "endpoint": fTarget, "server": fTarget,
 }
 
 func isTime(f string) bool     { return f == fStart || f == fEnd || f == fFirst }
@@ -182,6 +184,11 @@ func genericRow(cols []column, vals []string, opt *Options) (Request, error) {
 			errText = v
 		case c.field == fPhase:
 			r.Phase = v
+		case c.field == fTarget:
+			r.Target = v
+			if strings.Contains(v, "://") {
+				r.Target = redact.URL(v)
+			}
 		}
 	}
 	if !hasStart {

@@ -50,6 +50,10 @@ type Request struct {
 	// Phase is the client's own phase label ("warmup", "profiling", a
 	// stage or benchmark name); "" when it has none.
 	Phase string `json:"phase,omitempty"`
+	// Target is the engine the request was sent to, as the client names
+	// it (a generic file's target or url column; a URL redacted); "" when
+	// the record does not say.
+	Target string `json:"target,omitempty"`
 	// Line is the line of the file the record came from (JSONL, CSV), or
 	// its 1-based position in the document's list (JSON, YAML).
 	Line int `json:"line"`

@@ -177,10 +177,99 @@ func integrate(ss []PowerSample, a, b float64) float64 {
 	return sum
 }
 
+// EnergyCounter is the GPUs' energy over [start, end] from DCGM's own
+// energy counter (energy_consumption): each GPU's counter, interpolated at
+// the bounds, differenced, and summed over the GPUs (each once, as
+// EnergyOver). Refused with the reason when a GPU has no counter, its
+// samples do not cover the bounds to within maxGap, or it went down (a
+// reset).
+func EnergyCounter(samples []PowerSample, start, end, maxGap float64) Energy {
+	e := Energy{Start: start, End: end,
+		Formula: "Σ over GPUs of DCGM's energy counter (energy_consumption) at end − at start, each interpolated between the samples around it"}
+	if end <= start {
+		e.Why = "bounds of no length"
+		return e
+	}
+	byGPU := map[string][]PowerSample{}
+	source := map[string]string{}
+	for _, s := range samples {
+		if src, ok := source[s.GPU]; ok && src != s.Source {
+			continue
+		}
+		source[s.GPU] = s.Source
+		byGPU[s.GPU] = append(byGPU[s.GPU], s)
+	}
+	if len(byGPU) == 0 {
+		e.Why = "no samples"
+		return e
+	}
+	total := 0.0
+	for _, gpu := range slices.Sorted(maps.Keys(byGPU)) {
+		ss := slices.DeleteFunc(byGPU[gpu], func(s PowerSample) bool { return !s.EnergyJ.Valid })
+		if len(ss) == 0 {
+			e.Why = fmt.Sprintf("GPU %s publishes no energy counter", gpu)
+			return e
+		}
+		slices.SortFunc(ss, func(a, b PowerSample) int { return cmp.Compare(a.T, b.T) })
+		if ss[0].T > start+maxGap || ss[len(ss)-1].T < end-maxGap {
+			e.Why = fmt.Sprintf("GPU %s's energy counter covers %s to %s, not the bounds %s to %s", gpu, Stamp(ss[0].T), Stamp(ss[len(ss)-1].T), Stamp(start), Stamp(end))
+			return e
+		}
+		for i := 1; i < len(ss); i++ {
+			if ss[i].T > start && ss[i-1].T < end {
+				if ss[i].T-ss[i-1].T > maxGap {
+					e.Why = fmt.Sprintf("GPU %s has no energy sample from %s to %s (more than %gs)", gpu, Stamp(ss[i-1].T), Stamp(ss[i].T), maxGap)
+					return e
+				}
+				if ss[i].EnergyJ.V < ss[i-1].EnergyJ.V {
+					e.Why = fmt.Sprintf("GPU %s's energy counter went down at %s (a reset)", gpu, Stamp(ss[i].T))
+					return e
+				}
+			}
+		}
+		at := func(t float64) float64 {
+			i, _ := slices.BinarySearchFunc(ss, t, func(s PowerSample, t float64) int { return cmp.Compare(s.T, t) })
+			switch {
+			case i == 0:
+				return ss[0].EnergyJ.V
+			case i >= len(ss):
+				return ss[len(ss)-1].EnergyJ.V
+			}
+			p, q := ss[i-1], ss[i]
+			return p.EnergyJ.V + (q.EnergyJ.V-p.EnergyJ.V)*(t-p.T)/(q.T-p.T)
+		}
+		total += at(end) - at(start)
+		e.Samples += len(ss)
+	}
+	e.GPUs = len(byGPU)
+	e.Joules = rate.Some(total)
+	return e
+}
+
+// PhaseEnergy is the GPUs' energy over bounds: DCGM's own energy counter
+// where every GPU has one covering them (EnergyCounter), else power
+// integrated over them (EnergyOver); the formula says which, and why the
+// counter was not used.
+func PhaseEnergy(samples []PowerSample, start, end, maxGap float64) Energy {
+	c := EnergyCounter(samples, start, end, maxGap)
+	if c.Joules.Valid {
+		c.Formula += " (the energy counter: DCGM's own total, read before estimating from power)"
+		return c
+	}
+	e := EnergyOver(samples, start, end, maxGap)
+	e.Formula += " (power integrated: no energy counter to read: " + c.Why + ")"
+	return e
+}
+
+// EnergyMaxGap is the longest stretch without a power sample a phase's
+// energy is still computed across, seconds (AIPerf scrapes DCGM about
+// every 0.33 s by default).
+const EnergyMaxGap = 5.0
+
 // FEnergyPerToken names the energy per output token.
 const FEnergyPerToken = "energy_per_output_token_j"
 
-// EnergyPerToken is the GPUs' energy over a measured phase (EnergyOver)
+// EnergyPerToken is the GPUs' energy over a measured phase (PhaseEnergy)
 // ÷ the output tokens of its requests that ended ok within it, joules per
 // token; refused with the reason when either is unknown.
 func EnergyPerToken(power []PowerSample, f *Figures, maxGap float64) Figure {
@@ -194,7 +283,8 @@ func EnergyPerToken(power []PowerSample, f *Figures, maxGap float64) Figure {
 	}
 	tokens := tps.Value.V * p.Duration()
 	g.Records = tps.Records
-	e := EnergyOver(power, p.Start, p.End, maxGap)
+	e := PhaseEnergy(power, p.Start, p.End, maxGap)
+	g.Formula = "GPU energy over the phase's bounds: " + e.Formula + " ÷ Σ output tokens of " + f.Records + " that ended ok within them"
 	switch {
 	case !e.Joules.Valid:
 		g.Why = "energy unknown: " + e.Why

@@ -21,6 +21,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -88,14 +89,20 @@ type Side struct {
 	Start float64 `json:"start"`
 	End   float64 `json:"end"`
 	// Group is the target group compared with: the fleet of the recorded
-	// targets (Targets).
+	// targets (Targets), or one target (Target) compared on the requests
+	// the client sent to it.
 	Group   string   `json:"group"`
+	Target  string   `json:"target,omitempty"`
 	Targets []string `json:"targets"`
 	// Records says which client records are the phase's; Started counts
 	// those started within its bounds, by status.
 	Records string         `json:"records"`
 	Started map[string]int `json:"started"`
-	Rows    []Row          `json:"rows"`
+	// Aligned says how the client's figures are placed in time: by each
+	// request's epoch time, or "aligned by run bounds only: no per-request
+	// times" (a summary-only file).
+	Aligned string `json:"aligned"`
+	Rows    []Row  `json:"rows"`
 }
 
 // Row is one quantity of a side.
@@ -168,11 +175,13 @@ type Throughput struct {
 
 // Finding is a disagreement and its likely seam.
 type Finding struct {
-	File  string  `json:"file"`
-	Phase string  `json:"phase"`
-	Start float64 `json:"start"`
-	End   float64 `json:"end"`
-	Seam  string  `json:"seam"`
+	File  string `json:"file"`
+	Phase string `json:"phase"`
+	// Target is the engine of a per-target side ("" the fleet's).
+	Target string  `json:"target,omitempty"`
+	Start  float64 `json:"start"`
+	End    float64 `json:"end"`
+	Seam   string  `json:"seam"`
 	// Quantities are the rows the seam explains.
 	Quantities []string `json:"quantities"`
 	Detail     string   `json:"detail"`
@@ -222,20 +231,61 @@ type Input struct {
 // engines names each target's engine: where every target's engine counts
 // generated tokens as requests complete (llama.cpp), the client's output
 // tokens are compared over the counters' span, as its requests are.
-func Compare(ins []Input, measured []phases.Measured, edges []findings.Edge, cadence float64, engines map[string]string) Output {
+//
+// urls are the targets' recorded URLs: where a client's records name the
+// engine each request went to (Request.Target: a target's name, or a URL
+// of its host and port), each target is also compared on its own, its
+// quantiles included (perTarget).
+func Compare(ins []Input, measured []phases.Measured, edges []findings.Edge, cadence float64, engines, urls map[string]string) Output {
 	out := Output{Files: []File{}, Findings: []Finding{}}
+	power := Power(ins)
 	for _, in := range ins {
 		f := File{Meta: in.Run.Meta, Phases: in.How, Requests: len(in.Run.Requests), Sides: []Side{}}
 		f.Offset = offset(in.Run, edges, cadence)
-		figs := client.Measure(in.Run, in.Phases)
+		summary := len(in.Run.Requests) == 0
+		var figs []client.Figures
+		if summary {
+			for i := range in.Phases {
+				figs = append(figs, client.SummaryFigures(in.Run, &in.Phases[i]))
+			}
+		} else {
+			figs = client.Measure(in.Run, in.Phases)
+		}
 		for i := range figs {
 			m := find(measured, &in.Phases[i])
 			if m == nil {
 				continue
 			}
-			s := side(&figs[i], counted(in.Run, &in.Phases[i], m), m, cadence, decodeAtCompletion(m, engines))
+			var inner *client.Figures
+			if !summary {
+				inner = counted(in.Run, &in.Phases[i], m)
+			}
+			s := side(&figs[i], inner, m, cadence, decodeAtCompletion(m, engines))
+			var each []Side
+			if !summary && len(m.Targets) > 1 {
+				each = perTarget(in.Run, &in.Phases[i], m, cadence, engines, urls)
+				quantileReasons(&s, len(m.Targets), len(each) > 0)
+			}
+			s.Aligned = in.Run.Meta.Aligned
+			if summary {
+				s.Aligned = client.RunBounds
+			} else if len(power) > 0 {
+				s.Rows = append(s.Rows, energyRow(power, &figs[i]))
+			}
 			f.Sides = append(f.Sides, s)
 			out.Findings = append(out.Findings, seams(f.Meta.File, &s, m)...)
+			for k := range each {
+				mm := one(m, each[k].Target)
+				if len(power) > 0 {
+					each[k].Rows = append(each[k].Rows, energyNote())
+				}
+				f.Sides = append(f.Sides, each[k])
+				for _, fd := range seams(f.Meta.File, &each[k], mm) {
+					fd.Target = each[k].Target
+					fd.Detail = each[k].Target + ": " + fd.Detail
+					out.Findings = append(out.Findings, fd)
+				}
+			}
 		}
 		if fd, ok := offsetFinding(&f); ok {
 			out.Findings = append(out.Findings, fd)
@@ -245,6 +295,148 @@ func Compare(ins []Input, measured []phases.Measured, edges []findings.Edge, cad
 		out.Files = append(out.Files, f)
 	}
 	return out
+}
+
+// perTarget are the sides of phase p per recorded target of m, of the
+// requests that name it (Request.Target, matched by matchTarget); none
+// when no request names a target.
+func perTarget(run *client.Run, p *client.Phase, m *phases.Measured, cadence float64, engines, urls map[string]string) []Side {
+	by := map[string][]client.Request{}
+	named, unmatched := 0, 0
+	for _, r := range run.Requests {
+		if r.Target == "" || (p.Label != "" && r.Phase != p.Label) {
+			continue
+		}
+		named++
+		t := matchTarget(r.Target, m, urls)
+		if t == "" {
+			unmatched++
+			continue
+		}
+		by[t] = append(by[t], r)
+	}
+	if named == 0 {
+		return nil
+	}
+	var out []Side
+	for _, t := range m.Targets {
+		rs := by[t.Target]
+		if len(rs) == 0 {
+			continue
+		}
+		sub := &client.Run{Meta: run.Meta, Requests: rs}
+		mm := one(m, t.Target)
+		f := client.Measure(sub, []client.Phase{*p})[0]
+		s := side(&f, counted(sub, p, mm), mm, cadence, decodeAtCompletion(mm, engines))
+		s.Target = t.Target
+		s.Group = "target " + t.Target + " (the requests the client sent to it)"
+		s.Records = fmt.Sprintf("%s sent to %s (%d of the %d that name a target)", f.Records, t.Target, len(rs), named)
+		if unmatched > 0 {
+			s.Records += fmt.Sprintf("; %d name no recorded target", unmatched)
+		}
+		s.Aligned = run.Meta.Aligned
+		out = append(out, s)
+	}
+	return out
+}
+
+// one is m with target alone.
+func one(m *phases.Measured, target string) *phases.Measured {
+	mm := *m
+	mm.Targets = nil
+	mm.Fleet = nil
+	for _, t := range m.Targets {
+		if t.Target == target {
+			mm.Targets = append(mm.Targets, t)
+		}
+	}
+	return &mm
+}
+
+// matchTarget is the recorded target of m a request's target names: by
+// name, else by the host and port of its URL against each target's URL;
+// "" none.
+func matchTarget(name string, m *phases.Measured, urls map[string]string) string {
+	for _, t := range m.Targets {
+		if t.Target == name {
+			return t.Target
+		}
+	}
+	hp := hostPort(name)
+	if hp == "" {
+		return ""
+	}
+	for _, t := range m.Targets {
+		if hostPort(urls[t.Target]) == hp {
+			return t.Target
+		}
+	}
+	return ""
+}
+
+// hostPort is the host (and port, where it has one) of a URL or of
+// "HOST:PORT"; "" when it has no host.
+func hostPort(s string) string {
+	if s == "" {
+		return ""
+	}
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Host)
+}
+
+// quantileReasons says in the fleet side's quantile rows of n engines why
+// they are not compared: per engine below (each), or the records do not
+// name the engine each request went to.
+func quantileReasons(s *Side, n int, each bool) {
+	why := fmt.Sprintf("the client's records do not name the engine each request went to (no target or url column), and the quantiles of %d engines' histograms do not add up: not comparable", n)
+	if each {
+		why = fmt.Sprintf("the quantiles of %d engines' histograms do not add up: compared per engine, on the requests the client sent to each", n)
+	}
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		if r.Agreement == NotComparable && strings.HasPrefix(r.Server.Reason, "quantiles of") {
+			r.Server.Reason, r.Why = why, why
+		}
+	}
+}
+
+// energyNote is a per-target side's energy row: the telemetry is of the
+// client's GPUs, not split by engine.
+func energyNote() Row {
+	r := Row{Quantity: client.FEnergyPerToken, Unit: "J",
+		Client: client.Figure{Name: client.FEnergyPerToken, Unit: "J", Why: "the GPU telemetry is not split by engine: see the fleet's row"},
+		Server: Server{Reason: NoEnergy}}
+	judge(&r, false)
+	return r
+}
+
+// Power is the GPU power samples of every telemetry file among ins
+// (AIPerf's gpu_telemetry_export.jsonl).
+func Power(ins []Input) []client.PowerSample {
+	var out []client.PowerSample
+	for _, in := range ins {
+		out = append(out, in.Run.Power...)
+	}
+	return out
+}
+
+// NoEnergy is why an energy row has no server figure.
+const NoEnergy = "no engine publishes energy: the recorded metrics hold no power or energy series, so the client's telemetry stands alone (unknown on the server side, not 0)"
+
+// energyRow is the client's GPU energy per output token over a phase,
+// beside no server figure (NoEnergy); a side has one when a telemetry file
+// was given.
+func energyRow(power []client.PowerSample, f *client.Figures) Row {
+	g := client.EnergyPerToken(power, f, client.EnergyMaxGap)
+	r := Row{Quantity: client.FEnergyPerToken, Unit: g.Unit, Client: g, Server: Server{Reason: NoEnergy}}
+	judge(&r, false)
+	return r
 }
 
 // find is the measured named phase p became.

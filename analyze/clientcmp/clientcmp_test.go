@@ -98,6 +98,6 @@ func BenchmarkCompare24k(b *testing.B) {
 	ps, _ := client.Phases(run)
 	b.ReportAllocs()
 	for b.Loop() {
-		Compare([]Input{{Run: run, Phases: ps}}, nil, nil, 1, nil)
+		Compare([]Input{{Run: run, Phases: ps}}, nil, nil, 1, nil, nil)
 	}
 }

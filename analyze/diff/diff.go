@@ -209,10 +209,13 @@ type Row struct {
 	Phase      string `json:"phase"`
 	Target     string `json:"target"`
 	CandTarget string `json:"candidate_target"`
-	Quantity   string `json:"quantity"`
-	Label      string `json:"label"`
-	Unit       string `json:"unit"`
-	Better     string `json:"better"`
+	// Origin says who measured the row: "server" (the engines' counters)
+	// or "client" (the load generator's own record; target "client").
+	Origin   string `json:"origin"`
+	Quantity string `json:"quantity"`
+	Label    string `json:"label"`
+	Unit     string `json:"unit"`
+	Better   string `json:"better"`
 	// Baseline and Candidate are each side's phase figure (the first
 	// run's, from the engine's own counters across the phase) and the
 	// samples' median and interval.
@@ -326,6 +329,7 @@ func Compare(base, cand Side, o Options) (*Report, error) {
 		rep.incidentSeam(&u.Aligned)
 		rep.rows(&u, base, cand, o, th, samples)
 	}
+	rep.clientRows(base, cand, o, th, samples)
 	return rep, nil
 }
 
@@ -740,7 +744,7 @@ func (rep *Report) rows(u *unit, base, cand Side, o Options, th Thresholds, samp
 			continue
 		}
 		r := stat.Compare(bxs, cxs, o.Conf)
-		row := Row{Phase: u.Name, Target: u.Target, CandTarget: u.CandTarget, Quantity: q.Key, Label: q.Label, Unit: q.Unit, Better: q.Better,
+		row := Row{Phase: u.Name, Target: u.Target, CandTarget: u.CandTarget, Origin: OriginServer, Quantity: q.Key, Label: q.Label, Unit: q.Unit, Better: q.Better,
 			Baseline: value(bf, r.Base), Candidate: value(cf, r.Cand),
 			Change: num(r.Change), ChangeLo: num(r.ChangeLo), ChangeHi: num(r.ChangeHi), P: num(r.P), Method: r.Method,
 			Samples: samples, Threshold: th.Of(q.Key), Notes: []string{}}

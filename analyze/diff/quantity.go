@@ -55,21 +55,23 @@ var Quantities = []Quantity{
 }
 
 // QuantityKeys are the keys of Quantities, in order.
+// The client's (ClientQuantities) follow the server's.
 func QuantityKeys() []string {
-	out := make([]string, len(Quantities))
-	for i, q := range Quantities {
-		out[i] = q.Key
+	out := make([]string, 0, len(Quantities)+len(ClientQuantities))
+	for _, q := range append(slices.Clip(Quantities), ClientQuantities...) {
+		out = append(out, q.Key)
 	}
 	return out
 }
 
-// quantity returns the quantity of key.
+// quantity returns the quantity of key, the server's or the client's.
 func quantity(key string) (Quantity, bool) {
-	i := slices.IndexFunc(Quantities, func(q Quantity) bool { return q.Key == key })
+	all := append(slices.Clip(Quantities), ClientQuantities...)
+	i := slices.IndexFunc(all, func(q Quantity) bool { return q.Key == key })
 	if i < 0 {
 		return Quantity{}, false
 	}
-	return Quantities[i], true
+	return all[i], true
 }
 
 // DefaultThreshold is the noise threshold of every quantity unless given:

@@ -25,31 +25,46 @@ func clientFlags(fs *flag.FlagSet) (read func(cmd string) ([]*client.Run, error)
 			}
 			return nil, nil
 		}
-		var opt client.Options
-		if *tz != "" {
-			loc, err := time.LoadLocation(*tz)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s: --client-tz: %v", errUsage, cmd, err)
-			}
-			opt.TZ = loc
+		opt, err := clientOptions(cmd, *tz, *anchor, "--client-anchor")
+		if err != nil {
+			return nil, err
 		}
-		if *anchor != "" {
-			a, err := parseAnchor(*anchor)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s: --client-anchor: %v", errUsage, cmd, err)
-			}
-			opt.Anchor = a
-		}
-		var runs []*client.Run
-		for _, f := range files {
-			run, err := client.ReadFile(f, opt)
-			if err != nil {
-				return nil, err
-			}
-			runs = append(runs, run)
-		}
-		return runs, nil
+		return readClients(files, opt)
 	}
+}
+
+// clientOptions are the read options of --client-tz and an anchor flag.
+func clientOptions(cmd, tz, anchor, anchorFlag string) (client.Options, error) {
+	var opt client.Options
+	if tz != "" {
+		loc, err := time.LoadLocation(tz)
+		if err != nil {
+			return opt, fmt.Errorf("%w: %s: --client-tz: %v", errUsage, cmd, err)
+		}
+		opt.TZ = loc
+	}
+	if anchor != "" {
+		a, err := parseAnchor(anchor)
+		if err != nil {
+			return opt, fmt.Errorf("%w: %s: %s: %v", errUsage, cmd, anchorFlag, err)
+		}
+		opt.Anchor = a
+	}
+	return opt, nil
+}
+
+// readClients reads client files; an error is the reader's, naming the
+// file and line.
+func readClients(files []string, opt client.Options) ([]*client.Run, error) {
+	var runs []*client.Run
+	for _, f := range files {
+		run, err := client.ReadFile(f, opt)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, run)
+	}
+	return runs, nil
 }
 
 // parseAnchor reads MONO=EPOCH: a monotonic reading in seconds and the

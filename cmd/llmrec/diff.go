@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/BurntSushi/toml"
 	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/analyze/client"
 	"github.com/llmrec/llmrec/analyze/diff"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/record"
@@ -21,6 +23,7 @@ import (
 
 const diffUsage = `Usage: llmrec diff BASE... -- CAND... [--phase NAME] [--match name|engine] [--threshold [QTY=]P%]...
                    [--fail-on worse|QTY,...] [--md FILE] [-o FILE.html] [--json FILE] [--config FILE]
+                   [--client-base FILE[,FILE...]]... [--client-cand FILE[,FILE...]]...
 
 Is the candidate faster or slower than the baseline, by how much, and can
 the reviewer trust it? BASE and CAND are run folders, one or more a side
@@ -54,6 +57,30 @@ throughputs and ratios, lower for latencies, preemptions and KV usage.
 The seams come first: different engine, version, model or tokenizer,
 gates, span, cadence, number of engines, a target or phase on one side
 only, incidents inside a compared phase.
+
+Client records (--client-base, --client-cand): each side may carry the
+load generator's own record of its runs (the formats of "llmrec analyze
+--client": AIPerf, GuideLLM, generic CSV/JSONL, summary-only formats,
+AIPerf GPU telemetry). --client-base names the baseline's files,
+--client-cand the candidate's; the side is in the flag's name, never in
+where it stands on the command line ("--client" alone is refused here).
+With one run folder a side every file of the side is that run's; with
+several, give one --client-base per baseline folder in the folders' order,
+each a comma-separated list of that run's files (the same for
+--client-cand). --client-tz ZONE applies to both sides;
+--client-anchor-base and --client-anchor-cand place each side's
+monotonic clocks (MONO=EPOCH, as --client-anchor). The client's phases
+are named phases of each run, so they align by name; per phase the
+client's figures are rows of target "client" (origin client): output
+tokens/s, requests/s, TTFT/ITL/e2e p50/p90/p99, error rate and, with GPU
+telemetry on both sides, energy per output token. Latency quantiles and
+the error rate are compared on the per-request records (p50: Mann-Whitney
+U and Hodges-Lehmann; p90/p99: the quantile test with order-statistic
+intervals; error rate: two proportions), the rates on the phase's blocks
+(one run a side) or one value per run. Where client and engines disagree
+on one side and agree on the other, a "client_server" seam says so. A
+summary-only file (no per-request times) is aligned by run bounds only and
+gives figures, not samples.
 
 Outputs: the table on stdout; --md FILE a pull-request summary (the verdict
 table first, at most 40 visible lines, the rest folded); -o FILE.html one
@@ -132,6 +159,14 @@ func diffRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
 	basePhases := fs.String("phases", "", "named phases of the baseline's runs (CSV name,start,end or JSON, as llmrec analyze)")
 	candPhases := fs.String("candidate-phases", "", "named phases of the candidate's runs")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	var clientBase, clientCand multiFlag
+	fs.Var(&clientBase, "client-base", "the baseline's client records: FILE[,FILE...] (repeatable; with several baseline folders one per folder, in order)")
+	fs.Var(&clientCand, "client-cand", "the candidate's client records: FILE[,FILE...] (repeatable; with several candidate folders one per folder, in order)")
+	clientTZ := fs.String("client-tz", "", "the zone of client files' local times written without one (both sides)")
+	anchorBase := fs.String("client-anchor-base", "", "MONO=EPOCH: the baseline's client monotonic clock anchor (as analyze's --client-anchor)")
+	anchorCand := fs.String("client-anchor-cand", "", "MONO=EPOCH: the candidate's client monotonic clock anchor")
+	var clientBare multiFlag
+	fs.Var(&clientBare, "client", "refused here: use --client-base and --client-cand")
 	flags, base, cand, sep := splitSides(args, map[string]bool{"quiet": true, "h": true, "help": true})
 	if err := parseFlags(fs, flags); err != nil {
 		return err
@@ -147,6 +182,19 @@ func diffRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
 		return fmt.Errorf("%w: diff: --match %q: want name or engine", errUsage, *match)
 	case *md == "-" && *jsonPath == "-":
 		return fmt.Errorf("%w: diff: --md and --json cannot both write to stdout", errUsage)
+	case len(clientBare) > 0:
+		return fmt.Errorf("%w: diff: --client names no side: give the baseline's files with --client-base FILE and the candidate's with --client-cand FILE", errUsage)
+	}
+	bclients, err := sideClients("baseline", "--client-base", clientBase, base, *clientTZ, *anchorBase, "--client-anchor-base")
+	if err != nil {
+		return err
+	}
+	cclients, err := sideClients("candidate", "--client-cand", clientCand, cand, *clientTZ, *anchorCand, "--client-anchor-cand")
+	if err != nil {
+		return err
+	}
+	if len(clientBase)+len(clientCand) == 0 && *clientTZ != "" {
+		return fmt.Errorf("%w: diff: --client-tz needs --client-base or --client-cand", errUsage)
 	}
 	o := diff.Options{Phase: *phase, Match: *match, Generator: "llmrec " + capture.Version}
 	var fails []string
@@ -213,8 +261,12 @@ func diffRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
 		berr, cerr           error
 		wg                   sync.WaitGroup
 	)
-	wg.Go(func() { bs, bproblems, berr = analyzeSide("baseline", base, bp, charts, blocks, progress, stderr) })
-	wg.Go(func() { cs, cproblems, cerr = analyzeSide("candidate", cand, cp, charts, blocks, progress, stderr) })
+	wg.Go(func() {
+		bs, bproblems, berr = analyzeSide("baseline", base, bp, bclients, charts, blocks, progress, stderr)
+	})
+	wg.Go(func() {
+		cs, cproblems, cerr = analyzeSide("candidate", cand, cp, cclients, charts, blocks, progress, stderr)
+	})
 	wg.Wait()
 	defer closeSide(bs)
 	defer closeSide(cs)
@@ -276,7 +328,8 @@ func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
 // the first keeps its polls' values for the charts when asked.
 // With blocks, each phase's figures carry their blocks (the samples when a
 // side has one run).
-func analyzeSide(name string, dirs []string, named []phases.Phase, charts, blocks bool, progress, stderr io.Writer) (diff.Side, int, error) {
+// clients[i] are the client records of dirs[i].
+func analyzeSide(name string, dirs []string, named []phases.Phase, clients [][]*client.Run, charts, blocks bool, progress, stderr io.Writer) (diff.Side, int, error) {
 	s := diff.Side{Dirs: dirs}
 	if charts {
 		s.Polls = diff.NewPolls()
@@ -284,6 +337,9 @@ func analyzeSide(name string, dirs []string, named []phases.Phase, charts, block
 	problems := 0
 	for i, dir := range dirs {
 		opts := analyze.Options{Dirs: []string{dir}, Phases: named, SkipPolls: true, Blocks: blocks}
+		if i < len(clients) {
+			opts.Clients = clients[i]
+		}
 		if i == 0 && charts {
 			opts.SkipPolls, opts.Polls = false, s.Polls.Add
 		}
@@ -300,6 +356,50 @@ func analyzeSide(name string, dirs []string, named []phases.Phase, charts, block
 		s.Runs = append(s.Runs, res)
 	}
 	return s, problems, nil
+}
+
+// sideClients reads a side's client files, one list per run folder: with
+// one folder every file is its; with several, one flag value per folder,
+// in order, each a comma-separated list. anchor places monotonic clocks.
+func sideClients(side, flagName string, values, dirs []string, tz, anchor, anchorFlag string) ([][]*client.Run, error) {
+	if len(values) == 0 {
+		if anchor != "" {
+			return nil, fmt.Errorf("%w: diff: %s needs %s FILE", errUsage, anchorFlag, flagName)
+		}
+		return nil, nil
+	}
+	var lists [][]string
+	for _, v := range values {
+		var files []string
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				files = append(files, f)
+			}
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("%w: diff: %s %q names no file", errUsage, flagName, v)
+		}
+		lists = append(lists, files)
+	}
+	if len(dirs) == 1 {
+		lists = [][]string{slices.Concat(lists...)}
+	} else if len(lists) != len(dirs) {
+		return nil, fmt.Errorf("%w: diff: %d %s run folders, %d %s values: with several run folders give one %s per folder, in order, each FILE[,FILE...] of that run",
+			errUsage, len(dirs), side, len(lists), flagName, flagName)
+	}
+	opt, err := clientOptions("diff", tz, anchor, anchorFlag)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]*client.Run, len(lists))
+	for i, files := range lists {
+		runs, err := readClients(files, opt)
+		if err != nil {
+			return nil, fmt.Errorf("diff: %s: %w", side, err)
+		}
+		out[i] = runs
+	}
+	return out, nil
 }
 
 func closeSide(s diff.Side) {

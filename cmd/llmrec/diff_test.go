@@ -140,3 +140,69 @@ func diffRunsInto(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
+
+// Client records on each side: the side is in the flag's name; a bare
+// --client is refused, as is a count of lists that does not match the
+// folders; a bad line is the reader's error naming the file and line;
+// read, the client's rows are in the table, labelled as the client's.
+func TestDiffClientFlags(t *testing.T) {
+	dir := t.TempDir()
+	base := diffRuns(t, filepath.Join(dir, "base"), 1, 1)
+	cand := diffRuns(t, filepath.Join(dir, "cand"), 1, 1)
+	t0 := float64(sim.DefaultStart.UnixNano())/1e9 + 3
+	write := func(name string, ttft float64) string {
+		var b strings.Builder
+		for i := range 200 {
+			s := t0 + 1 + float64(i)*0.12
+			fmt.Fprintf(&b, `{"start":%.3f,"end":%.3f,"ttft_s":%.4f,"input_tokens":300,"output_tokens":200,"phase":"profiling"}`+"\n",
+				s, s+1.5+float64(i%7)*0.01, ttft+float64(i%11)*0.003)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bf, cf := write("base.jsonl", 0.2), write("cand.jsonl", 0.4)
+	args := func(extra ...string) []string {
+		a := append([]string{"diff", "--quiet"}, base...)
+		return append(append(append(a, "--"), cand...), extra...)
+	}
+	for _, c := range []struct {
+		extra []string
+		want  string
+	}{
+		{[]string{"--client", bf}, "--client names no side"},
+		{[]string{"--client-anchor-cand", "1=1700000000"}, "--client-anchor-cand needs --client-cand FILE"},
+		{[]string{"--client-tz", "UTC"}, "--client-tz needs --client-base or --client-cand"},
+	} {
+		_, _, err := runCLI(args(c.extra...)...)
+		if exitCode(err) != 2 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: exit %d, %v", c.extra, exitCode(err), err)
+		}
+	}
+	two := diffRuns(t, filepath.Join(dir, "two"), 2, 1)
+	a := append(append([]string{"diff", "--quiet"}, two...), "--")
+	_, _, err := runCLI(append(append(a, cand...), "--client-base", bf)...)
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "one --client-base per folder") {
+		t.Errorf("2 folders, 1 list: exit %d, %v", exitCode(err), err)
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(`{"start":1786678148.5,"end":1786678149.5,"ttft_s":0.1}`+"\n{not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLI(args("--client-cand", bad)...); exitCode(err) != 1 || !strings.Contains(err.Error(), "bad.jsonl:2") {
+		t.Errorf("bad line: exit %d, %v", exitCode(err), err)
+	}
+	out, _, err := runCLI(args("--client-base", bf, "--client-cand", cf)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "profiling · client") || !strings.Contains(out, "client TTFT p50") || !strings.Contains(out, "❌ worse") {
+		t.Errorf("table:\n%s", out)
+	}
+	hout, herr, _ := runCLI("diff", "--help")
+	if help := hout + herr; !strings.Contains(help, "--client-base") || !strings.Contains(help, "client_ttft_p99") {
+		t.Errorf("diff --help:\n%s", help)
+	}
+}

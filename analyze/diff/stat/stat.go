@@ -214,6 +214,16 @@ func uTest(b, c []float64) float64 {
 // approximation (normalOrder). got is the level achieved.
 func shift(b, c []float64, conf float64) (est, lo, hi, got float64) {
 	m, n := len(b), len(c)
+	k, got := order(m, n, conf)
+	// Large samples (per-request values): the order statistics of the
+	// differences are selected without listing them.
+	if m*n > MaxPairs {
+		est = kthDiff(b, c, (m*n+1)/2)
+		if m*n%2 == 0 {
+			est = (est + kthDiff(b, c, m*n/2+1)) / 2
+		}
+		return est, kthDiff(b, c, k), kthDiff(b, c, m*n-k+1), got
+	}
 	d := make([]float64, 0, m*n)
 	for _, y := range c {
 		for _, x := range b {
@@ -222,8 +232,61 @@ func shift(b, c []float64, conf float64) (est, lo, hi, got float64) {
 	}
 	slices.Sort(d)
 	est = median(d)
-	k, got := order(m, n, conf)
 	return est, d[k-1], d[m*n-k], got
+}
+
+// MaxPairs is the most pairwise differences shift lists; beyond it (two
+// samples of per-request values) each order statistic is selected by
+// kthDiff in O((m+n)·log) time and no memory.
+const MaxPairs = 1 << 18
+
+// kthDiff is the k-th smallest (1-based) of the differences c_j − b_i of
+// two sorted samples: a bisection over values, counting the differences at
+// most t in one merge pass, until the bracket holds one distinct
+// difference, which is then read from the samples.
+func kthDiff(b, c []float64, k int) float64 {
+	lo, hi := c[0]-b[len(b)-1], c[len(c)-1]-b[0]
+	if countAtMost(b, c, lo) >= k {
+		return lo
+	}
+	// Invariant: count(≤ lo) < k ≤ count(≤ hi).
+	for range 200 {
+		mid := lo + (hi-lo)/2
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if countAtMost(b, c, mid) >= k {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	// The k-th difference lies in (lo, hi]: the largest difference ≤ hi.
+	best := math.Inf(-1)
+	i := 0
+	for _, y := range c {
+		// The smallest b_i with y − b_i ≤ hi, i.e. b_i ≥ y − hi.
+		for i < len(b) && y-b[i] > hi {
+			i++
+		}
+		if i < len(b) {
+			best = max(best, y-b[i])
+		}
+	}
+	return best
+}
+
+// countAtMost counts the differences c_j − b_i ≤ t of sorted samples.
+func countAtMost(b, c []float64, t float64) int {
+	n, i := 0, 0
+	for _, y := range c {
+		// b_i ≥ y − t makes y − b_i ≤ t; the first such i grows with y.
+		for i < len(b) && y-b[i] > t {
+			i++
+		}
+		n += len(b) - i
+	}
+	return n
 }
 
 // ExactLimit is the sample size (per side) below which the interval's
