@@ -46,7 +46,7 @@ type Stage struct {
 // Output formats.
 const (
 	FormatAIPerf = "aiperf" // AIPerf profile_export.jsonl, its 0.3 schema
-	FormatJSONL  = "jsonl"  // generic JSONL: start_ns, first_token_ns, end_ns, tokens, status, error, phase
+	FormatJSONL  = "jsonl"  // generic JSONL: start_ns, first_token_ns, end_ns, tokens, status, error, phase, url
 )
 
 // Phase names: "warmup", then "profiling" for a single stage (AIPerf's
@@ -553,7 +553,7 @@ func uuid4() string {
 func (d *driver) write(r *result) {
 	var line []byte
 	if d.o.Format == FormatJSONL {
-		line = r.generic()
+		line = r.generic(d.url)
 	} else {
 		line = r.aiperf()
 	}

@@ -140,6 +140,9 @@ func TestCancelledAtTheGraceEnd(t *testing.T) {
 		if r.Status != client.StatusCancelled || !r.End.Valid || !strings.Contains(r.Error, "cancelled after 0.1") {
 			t.Errorf("%s: %+v", format, r)
 		}
+		if format == FormatJSONL && !strings.HasPrefix(r.Target, url+"/v1/") {
+			t.Errorf("the generic record names the engine %q, not the one sent to (%s)", r.Target, url)
+		}
 		if format == FormatAIPerf {
 			var l struct {
 				Metadata struct {

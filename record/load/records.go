@@ -130,11 +130,12 @@ func (r *result) aiperf() []byte {
 }
 
 // generic is r as a line of the generic JSONL analyze/client reads: epoch
-// ns times, tokens, status, error and phase.
-func (r *result) generic() []byte {
+// ns times, tokens, status, error, phase, and the url it was sent to (so
+// that several engines behind one client are told apart).
+func (r *result) generic(url string) []byte {
 	v := map[string]any{
 		"start_ns": r.start.UnixNano(), "end_ns": r.ns(r.end), "input_tokens": r.inputTokens,
-		"phase": r.phase, "worker": r.worker,
+		"phase": r.phase, "worker": r.worker, "url": url,
 	}
 	switch {
 	case r.ok:
