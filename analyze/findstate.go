@@ -34,6 +34,11 @@ type targetMeta struct {
 	// psHeader is the response header the configuration says carries
 	// the process start, "" none.
 	psHeader string
+	// presence is the target's presence in each session, discovered set
+	// when a session's discovery recorded it (else it was a target for
+	// the whole of each session).
+	presence   []findings.Presence
+	discovered bool
 }
 
 // metaOf gathers the targets' cadence, engine version and model from a run
@@ -56,6 +61,8 @@ func metaOf(run *capture.Run, metas map[string]*targetMeta) {
 			if m.psHeader == "" {
 				m.psHeader = t.ProcessStartHeader
 			}
+			m.presence = append(m.presence, presenceOf(man, t)...)
+			m.discovered = m.discovered || len(t.Presence) > 0
 			if t.IntervalNs > 0 {
 				if m.byRun == nil {
 					m.byRun = map[string]float64{}
@@ -73,6 +80,26 @@ func metaOf(run *capture.Run, metas map[string]*targetMeta) {
 			}
 		}
 	}
+}
+
+// presenceOf is a target's presence in one session: as its manifest
+// records it, or the whole session when it records none.
+func presenceOf(man capture.Manifest, t capture.ManifestTarget) []findings.Presence {
+	if len(t.Presence) == 0 {
+		return []findings.Presence{{Join: float64(man.StartNs) / 1e9, AtStart: true}}
+	}
+	out := make([]findings.Presence, 0, len(t.Presence))
+	for _, p := range t.Presence {
+		fp := findings.Presence{Join: float64(p.JoinNs) / 1e9, AtStart: p.JoinNs <= man.StartNs}
+		if p.URL != "" {
+			fp.URL = redact.URL(p.URL)
+		}
+		if p.LeaveNs != nil {
+			fp.Leave = float64(*p.LeaveNs) / 1e9
+		}
+		out = append(out, fp)
+	}
+	return out
 }
 
 // cadenceNote compares the interval the manifests state for a target with
@@ -623,6 +650,9 @@ func (a *analyzer) run() *findings.Run {
 			t.Interval, t.Version, t.VersionSource = m.interval, m.version, m.vfrom
 			t.Model = cmp.Or(m.model, t.Model)
 			t.Slots, t.SlotsSource = m.slots, m.slotsFrom
+			if m.discovered {
+				t.Presence = slices.SortedStableFunc(slices.Values(m.presence), func(a, b findings.Presence) int { return cmp.Compare(a.Join, b.Join) })
+			}
 		}
 		run.Targets = append(run.Targets, t)
 	}
