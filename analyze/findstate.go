@@ -82,6 +82,17 @@ func metaOf(run *capture.Run, metas map[string]*targetMeta) {
 	}
 }
 
+// leaves are the times the target left the target set, Unix seconds.
+func (m *targetMeta) leaves() []float64 {
+	var out []float64
+	for _, p := range m.presence {
+		if p.Leave > 0 {
+			out = append(out, p.Leave)
+		}
+	}
+	return out
+}
+
 // presenceOf is a target's presence in one session: as its manifest
 // records it, or the whole session when it records none.
 func presenceOf(man capture.Manifest, t capture.ManifestTarget) []findings.Presence {
