@@ -80,8 +80,11 @@ func (v *view) holes() (hs []*hole, loose []looseRun) {
 		case prev >= 0 && next >= 0:
 			h.a, h.b = t.Polls[prev].T, t.Polls[next].T
 			// Polls close enough leave no hole; their failed rows are loose.
-			// Nor does a stretch the target was away from the target set.
-			if away := v.absentWithin(h.a, h.b); h.b-h.a <= HoleFactor*v.interval || away {
+			// Nor does a stretch the target was away from the target set:
+			// from the tick of the poll before (its answer may come after
+			// the leave) to the poll after.
+			away := v.absentWithin(rowTime(&t.Rows[v.pollRow[prev]]), h.b)
+			if h.b-h.a <= HoleFactor*v.interval || away {
 				if away && !h.empty() {
 					loose = append(loose, looseRun{h.rows, "around its absence from the target set"})
 					return
