@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/tlstest"
 )
 
 // lockedBuffer is a bytes.Buffer written by several goroutines.
@@ -323,5 +325,73 @@ func TestDNSFollowed(t *testing.T) {
 	}
 	if len(s.Targets) != 3 {
 		t.Errorf("summary targets %+v", s.Targets)
+	}
+}
+
+// resolve_dns is the config's default, a target's own value overrides it,
+// and a URL holding an address is never resolved. A name's addresses are
+// targets NAME@ADDRESS at the address (IPv6 bracketed), asking for the
+// name, which is also the TLS name of an https URL.
+func TestResolveDNSConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`resolve_dns = true
+[[target]]
+name = "a"
+url = "https://engine.test:8443/metrics"
+[[target]]
+name = "b"
+url = "http://engine.test:8001/metrics"
+resolve_dns = false
+[[target]]
+name = "c"
+url = "http://127.0.0.1:8002/metrics"
+`), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	for _, tg := range cfg.Targets {
+		got = append(got, tg.resolves())
+	}
+	if fmt.Sprint(got) != "[true false false]" || !cfg.discovers() {
+		t.Fatalf("resolves %v, discovers %v", got, cfg.discovers())
+	}
+	res := &stubResolver{addrs: map[string][]string{"engine.test": {"::1", "10.0.0.7"}}, asked: map[string]int{}}
+	d := newDiscovery(cfg, res, nil)
+	var out []string
+	for _, x := range d.targets(context.Background()) {
+		out = append(out, fmt.Sprintf("%s %s host=%s sni=%s", x.Name, x.URL, x.Host, x.TLS.ServerName))
+	}
+	want := []string{
+		"a@10.0.0.7 https://10.0.0.7:8443/metrics host=engine.test:8443 sni=engine.test",
+		"a@::1 https://[::1]:8443/metrics host=engine.test:8443 sni=engine.test",
+		"b http://engine.test:8001/metrics host= sni=",
+		"c http://127.0.0.1:8002/metrics host= sni=",
+	}
+	if strings.Join(out, "\n") != strings.Join(want, "\n") {
+		t.Errorf("targets:\n%s\nwant:\n%s", strings.Join(out, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// An https target resolved to its addresses is verified under its name:
+// the server's certificate names engine.test only, and the scrape of
+// NAME@127.0.0.1 answers.
+func TestResolveDNSKeepsTLSName(t *testing.T) {
+	pki := tlstest.New(t)
+	srv := pki.Serve(t, pki.Issue(t, tlstest.Options{Name: "server", DNSNames: []string{"engine.test"}}), false, "# TYPE up gauge\nup 1\n")
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
+	on := true
+	cfg := &Config{Interval: Duration(50 * time.Millisecond), Timeout: Duration(time.Second), TLS: TLS{CAFile: pki.CAFile},
+		Targets: []Target{{Name: "e", URL: "https://engine.test:" + port + "/metrics", ResolveDNS: &on}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	res := &stubResolver{addrs: map[string][]string{"engine.test": {"127.0.0.1"}}, asked: map[string]int{}}
+	dir := t.TempDir()
+	s, err := Run(context.Background(), cfg, Options{Dir: dir, Duration: 200 * time.Millisecond, Resolver: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Targets) != 1 || s.Targets[0].Name != "e@127.0.0.1" || !s.Targets[0].Answered || s.Targets[0].OK == 0 {
+		t.Errorf("targets %+v", s.Targets)
 	}
 }

@@ -135,6 +135,15 @@ func (ms *members) apply(m *capture.Manifest, found []Target, now time.Time) (ch
 			}
 			continue
 		}
+		// Said at its first join, as at start, and kept in the manifest.
+		for _, w := range insecureWarnings([]Target{t}) {
+			if !slices.Contains(m.Warnings, w) {
+				m.Warnings = append(m.Warnings, w)
+				if ms.warn != nil {
+					fmt.Fprintf(ms.warn, "warning: %s\n", w)
+				}
+			}
+		}
 		ms.join(m, t, client, joinPhase(t.Name, t.Interval.D()), now)
 		joined = append(joined, t)
 		changed = true
