@@ -395,3 +395,51 @@ func TestResolveDNSKeepsTLSName(t *testing.T) {
 		t.Errorf("targets %+v", s.Targets)
 	}
 }
+
+// A target that leaves while its scrape is in flight: the scrape finishes
+// and its row is written (nothing finished is lost), and no tick fires
+// after the leave.
+func TestLeaveKeepsScrapeInFlight(t *testing.T) {
+	started := make(chan struct{}, 16)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(w, "# TYPE up gauge\nup 1\n")
+	}))
+	t.Cleanup(slow.Close)
+	other := newUpServer(t)
+	sd := filepath.Join(t.TempDir(), "fleet.json")
+	file := func(addrs ...string) string {
+		b, _ := json.Marshal([]targetGroup{{Targets: addrs}})
+		return string(b)
+	}
+	slowAddr := strings.TrimPrefix(slow.URL, "http://")
+	writeFile(t, sd, file(slowAddr, other.addr()))
+	cfg := &Config{Interval: Duration(50 * time.Millisecond), Timeout: Duration(2 * time.Second), FileSD: []string{sd}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	stop := recordAsync(t, cfg, Options{Dir: dir})
+	<-started
+	writeAtomic(t, sd, file(other.addr()))
+	m := waitManifest(t, dir, "the slow target left", func(m capture.Manifest) bool { _, l := joins(m, slowAddr); return l == 1 })
+	leave := *presence(m, slowAddr)[0].LeaveNs
+	time.Sleep(400 * time.Millisecond)
+	stop()
+	var across, after int
+	for _, r := range readRows(t, dir) {
+		if r.Target != slowAddr {
+			continue
+		}
+		if r.Outcome == capture.OutcomeOK && r.StartNs < leave && r.EndNs > leave {
+			across++
+		}
+		if r.ScheduledNs > leave {
+			after++
+		}
+	}
+	if across == 0 || after != 0 {
+		t.Errorf("slow target: %d ok rows across its leave (want 1 at least), %d ticks after it", across, after)
+	}
+}

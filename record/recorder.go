@@ -15,7 +15,11 @@
 //     at start + i*interval/n + k*interval (its phase, in the manifest), so
 //     many targets do not all fire at one instant;
 //   - a tick loop never waits for the writer: its missed-tick rows are
-//     handed over without blocking.
+//     handed over without blocking;
+//   - with discovery (file_sd, resolve_dns; see discovery.go) a target that
+//     joins while recording is scraped from the next tick of its own
+//     schedule (its phase from its name), one that leaves fires no tick
+//     after and its scrape in flight is written as any other.
 //
 // Shutdown rules: when the run stops (ctx done or Options.Duration passed)
 // no tick fires any more; scrapes in flight get StopGrace to finish, then
