@@ -326,6 +326,9 @@ type targetState struct {
 	// interval is the target's cadence from its manifest, seconds (0
 	// unknown); lastT the time of its last poll: a longer hole breaks lines.
 	interval, lastT float64
+	// leaves are when discovery removed the target from the target set
+	// (Unix seconds): a line breaks across each.
+	leaves []float64
 
 	// psHeader is the response header that carries the process start
 	// ("" none), lastPS its last value seen (redacted), psMoved the
@@ -382,6 +385,7 @@ func (a *analyzer) target(id, hint int32) *targetState {
 	st.fw = newFindingsState(st.out.Name, st.tr, cfg, a.spans)
 	if m := a.metas[st.out.Name]; m != nil {
 		st.interval, st.psHeader = m.interval, m.psHeader
+		st.leaves = m.leaves()
 	}
 	st.ph = phases.NewLog(a.ticksHint(st.out.Name))
 	if m := a.metas[st.out.Name]; m != nil && m.ticks > 0 {
@@ -652,6 +656,11 @@ func (st *targetState) lineBreak(T float64) string {
 	// The first poll has nothing before it to join.
 	if st.out.Summary.Polls == 1 {
 		return ""
+	}
+	for _, l := range st.leaves {
+		if st.lastT <= l && l < T {
+			return BreakAway
+		}
 	}
 	if st.interval > 0 && T-st.lastT > findings.HoleFactor*st.interval {
 		return BreakGap

@@ -186,6 +186,7 @@ var incidentNouns = map[string][2]string{
 	findings.KindRestart: {"restart", "restarts"}, findings.KindDown: {"time down", "times down"}, findings.KindUp: {"return", "returns"},
 	findings.KindLabelJoin: {"label set joining", "label sets joining"}, findings.KindLabelLeave: {"label set leaving", "label sets leaving"},
 	findings.KindEngineStall: {"engine stall", "engine stalls"},
+	findings.KindTargetJoin:  {"target joining", "targets joining"}, findings.KindTargetLeave: {"target leaving", "targets leaving"},
 }
 
 // IncidentNoun names n incidents of kind in words.

@@ -37,6 +37,11 @@ type targetMeta struct {
 	// imports are the import records of the sessions that hold the
 	// target, when they were imported (llmrec import).
 	imports []*capture.Import
+	// presence is the target's presence in each session, discovered set
+	// when a session's discovery recorded it (else it was a target for
+	// the whole of each session).
+	presence   []findings.Presence
+	discovered bool
 }
 
 // metaOf gathers the targets' cadence, engine version and model from a run
@@ -62,6 +67,8 @@ func metaOf(run *capture.Run, metas map[string]*targetMeta) {
 			if m.psHeader == "" {
 				m.psHeader = t.ProcessStartHeader
 			}
+			m.presence = append(m.presence, presenceOf(man, t)...)
+			m.discovered = m.discovered || len(t.Presence) > 0
 			// An imported row's seq counts the store's rows, not ticks: no
 			// cadence can be read from it.
 			if t.IntervalNs > 0 && man.Import == nil {
@@ -81,6 +88,37 @@ func metaOf(run *capture.Run, metas map[string]*targetMeta) {
 			}
 		}
 	}
+}
+
+// leaves are the times the target left the target set, Unix seconds.
+func (m *targetMeta) leaves() []float64 {
+	var out []float64
+	for _, p := range m.presence {
+		if p.Leave > 0 {
+			out = append(out, p.Leave)
+		}
+	}
+	return out
+}
+
+// presenceOf is a target's presence in one session: as its manifest
+// records it, or the whole session when it records none.
+func presenceOf(man capture.Manifest, t capture.ManifestTarget) []findings.Presence {
+	if len(t.Presence) == 0 {
+		return []findings.Presence{{Join: float64(man.StartNs) / 1e9, AtStart: true}}
+	}
+	out := make([]findings.Presence, 0, len(t.Presence))
+	for _, p := range t.Presence {
+		fp := findings.Presence{Join: float64(p.JoinNs) / 1e9, AtStart: p.JoinNs <= man.StartNs}
+		if p.URL != "" {
+			fp.URL = redact.URL(p.URL)
+		}
+		if p.LeaveNs != nil {
+			fp.Leave = float64(*p.LeaveNs) / 1e9
+		}
+		out = append(out, fp)
+	}
+	return out
 }
 
 // cadenceNote compares the interval the manifests state for a target with
@@ -631,6 +669,9 @@ func (a *analyzer) run() *findings.Run {
 			t.Interval, t.Version, t.VersionSource = m.interval, m.version, m.vfrom
 			t.Model = cmp.Or(m.model, t.Model)
 			t.Slots, t.SlotsSource = m.slots, m.slotsFrom
+			if m.discovered {
+				t.Presence = slices.SortedStableFunc(slices.Values(m.presence), func(a, b findings.Presence) int { return cmp.Compare(a.Join, b.Join) })
+			}
 		}
 		run.Targets = append(run.Targets, t)
 	}

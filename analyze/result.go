@@ -192,7 +192,7 @@ type Poll struct {
 	Run string  `json:"run"` // the session
 	Seq int64   `json:"seq"` // the tick, as in `llmrec export --seq`
 	// Break says why a line drawn through the target's polls must break
-	// before this one: BreakGap or BreakRestart; "" for none.
+	// before this one: BreakGap, BreakRestart or BreakAway; "" for none.
 	Break string       `json:"break,omitempty"`
 	Cells engine.Cells `json:"cells"`
 }
@@ -206,6 +206,10 @@ const (
 	// Restart: a counter fell, a new process start, a loading answer):
 	// values before and after are two processes'.
 	BreakRestart = "restart"
+	// BreakAway: discovery removed the target from the recorder's target
+	// set after the previous poll (file_sd, DNS); it was away, not in a
+	// gap.
+	BreakAway = "away"
 )
 
 // Summary condenses a target's polls.

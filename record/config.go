@@ -44,8 +44,12 @@ type Config struct {
 	TLS TLS `toml:"tls" json:"tls,omitzero"`
 	// FileSD are Prometheus file_sd target files (globs) whose targets
 	// join Targets when the config is validated (see filesd.go).
-	FileSD  []string `toml:"file_sd" json:"file_sd,omitempty"`
-	Targets []Target `toml:"target" json:"targets"`
+	FileSD []string `toml:"file_sd" json:"file_sd,omitempty"`
+	// ResolveDNS is every target's default of resolve_dns (see
+	// discovery.go): a target whose URL names a host is scraped once per
+	// address the name resolves to, re-resolved every interval.
+	ResolveDNS bool     `toml:"resolve_dns" json:"resolve_dns,omitempty"`
+	Targets    []Target `toml:"target" json:"targets"`
 }
 
 // Target is one engine to scrape.
@@ -72,6 +76,13 @@ type Target struct {
 	// ("" for one of the config's own), Labels its group's labels.
 	FileSD string            `toml:"-" json:"file_sd,omitempty"`
 	Labels map[string]string `toml:"-" json:"labels,omitempty"`
+	// ResolveDNS overrides the config's resolve_dns; nil before Validate
+	// means "as the config says".
+	ResolveDNS *bool `toml:"resolve_dns" json:"resolve_dns,omitempty"`
+	// Host is the host name of a target made from one address of a name
+	// (resolve_dns): sent as the Host header and verified (and sent as
+	// SNI) as its TLS name, while the URL holds the address.
+	Host string `toml:"-" json:"host,omitempty"`
 	// ProcessStartHeader names a response header that carries the
 	// engine's process start (or any value that changes only when it
 	// restarts, such as an instance id a proxy adds): its change between
@@ -204,60 +215,73 @@ func (c *Config) Validate() error {
 		if t.FileSD != "" {
 			where += " (from file_sd " + t.FileSD + ")"
 		}
-		if !namePattern.MatchString(t.Name) {
-			return fmt.Errorf("%s: name %q must start with a letter or digit and hold only letters, digits and _.:-", where, t.Name)
-		}
-		if seen[t.Name] {
+		if seen[t.Name] && namePattern.MatchString(t.Name) {
 			return fmt.Errorf("%s: the name is used twice", where)
 		}
 		seen[t.Name] = true
-		u, err := url.Parse(t.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%s: url %q is not an http(s) URL", where, redact.URL(t.URL))
-		}
-		if err := t.checkTLS(u.Scheme, c.TLS); err != nil {
+		if err := c.checkTarget(t); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
-		}
-		if t.Interval < 0 || t.Timeout < 0 {
-			return fmt.Errorf("%s: interval and timeout must not be negative", where)
-		}
-		if t.Interval == 0 {
-			t.Interval = c.Interval
-		}
-		if time.Duration(t.Interval) < 10*time.Millisecond {
-			return fmt.Errorf("%s: interval %s is below 10ms", where, t.Interval.D())
-		}
-		if t.Timeout == 0 {
-			t.Timeout = c.Timeout
-		}
-		if t.Timeout == 0 {
-			t.Timeout = t.Interval
-		}
-		if time.Duration(t.Timeout) > capture.MaxTimeout {
-			return fmt.Errorf("%s: timeout %s is over %s", where, t.Timeout.D(), capture.MaxTimeout)
-		}
-		if t.FollowRedirects == nil {
-			follow := c.FollowRedirects
-			t.FollowRedirects = &follow
-		}
-		if t.BearerTokenEnv != "" {
-			if _, ok := os.LookupEnv(t.BearerTokenEnv); !ok {
-				return fmt.Errorf("%s: bearer_token_env names %s, which is not set", where, t.BearerTokenEnv)
-			}
-		}
-		if h := t.ProcessStartHeader; h != "" && !headerName.MatchString(h) {
-			return fmt.Errorf("%s: process_start_header %q is not a header name", where, h)
-		}
-		for j, e := range t.Endpoints {
-			if !strings.HasPrefix(e.Path, "/") {
-				return fmt.Errorf("%s: endpoint %d: path %q must start with /", where, j+1, e.Path)
-			}
-			if e.Path == "/metrics" || e.Path == u.Path {
-				return fmt.Errorf("%s: endpoint %d: %s is the target's own URL", where, j+1, e.Path)
-			}
 		}
 	}
 	return c.checkRate()
+}
+
+// checkTarget checks one target and fills its defaults from the config.
+// Targets that discovery finds while recording go through it too.
+func (c *Config) checkTarget(t *Target) error {
+	if !namePattern.MatchString(t.Name) {
+		return fmt.Errorf("name %q must start with a letter or digit and hold only letters, digits and _.:-", t.Name)
+	}
+	u, err := url.Parse(t.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("url %q is not an http(s) URL", redact.URL(t.URL))
+	}
+	if err := t.checkTLS(u.Scheme, c.TLS); err != nil {
+		return err
+	}
+	if t.Interval < 0 || t.Timeout < 0 {
+		return errors.New("interval and timeout must not be negative")
+	}
+	if t.Interval == 0 {
+		t.Interval = c.Interval
+	}
+	if time.Duration(t.Interval) < 10*time.Millisecond {
+		return fmt.Errorf("interval %s is below 10ms", t.Interval.D())
+	}
+	if t.Timeout == 0 {
+		t.Timeout = c.Timeout
+	}
+	if t.Timeout == 0 {
+		t.Timeout = t.Interval
+	}
+	if time.Duration(t.Timeout) > capture.MaxTimeout {
+		return fmt.Errorf("timeout %s is over %s", t.Timeout.D(), capture.MaxTimeout)
+	}
+	if t.FollowRedirects == nil {
+		follow := c.FollowRedirects
+		t.FollowRedirects = &follow
+	}
+	if t.ResolveDNS == nil {
+		resolve := c.ResolveDNS
+		t.ResolveDNS = &resolve
+	}
+	if t.BearerTokenEnv != "" {
+		if _, ok := os.LookupEnv(t.BearerTokenEnv); !ok {
+			return fmt.Errorf("bearer_token_env names %s, which is not set", t.BearerTokenEnv)
+		}
+	}
+	if h := t.ProcessStartHeader; h != "" && !headerName.MatchString(h) {
+		return fmt.Errorf("process_start_header %q is not a header name", h)
+	}
+	for j, e := range t.Endpoints {
+		if !strings.HasPrefix(e.Path, "/") {
+			return fmt.Errorf("endpoint %d: path %q must start with /", j+1, e.Path)
+		}
+		if e.Path == "/metrics" || e.Path == u.Path {
+			return fmt.Errorf("endpoint %d: %s is the target's own URL", j+1, e.Path)
+		}
+	}
+	return nil
 }
 
 // headerName is an HTTP header name (RFC 9110's token).

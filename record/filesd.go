@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // File-based discovery reads Prometheus' file_sd target files, so a fleet
@@ -29,12 +32,13 @@ import (
 //     in the manifest (labels starting with __ are Prometheus' own and
 //     are not);
 //   - every other option (interval, timeout, TLS) is the config's default;
-//   - a pattern matches files as filepath.Glob does; one that matches none
-//     is an error, as is a file that is not a JSON list of groups. YAML
-//     target files are not read yet: they are refused with a message.
+//   - a pattern matches files as filepath.Glob does; at start one that
+//     matches none is an error, as is a file that is not a list of groups
+//     (JSON, or YAML for a name ending .yml or .yaml), named with its line.
 //
-// The files are read once, when the config is validated: targets added to
-// or removed from them while recording are not followed yet.
+// The files are read when the config is validated, then again while
+// recording whenever one changes (see discovery.go): targets added join
+// the run, targets removed leave it.
 
 // Labels of a file_sd group that llmrec reads.
 const (
@@ -44,8 +48,8 @@ const (
 
 // targetGroup is one group of a file_sd file.
 type targetGroup struct {
-	Targets []string          `json:"targets"`
-	Labels  map[string]string `json:"labels"`
+	Targets []string          `json:"targets" yaml:"targets"`
+	Labels  map[string]string `json:"labels" yaml:"labels"`
 }
 
 var unnameable = regexp.MustCompile(`[^A-Za-z0-9_.:-]`)
@@ -75,17 +79,25 @@ func fileSDTargets(patterns []string) ([]Target, error) {
 // readFileSD reads one target file. Errors name the file by its base name
 // (a path may name a user) and the group.
 func readFileSD(path string) ([]Target, error) {
-	base := filepath.Base(path)
-	if ext := strings.ToLower(filepath.Ext(path)); ext == ".yml" || ext == ".yaml" {
-		return nil, fmt.Errorf("file_sd %s: YAML target files are not read yet; write the same groups as JSON", base)
-	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("file_sd: %w", plainFileError(err))
 	}
+	return parseFileSD(path, b)
+}
+
+// parseFileSD reads the groups of one target file's content: YAML when
+// its name ends .yml or .yaml, else JSON. A syntax error names the line.
+func parseFileSD(path string, b []byte) ([]Target, error) {
+	base := filepath.Base(path)
 	var groups []targetGroup
-	if err := json.Unmarshal(b, &groups); err != nil {
-		return nil, fmt.Errorf("file_sd %s: not a JSON list of target groups (%v)", base, err)
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".yml" || ext == ".yaml" {
+		// yaml's errors say "yaml: line N: ...".
+		if err := yaml.Unmarshal(b, &groups); err != nil {
+			return nil, fmt.Errorf("file_sd %s: not a YAML list of target groups (%v)", base, err)
+		}
+	} else if err := json.Unmarshal(b, &groups); err != nil {
+		return nil, fmt.Errorf("file_sd %s:%d: not a JSON list of target groups (%v)", base, jsonLine(b, err), err)
 	}
 	var out []Target
 	for i, g := range groups {
@@ -120,6 +132,21 @@ func readFileSD(path string) ([]Target, error) {
 		}
 	}
 	return out, nil
+}
+
+// jsonLine is the line of a JSON decoding error (1 when it has no offset).
+func jsonLine(b []byte, err error) int {
+	var off int64
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	off = min(off, int64(len(b)))
+	return 1 + bytes.Count(b[:off], []byte("\n"))
 }
 
 // withFileSD returns the config's own targets (those of an earlier

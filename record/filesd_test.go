@@ -35,11 +35,12 @@ func TestFileSDTargets(t *testing.T) {
  {"targets": ["[::1]:8080"], "labels": {"llmrec_name": "llama", "__scheme__": "https", "__metrics_path__": "/m"}}
 ]`)
 	writeFile(t, filepath.Join(dir, "b.json"), `[{"targets": ["10.0.0.9:9000"]}]`)
-	cfg, err := ParseConfig([]byte(fmt.Sprintf(`file_sd = [%q]
+	writeFile(t, filepath.Join(dir, "c.yaml"), "- targets: ['10.0.0.10:8000']\n  labels:\n    llmrec_engine: sglang\n    zone: b\n")
+	cfg, err := ParseConfig([]byte(fmt.Sprintf(`file_sd = [%q, %q]
 [[target]]
 name = "own"
 url = "http://127.0.0.1:1/metrics"
-`, filepath.Join(dir, "*.json"))), "t.toml")
+`, filepath.Join(dir, "*.json"), filepath.Join(dir, "*.yaml"))), "t.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +57,7 @@ url = "http://127.0.0.1:1/metrics"
 		"10.0.0.8:8000 http://10.0.0.8:8000/metrics vllm a.json map[pool:a]",
 		"llama https://[::1]:8080/m  a.json map[]",
 		"10.0.0.9:9000 http://10.0.0.9:9000/metrics  b.json map[]",
+		"10.0.0.10:8000 http://10.0.0.10:8000/metrics sglang c.yaml map[zone:b]",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("targets:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -68,8 +70,9 @@ func TestFileSDErrors(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ file, text, want string }{
 		{"none-*.json", "", `file_sd "` + filepath.Join(dir, "none-*.json") + `": no file matches`},
-		{"t.yml", "- targets: []", "file_sd t.yml: YAML target files are not read yet"},
-		{"bad.json", `{"targets": []}`, "file_sd bad.json: not a JSON list of target groups"},
+		{"t.yml", "- targets: [a:1\n- labels: {}\n", "file_sd t.yml: not a YAML list of target groups (yaml: line"},
+		{"bad.json", `{"targets": []}`, "file_sd bad.json:1: not a JSON list of target groups"},
+		{"line.json", "[\n {\"targets\": [\"a:1\"]},\n {\"targets\": [\"b:2\"],}\n]", "file_sd line.json:3: not a JSON list of target groups"},
 		{"named.json", `[{"targets": ["a:1", "b:2"], "labels": {"llmrec_name": "x"}}]`, "file_sd named.json: group 1: llmrec_name names one target, the group has 2"},
 		{"url.json", `[{"targets": ["http://a:1/metrics"]}]`, `file_sd url.json: group 1: target "http://a:1/metrics" is not host:port`},
 		{"twice.json", `[{"targets": ["a:1"], "labels": {"llmrec_name": "own"}}]`, `target "own" (from file_sd twice.json): the name is used twice`},

@@ -66,7 +66,10 @@ func (r *recorder) draw(opt Options, drawn *int) {
 // StatusLine is one target's progress line.
 func StatusLine(s TargetStats) string {
 	state := "down"
-	if s.Up {
+	switch {
+	case s.Left:
+		state = "left" // discovery no longer finds it
+	case s.Up:
 		state = "up"
 	}
 	line := fmt.Sprintf("%-16s %-4s ok %d  failed %d  missed %d  last %s  %s received",

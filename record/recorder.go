@@ -15,7 +15,11 @@
 //     at start + i*interval/n + k*interval (its phase, in the manifest), so
 //     many targets do not all fire at one instant;
 //   - a tick loop never waits for the writer: its missed-tick rows are
-//     handed over without blocking.
+//     handed over without blocking;
+//   - with discovery (file_sd, resolve_dns; see discovery.go) a target that
+//     joins while recording is scraped from the next tick of its own
+//     schedule (its phase from its name), one that leaves fires no tick
+//     after and its scrape in flight is written as any other.
 //
 // Shutdown rules: when the run stops (ctx done or Options.Duration passed)
 // no tick fires any more; scrapes in flight get StopGrace to finish, then
@@ -71,6 +75,9 @@ type Options struct {
 	// Warnings receives warnings the recording goes on after (a journal
 	// removed by hand); nil for none.
 	Warnings io.Writer
+	// Resolver looks up the names of targets with resolve_dns; nil for
+	// net.DefaultResolver.
+	Resolver Resolver
 }
 
 // StopGrace is how long scrapes in flight when the run stops may go on
@@ -116,7 +123,9 @@ type TargetStats struct {
 	// not): a target never answered points at a wrong URL.
 	Answered bool
 	URL      string // redacted
-	warned   bool   // the first failure was said
+	// Left is true for a discovered target no longer in the target set.
+	Left   bool
+	warned bool // the first failure was said
 }
 
 // NewRunID returns a sortable, unique run id: UTC time and 4 random bytes.
@@ -133,7 +142,15 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	if len(cfg.Targets) == 0 {
 		return nil, errors.New("no targets: give --target NAME=URL or a config file with [[target]] tables")
 	}
-	hc, err := clients(cfg.Targets)
+	// With discovery the targets of the start are those found now (names
+	// resolved), and the set is followed while recording.
+	targets := cfg.Targets
+	var disc *discovery
+	if cfg.discovers() {
+		disc = newDiscovery(cfg, opt.Resolver, opt.Warnings)
+		targets = disc.targets(ctx)
+	}
+	hc, err := clients(targets)
 	if err != nil {
 		return nil, err
 	}
@@ -148,23 +165,15 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	m := capture.Manifest{
 		SchemaVersion: capture.SchemaVersion, RunID: runID,
 		Host: host, Version: capture.Version, Config: cfg.Redacted(),
-		Warnings: insecureWarnings(cfg.Targets),
+		Warnings: insecureWarnings(targets),
 	}
 	for _, wn := range m.Warnings {
 		if opt.Warnings != nil {
 			fmt.Fprintf(opt.Warnings, "warning: %s\n", wn)
 		}
 	}
-	phases := Phases(cfg.Targets)
-	for i, t := range cfg.Targets {
-		mt := capture.ManifestTarget{Name: t.Name, URL: redact.URL(t.URL), Engine: t.Engine,
-			IntervalNs: int64(t.Interval), TimeoutNs: int64(t.Timeout), PhaseNs: int64(phases[i]),
-			ProcessStartHeader: t.ProcessStartHeader}
-		for _, e := range t.Endpoints {
-			mt.Endpoints = append(mt.Endpoints, e.Path)
-		}
-		m.Targets = append(m.Targets, mt)
-	}
+	phases := Phases(targets)
+	m.Targets = []capture.ManifestTarget{}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if opt.Duration > 0 {
@@ -176,9 +185,9 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	// only after StopGrace (or at once on Abort), with a cause.
 	scrapeCtx, stopScrapes := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopScrapes(nil)
-	rec := &recorder{clients: hc, runID: runID, maxBody: cfg.MaxBody, limits: cfg.Limits(), scrapeCtx: scrapeCtx,
+	rec := &recorder{runID: runID, maxBody: cfg.MaxBody, limits: cfg.Limits(), scrapeCtx: scrapeCtx,
 		abort: opt.Abort, rows: make(chan queued, cmp.Or(opt.rowsBuffer, 256)),
-		bodies: newBodyReader(), parses: newParseGate(), stats: make([]TargetStats, len(cfg.Targets)), warn: opt.Warnings}
+		bodies: newBodyReader(), parses: newParseGate(), warn: opt.Warnings}
 	stop := func(cause error) {
 		rec.stoppedNs.CompareAndSwap(0, rec.clock.Ns(time.Now()))
 		stopScrapes(cause)
@@ -193,9 +202,6 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		case <-runDone:
 		}
 	}()
-	for i, t := range cfg.Targets {
-		rec.stats[i].Name = t.Name
-	}
 
 	// The writer goroutine owns w. It only journals: sealing and compaction
 	// run in the background (see capture.Writer), so a row waits in rec.rows
@@ -252,13 +258,12 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	clock := NewClock()
 	rec.clock = clock
 	var wg sync.WaitGroup
-	for i := range cfg.Targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rec.loop(ctx, i, &cfg.Targets[i], phases[i])
-		}()
+	ms := newMembers(ctx, rec, &wg, hc.shared, disc != nil, opt.Warnings)
+	manifestMu.Lock()
+	for i, t := range targets {
+		ms.join(&m, t, hc.of[i], phases[i], clock.Start())
 	}
+	manifestMu.Unlock()
 	var progressDone chan struct{}
 	if opt.Progress != nil {
 		progressDone = make(chan struct{})
@@ -271,15 +276,18 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	if startErr != nil {
 		cancel()
 	}
+	if disc != nil {
+		wg.Go(func() { ms.follow(ctx, disc, cfg.Interval.D(), opt.Dir, &m, &manifestMu) })
+	}
 	// What the engines say about themselves is fetched beside the first
 	// ticks, not before them, so a hung engine cannot delay the cadence.
 	infoDone := make(chan struct{})
 	go func() {
 		defer close(infoDone)
-		engines := engineInfo(ctx, hc, cfg.Targets)
+		engines := engineInfo(ctx, hc.of, targets)
 		manifestMu.Lock()
 		defer manifestMu.Unlock()
-		m.Engines = engines
+		m.Engines = mergeInfo(engines, m.Engines)
 		_ = capture.WriteManifest(opt.Dir, m) // written again at the end, where an error counts
 	}()
 
@@ -308,6 +316,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	}
 
 	<-infoDone
+	ms.infos.Wait()
 	manifestMu.Lock()
 	defer manifestMu.Unlock()
 	end := time.Now()
@@ -360,12 +369,12 @@ type endpointState struct {
 	interner expo.Interner
 }
 
-func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Duration) {
+func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Duration, k0 int64) {
 	eps := []*endpointState{{name: capture.EndpointMetrics, url: t.URL}}
 	for _, e := range t.Endpoints {
 		u := joinPath(t.URL, e.Path)
 		if e.Once {
-			r.fire(ti, t, &endpointState{name: e.Path, url: u}, 0, time.Now())
+			r.fire(ti, t, &endpointState{name: e.Path, url: u}, k0, time.Now())
 			continue
 		}
 		eps = append(eps, &endpointState{name: e.Path, url: u})
@@ -374,7 +383,7 @@ func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Durat
 	start := r.clock.Start().Add(phase)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	for k := int64(0); ; {
+	for k := k0; ; {
 		at := start.Add(time.Duration(k) * interval)
 		timer.Reset(time.Until(at))
 		select {
@@ -422,7 +431,7 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 		defer r.inflight.Done()
 		q := request{target: t, endpoint: ep.name, url: ep.url, seq: k, scheduled: at, maxBody: r.maxBody,
 			limits: r.limits, runID: r.runID, interner: &ep.interner, bodies: r.bodies, parses: r.parses}
-		row := fetch(r.scrapeCtx, r.clients[ti], r.clock, q)
+		row := fetch(r.scrapeCtx, r.client(ti), r.clock, q)
 		r.markShutdown(&row, t.Timeout.D())
 		// Journaled before it is parsed: a kill during a long parse loses
 		// nothing. The parse's result follows through p; the endpoint stays
@@ -439,6 +448,14 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 		ep.busy.Store(false)
 		r.account(ti, &row)
 	}()
+}
+
+// client is the HTTP client of target ti (discovery adds targets while
+// recording).
+func (r *recorder) client(ti int) *http.Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.clients[ti]
 }
 
 // queued is a row on its way to the writer, with the parse still to come
@@ -654,6 +671,9 @@ func fetchInfo(ctx context.Context, client *http.Client, t *Target, path string)
 	}
 	if t.BearerTokenEnv != "" {
 		req.Header.Set("Authorization", "Bearer "+os.Getenv(t.BearerTokenEnv))
+	}
+	if t.Host != "" {
+		req.Host = t.Host
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -200,6 +200,9 @@ func fetch(ctx context.Context, client *http.Client, clock Clock, q request) cap
 	if t.BearerTokenEnv != "" {
 		req.Header.Set("Authorization", "Bearer "+os.Getenv(t.BearerTokenEnv))
 	}
+	if t.Host != "" {
+		req.Host = t.Host // one address of a name: the server is asked for the name
+	}
 	start := time.Now()
 	row.StartNs = clock.Ns(start)
 	resp, err := client.Do(req)

@@ -126,25 +126,39 @@ func describeFile(path string, digest bool) string {
 	return base + " sha256:" + hex.EncodeToString(sum[:])
 }
 
+// targetClients are the HTTP clients of a run's targets.
+type targetClients struct {
+	shared *http.Client   // of the targets without TLS options
+	of     []*http.Client // of each target
+}
+
 // clients returns the HTTP client of each target: targets without a TLS
 // option share one; each other target has its own transport.
-func clients(targets []Target) ([]*http.Client, error) {
-	shared := newClient()
-	out := make([]*http.Client, len(targets))
+func clients(targets []Target) (targetClients, error) {
+	out := targetClients{shared: newClient(), of: make([]*http.Client, len(targets))}
 	for i, t := range targets {
-		if t.TLS.IsZero() {
-			out[i] = shared
-			continue
-		}
-		tc, err := t.TLS.config()
+		c, err := clientFor(&t, out.shared)
 		if err != nil {
-			return nil, fmt.Errorf("target %q: %w", t.Name, err)
+			return targetClients{}, err
 		}
-		c := newClient()
-		c.Transport.(*http.Transport).TLSClientConfig = tc
-		out[i] = c
+		out.of[i] = c
 	}
 	return out, nil
+}
+
+// clientFor is the HTTP client of one target: shared when it has no TLS
+// option, else its own.
+func clientFor(t *Target, shared *http.Client) (*http.Client, error) {
+	if t.TLS.IsZero() {
+		return shared, nil
+	}
+	tc, err := t.TLS.config()
+	if err != nil {
+		return nil, fmt.Errorf("target %q: %w", t.Name, err)
+	}
+	c := newClient()
+	c.Transport.(*http.Transport).TLSClientConfig = tc
+	return c, nil
 }
 
 // insecureWarnings are the warnings of targets whose certificates are not

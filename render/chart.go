@@ -650,7 +650,7 @@ func refusedAreas(series []Series, mergeGap float64) (refused, absent []area) {
 			k := 1
 			partial := true
 			for reason := range r.reasons {
-				if reason != rate.ReasonAbsent && reason != analyze.BreakGap {
+				if reason != rate.ReasonAbsent && reason != analyze.BreakGap && reason != analyze.BreakAway {
 					k = 0
 				}
 				partial = partial && reason == ReasonPartial

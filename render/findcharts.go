@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llmrec/llmrec/analyze"
@@ -81,6 +82,9 @@ func fleetCharts(fl findings.Fleet) ([]Chart, error) {
 	partial := 0
 	for i, p := range fl.Polls {
 		src := fmt.Sprintf("Σ decode_tokens_per_second over %d of %d engines", p.DecodeOf, p.Total)
+		if len(p.Absent) > 0 {
+			src += " (" + absentText(p.Absent) + " from the target set)"
+		}
 		c := rate.Cell{Value: p.Decode, Source: src, Derived: true}
 		f, q := Point{T: p.T, Cell: c}, Point{T: p.T, Cell: c}
 		switch {
@@ -96,6 +100,13 @@ func fleetCharts(fl findings.Fleet) ([]Chart, error) {
 		default:
 			q.Cell = rate.Cell{Reason: ReasonPartial}
 			q.Prov = "every engine had a value: see the line"
+		}
+		// The engines summed changed (discovery added or removed one): the
+		// line breaks, so a sum over fewer engines is not read as a fall.
+		if i > 0 && !slices.Equal(p.Absent, fl.Polls[i-1].Absent) {
+			prev := fl.Polls[i-1].T
+			full.Points = append(full.Points, Point{T: prev + (p.T-prev)/2, Cell: rate.Cell{Reason: analyze.BreakAway},
+				Prov: "the target set changed: " + absentText(fl.Polls[i-1].Absent) + " → " + absentText(p.Absent)})
 		}
 		full.Points = append(full.Points, f)
 		part.Points = append(part.Points, q)
@@ -141,5 +152,16 @@ func coverage(p findings.FleetPoint) string {
 	if down := p.Total - p.Live; down > 0 {
 		s += fmt.Sprintf("; %d did not answer", down)
 	}
+	if len(p.Absent) > 0 {
+		s += "; not in the target set (counted nowhere): " + strings.Join(p.Absent, ", ")
+	}
 	return s
+}
+
+// absentText names the engines absent from the target set.
+func absentText(absent []string) string {
+	if len(absent) == 0 {
+		return "every engine present"
+	}
+	return strings.Join(absent, ", ") + " absent"
 }

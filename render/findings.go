@@ -155,6 +155,12 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		{text("tokens over the run"), Cell{Text: numText(fs.TokensRun), Prov: "Σ over engines and their processes of the rise of tokens_total; a restarted process counted from 0"}},
 		{text("lifetime tokens at the end"), Cell{Text: numText(fs.TokensTotal), Prov: "Σ tokens_total (prompt incl. cache hits + generated), each engine's processes summed across restarts"}},
 	}
+	// Discovery changed the target set: say how, and that absence is no 0.
+	if fs.Joins+fs.Leaves > 0 {
+		sum.Rows = append(sum.Rows, []Cell{text("targets joining and leaving (discovery)"),
+			Cell{Text: fmt.Sprintf("%d joined, %d left; %d of %d ticks with an engine absent", fs.Joins, fs.Leaves, fs.AbsentPoints, fs.Points),
+				Prov: "the recorder's target set (file_sd re-read, DNS re-resolved), from the manifests' presence intervals: an absent engine is out of the sums, neither down nor 0; the target_join and target_leave incidents say when"}})
+	}
 	seams := Table{Title: "Seams: where engines count differently", Summary: true, Columns: []Column{{Title: "seam"}, {Title: "cells"}, {Title: "targets"}, {Title: "note"}}}
 	for _, s := range res.Seams {
 		var groups []string

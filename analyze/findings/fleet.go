@@ -63,6 +63,12 @@ func fleet(views []*view, keep bool) Fleet {
 			l := last[vi]
 			// An engine answered the tick when its latest row is a poll, recent for its cadence.
 			if l.poll < 0 || t-l.t > HoleFactor*v.interval {
+				// One discovery had not added yet or had removed is absent:
+				// not down, not missing, not in the total.
+				if !v.presentAt(t) {
+					p.Total--
+					p.Absent = append(p.Absent, v.t.Name)
+				}
 				continue
 			}
 			p.Live++
@@ -99,6 +105,9 @@ func fleet(views []*view, keep bool) Fleet {
 			}
 		}
 		s.Points++
+		if len(p.Absent) > 0 {
+			s.AbsentPoints++
+		}
 		if p.Live == p.Total {
 			s.AllLive++
 		}
@@ -121,6 +130,16 @@ func fleet(views []*view, keep bool) Fleet {
 		}
 	}
 	s.DecodeMedian = median(decodes)
+	for _, v := range eng {
+		for _, pr := range v.t.Presence {
+			if !pr.AtStart {
+				s.Joins++
+			}
+			if pr.Leave > 0 {
+				s.Leaves++
+			}
+		}
+	}
 	for _, v := range eng {
 		if v.runTokens.Valid {
 			s.TokensRun = addNum(s.TokensRun, v.runTokens.V)

@@ -80,7 +80,15 @@ func (v *view) holes() (hs []*hole, loose []looseRun) {
 		case prev >= 0 && next >= 0:
 			h.a, h.b = t.Polls[prev].T, t.Polls[next].T
 			// Polls close enough leave no hole; their failed rows are loose.
-			if h.b-h.a <= HoleFactor*v.interval {
+			// Nor does a stretch the target was away from the target set:
+			// from the tick of the poll before (its answer may come after
+			// the leave) to the poll after.
+			away := v.absentWithin(rowTime(&t.Rows[v.pollRow[prev]]), h.b)
+			if h.b-h.a <= HoleFactor*v.interval || away {
+				if away && !h.empty() {
+					loose = append(loose, looseRun{h.rows, "around its absence from the target set"})
+					return
+				}
 				if !h.empty() {
 					loose = append(loose, looseRun{h.rows, "between two polls close enough for the windows to span them"})
 				}
@@ -169,6 +177,7 @@ func incidents(views []*view, gates rate.Config, cfSpans []float64) []Incident {
 		out = append(out, v.restarts()...)
 		out = append(out, v.labelSets()...)
 		out = append(out, v.engineStalls(cfSpans)...)
+		out = append(out, v.presence()...)
 	}
 	slices.SortStableFunc(out, func(a, b Incident) int {
 		return cmp.Or(cmp.Compare(cmp.Or(a.Start.V, a.T.V), cmp.Or(b.Start.V, b.T.V)),
@@ -180,6 +189,7 @@ func incidents(views []*view, gates rate.Config, cfSpans []float64) []Incident {
 var kindOrder = map[string]int{
 	KindHostStall: 0, KindDown: 1, KindGap: 2, KindScrapeErr: 3, KindMissedTick: 4, KindSlow: 5,
 	KindRestart: 6, KindLabelJoin: 7, KindLabelLeave: 8, KindRefused: 9, KindUp: 10, KindEngineStall: 11,
+	KindTargetLeave: 12, KindTargetJoin: 13,
 }
 
 // hostStalls groups the stretches every target spent without polls at
@@ -298,7 +308,7 @@ func errorKey(e string) string {
 // it has rows on both sides.
 func (v *view) activeOver(a, b float64) bool {
 	rs := v.t.Rows
-	return len(rs) > 0 && rowTime(&rs[0]) <= a && rowTime(&rs[len(rs)-1]) >= b-v.interval
+	return len(rs) > 0 && rowTime(&rs[0]) <= a && rowTime(&rs[len(rs)-1]) >= b-v.interval && v.presentOver(a, b-v.interval)
 }
 
 // after1 is the decode cell of the first poll after the hole, and what a

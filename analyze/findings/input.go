@@ -74,6 +74,23 @@ type Target struct {
 	// Info holds the label sets of the watched info series
 	// (vllm:cache_config_info), by series name, as last read.
 	Info map[string][]map[string]string
+	// Presence are the intervals the recorder had the target in its
+	// target set, when discovery (file_sd, DNS) decided it; empty when it
+	// was a target for the whole of every session.
+	Presence []Presence
+}
+
+// Presence is one interval a discovered target was scraped.
+type Presence struct {
+	// Join and Leave in Unix seconds; Leave 0 while it was present when
+	// its session ended.
+	Join, Leave float64
+	// AtStart is set when it was a target from its session's start: no
+	// join happened.
+	AtStart bool
+	// URL is the address scraped then, when another than the target's
+	// first (redacted); "" when the same.
+	URL string
 }
 
 // CellCount is what one canonical cell was over a target's polls.

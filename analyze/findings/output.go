@@ -51,6 +51,11 @@ const (
 	// counter) frozen for at least 2 s and 2 polls while requests ran and
 	// scrapes answered: the engine stalled, not the recorder or the scrape.
 	KindEngineStall = "engine_stall"
+	// KindTargetJoin and KindTargetLeave: discovery (file_sd, DNS) added
+	// a target to the recorder's target set, or removed one. A target's
+	// time away is no gap, and counts nothing: the fleet names it absent.
+	KindTargetJoin  = "target_join"
+	KindTargetLeave = "target_leave"
 )
 
 // Incident is one place the measurement could not be trusted, and why.
@@ -263,6 +268,10 @@ type FleetPoint struct {
 	TokensTotal rate.Num `json:"tokens_total"` // lifetime, each engine's processes summed
 	// Missing are live engines whose decode was null, with the reason.
 	Missing []string `json:"missing,omitempty"`
+	// Absent are the engines not in the recorder's target set at the
+	// tick (discovery had not added them yet, or had removed them): not
+	// in Total, neither live nor missing, their absence counts no tokens.
+	Absent []string `json:"absent,omitempty"`
 }
 
 // FleetSummary condenses the fleet's points.
@@ -280,6 +289,13 @@ type FleetSummary struct {
 	// each process's rise, a restarted one counted from 0.
 	TokensTotal rate.Num `json:"tokens_total"`
 	TokensRun   rate.Num `json:"tokens_run"`
+	// Joins and Leaves count the engines discovery added to and removed
+	// from the target set while recording; AbsentPoints the ticks at
+	// which at least one engine was absent (TokensTotal then sums the
+	// engines present: it falls when one leaves).
+	Joins        int `json:"joins,omitempty"`
+	Leaves       int `json:"leaves,omitempty"`
+	AbsentPoints int `json:"absent_points,omitempty"`
 }
 
 // Seam is a place where engines' similar numbers count different things.

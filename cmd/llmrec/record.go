@@ -63,6 +63,7 @@ Config file (TOML):
   max_body_bytes = 67108864  # bodies above this (after gzip) are refused
   follow_redirects = false   # follow same-origin redirects (also per target)
   file_sd = ["targets/*.json"]     # Prometheus file_sd target files (see Discovery below)
+  resolve_dns = false        # one target per address of a host name (also per target; see DNS below)
   max_series = 200000        # pages with more sample lines are stored unparsed
   max_label_value_bytes = 16384   # ... or with a longer label value
   max_label_bytes = 33554432 # ... or with more label bytes in all
@@ -96,9 +97,18 @@ Discovery: file_sd = ["targets/*.json"] (or --file-sd FILE) reads Prometheus'
 file_sd target files: [{"targets": ["HOST:PORT", ...], "labels": {...}}].
 Each address is a target at __scheme__://HOST:PORT__metrics_path__ (default
 http and /metrics), named by its llmrec_name label or its address, with
-llmrec_engine as its engine hint; other labels go into the manifest. The
-files are read at start; changes while recording are not followed yet. YAML
-files are not read yet.
+llmrec_engine as its engine hint; other labels go into the manifest. Files
+ending .yml or .yaml are read as YAML. The files are checked every interval
+while recording: targets added join at their next tick, targets removed
+leave (their ticks stop; the scrape in flight is kept), and the manifest
+records each target's joins and leaves. A file caught mid-write keeps its
+last good targets and is warned of with its line.
+
+DNS: resolve_dns = true (in the file or a [[target]]; or --resolve-dns)
+scrapes a target whose URL names a host once per address the name resolves
+to, as NAME@ADDRESS, asking for the name (Host header, TLS name), and
+resolves it again every interval: addresses that come and go join and
+leave (a Kubernetes headless Service's name lists its ready pods).
 
 Phases: --mark-listen ADDR serves POST /mark?name=NAME[&end=1] (loopback only
 unless --mark-public); each mark is appended to DIR/marks.jsonl, as
@@ -116,7 +126,8 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	var targets multiFlag
 	fs.Var(&targets, "target", "NAME=URL of a /metrics endpoint (repeatable; adds to the config's targets)")
 	var fileSD multiFlag
-	fs.Var(&fileSD, "file-sd", "Prometheus file_sd target file (JSON; a glob; repeatable; adds to the config's file_sd)")
+	fs.Var(&fileSD, "file-sd", "Prometheus file_sd target file (JSON or YAML; a glob; repeatable; adds to the config's file_sd); re-read when it changes")
+	resolveDNS := fs.Bool("resolve-dns", false, "scrape each address a target's host name resolves to, re-resolved every interval (default: the config's resolve_dns)")
 	interval := fs.Duration("interval", 0, "scrape cadence of every target (default 2s, or the config's)")
 	timeout := fs.Duration("timeout", 0, "per-scrape timeout (default: the interval)")
 	duration := fs.Duration("duration", 0, "stop after this long (default: until SIGINT/SIGTERM)")
@@ -178,6 +189,12 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		}
 	}
 	tlsFlags.apply(cfg, set)
+	if set["resolve-dns"] {
+		cfg.ResolveDNS = *resolveDNS
+		for i := range cfg.Targets {
+			cfg.Targets[i].ResolveDNS = nil
+		}
+	}
 	if set["rotate"] {
 		cfg.Rotate = record.Duration(*rotate)
 	}
@@ -235,10 +252,11 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if err != nil || s == nil {
 		return err
 	}
-	// Recorded, but a target never answered: most likely a wrong URL.
+	// Recorded, but a target never answered: most likely a wrong URL. A
+	// discovered target that left may have gone before it could.
 	var silent []string
 	for _, t := range s.Targets {
-		if !t.Answered {
+		if !t.Answered && !t.Left {
 			silent = append(silent, fmt.Sprintf("%s (%s: %s)", t.Name, t.URL, t.LastError))
 		}
 	}

@@ -686,3 +686,28 @@ func TestEveryColumnIsZstd(t *testing.T) {
 		f.Close()
 	}
 }
+
+// A manifest whose presence intervals are out of order (a join before the
+// previous leave, a leave before its join, an open interval that is not
+// the last) was not written by a recorder.
+func TestManifestPresenceChecked(t *testing.T) {
+	ns := func(v int64) *int64 { return &v }
+	good := []Presence{{JoinNs: 10, LeaveNs: ns(20)}, {JoinNs: 30}}
+	bad := [][]Presence{
+		{{JoinNs: 10, LeaveNs: ns(20)}, {JoinNs: 15}},
+		{{JoinNs: 10, LeaveNs: ns(5)}},
+		{{JoinNs: 10}, {JoinNs: 30}},
+	}
+	mk := func(p []Presence) Manifest {
+		return Manifest{SchemaVersion: SchemaVersion, RunID: "20260101T000000Z-0000000a", StartNs: 10,
+			Targets: []ManifestTarget{{Name: "a", IntervalNs: 1, TimeoutNs: 1, Presence: p}}}
+	}
+	if m := mk(good); m.check() != nil {
+		t.Errorf("good presence refused: %v", m.check())
+	}
+	for i, p := range bad {
+		if m := mk(p); m.check() == nil || !strings.Contains(m.check().Error(), "out of order") {
+			t.Errorf("bad presence %d: %v", i, m.check())
+		}
+	}
+}

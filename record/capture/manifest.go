@@ -3,6 +3,7 @@ package capture
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -49,6 +50,25 @@ type ManifestTarget struct {
 	// carries the process start ("" none): a change of its value (in the
 	// headers column) between answers is a restart.
 	ProcessStartHeader string `json:"process_start_header,omitempty"`
+	// Presence are the intervals the target was in the run's target set,
+	// in order, for a run whose targets are discovered (file_sd files
+	// re-read, DNS names re-resolved): a target that leaves and returns
+	// has two. Absent in a run without discovery: every target is present
+	// from start to end.
+	Presence []Presence `json:"presence,omitempty"`
+}
+
+// Presence is one interval a discovered target was scraped: from its
+// join until its leave. LeaveNs is null while it is present, and stays
+// null for a target present when the session ended (or crashed): the
+// session's end bounds it.
+type Presence struct {
+	JoinNs  int64  `json:"join_ns"`
+	LeaveNs *int64 `json:"leave_ns"`
+	// URL is the address scraped in this interval (credentials removed),
+	// when it differs from the target's URL (a pod back at a new address
+	// under the same llmrec_name).
+	URL string `json:"url,omitempty"`
 }
 
 // EngineInfo is one engine-information endpoint fetched at start.
@@ -148,6 +168,15 @@ func (m *Manifest) check() error {
 		}
 		if t.TimeoutNs <= 0 || t.TimeoutNs > int64(MaxTimeout) {
 			return fmt.Errorf("target %q: timeout_ns %d, want more than 0 and at most %s", t.Name, t.TimeoutNs, MaxTimeout)
+		}
+		last := int64(math.MinInt64)
+		for i, p := range t.Presence {
+			if p.JoinNs < last || (p.LeaveNs != nil && *p.LeaveNs < p.JoinNs) || (p.LeaveNs == nil && i < len(t.Presence)-1) {
+				return fmt.Errorf("target %q: presence %d is out of order", t.Name, i+1)
+			}
+			if p.LeaveNs != nil {
+				last = *p.LeaveNs
+			}
 		}
 	}
 	return nil
