@@ -172,6 +172,7 @@ const (
 	SeamTarget    = "target"    // a target on one side only
 	SeamPhase     = "phase"     // a phase on one side only, or an alignment fallen back
 	SeamIncidents = "incidents" // incidents inside a compared phase
+	SeamSource    = "source"    // imported from a metrics store on one side only
 )
 
 // Seam is one way the two sides differ.
@@ -415,6 +416,11 @@ func (rep *Report) pairSeams(p pair) {
 		rep.Seams = append(rep.Seams, Seam{Kind: SeamVersion, Target: b.Name, Baseline: cmp.Or(b.Version, "unknown"), Candidate: cmp.Or(c.Version, "unknown"),
 			Detail: fmt.Sprintf("%s: the engine version is unknown on one side: compared as if it were the same", name)})
 	}
+	if (b.Imported == nil) != (c.Imported == nil) {
+		bs, cs := sourceText(b), sourceText(c)
+		rep.Seams = append(rep.Seams, Seam{Kind: SeamSource, Target: b.Name, Baseline: bs, Candidate: cs,
+			Detail: fmt.Sprintf("%s: %s on the baseline, %s on the candidate: the imported side's polls carry the store's scrape times and no bodies, so the checks that read them (stale, slow scrapes, missed ticks, bodies) apply on one side only; the phase figures, from the counters across each phase, do not depend on them", name, bs, cs)})
+	}
 	switch {
 	case b.Model != "" && c.Model != "" && b.Model != c.Model:
 		rep.Seams = append(rep.Seams, Seam{Kind: SeamModel, Target: b.Name, Baseline: b.Model, Candidate: c.Model, Blocks: true,
@@ -423,6 +429,14 @@ func (rep *Report) pairSeams(p pair) {
 		rep.Seams = append(rep.Seams, Seam{Kind: SeamTokenizer, Target: b.Name, Baseline: cmp.Or(b.Model, "unknown"), Candidate: cmp.Or(c.Model, "unknown"),
 			Detail: fmt.Sprintf("%s: the model, and so the tokenizer, is unknown on a side: token counts are compared as if they were the same unit", name)})
 	}
+}
+
+// sourceText says where a target's polls came from.
+func sourceText(t *analyze.Target) string {
+	if t.Imported == nil {
+		return "recorded"
+	}
+	return "imported from " + t.Imported.Source
 }
 
 // runSeams are the seams of the whole runs: gates, span, cadence, the

@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/analyze/diff"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/capture"
@@ -89,6 +92,27 @@ func TestImportPrometheusRoundTrip(t *testing.T) {
 	for _, tg := range a.Targets {
 		if tg.Imported != nil {
 			t.Errorf("recorded target %s says imported", tg.Name)
+		}
+	}
+	// The recording against its own import: the source is a seam, and
+	// the same counters give no verdict.
+	js := filepath.Join(t.TempDir(), "diff.json")
+	if _, _, err := runCLI("diff", dir, "--", back, "--json", js); err != nil {
+		t.Fatalf("diff: %v", err)
+	}
+	var rep diff.Report
+	if b, err := os.ReadFile(js); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(rep.Seams, func(s diff.Seam) bool { return s.Kind == diff.SeamSource }); i < 0 ||
+		rep.Seams[i].Baseline != "recorded" || rep.Seams[i].Candidate != "imported from prometheus" {
+		t.Errorf("seams %+v: want recorded ↔ imported from prometheus", rep.Seams)
+	}
+	for _, r := range rep.Rows {
+		if r.Verdict == diff.Better || r.Verdict == diff.Worse {
+			t.Errorf("%s %s %s: %s between a recording and its import", r.Phase, r.Target, r.Quantity, r.Verdict)
 		}
 	}
 	html, md := filepath.Join(t.TempDir(), "r.html"), filepath.Join(t.TempDir(), "r.md")
