@@ -704,10 +704,23 @@ func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
 	return out
 }
 
-// finish sets the counts and percentiles of values xs (reordered).
+// finish sets the counts and percentiles of values xs (reordered). The
+// median is selected first; each other percentile is then selected within
+// the half of xs it lies in, which the median's selection left holding
+// exactly its ranks.
 func (p *Published) finish(xs []float64) {
-	p.Values = len(xs)
-	p.P5, p.P50, p.P95 = pct(xs, 0.05), pct(xs, 0.5), pct(xs, 0.95)
+	n := len(xs)
+	p.Values = n
+	p.P5, p.P50, p.P95 = rate.Num{}, rate.Num{}, rate.Num{}
+	// No values: no percentiles.
+	if n == 0 {
+		return
+	}
+	m := int(0.5 * float64(n-1))
+	p.P50 = pctIn(xs, 0.5, 0, n)
+	// The 95th before the 5th: selecting in xs[:m+1] moves xs[m].
+	p.P95 = pctIn(xs, 0.95, min(int(0.95*float64(n-1)), m+1), n)
+	p.P5 = pctIn(xs, 0.05, 0, m+1)
 }
 
 // pct is the q-quantile of xs (reordered) by linear interpolation between
@@ -717,15 +730,27 @@ func pct(xs []float64, q float64) rate.Num {
 	if len(xs) == 0 {
 		return rate.Num{}
 	}
+	return pctIn(xs, q, 0, len(xs))
+}
+
+// pctIn is pct of xs (not empty) when xs[from:to] holds the ranks from to
+// to-1 of xs sorted, nothing past it is less than them, and the quantile's
+// lower rank falls in it; only xs[from:to] is reordered.
+func pctIn(xs []float64, q float64, from, to int) rate.Num {
 	pos := q * float64(len(xs)-1)
 	i := int(pos)
-	lo := order.Nth(xs, i)
+	lo := order.Nth(xs[from:to], i-from)
 	if i+1 >= len(xs) {
 		return rate.Some(lo)
 	}
 	// After the selection nothing past i is less than xs[i]: the next rank
-	// is the least of them.
-	hi := slices.Min(xs[i+1:])
+	// is the least of them, inside the range when it holds it.
+	var hi float64
+	if i+1 < to {
+		hi = slices.Min(xs[i+1 : to])
+	} else {
+		hi = slices.Min(xs[to:])
+	}
 	return rate.Some(lo + (hi-lo)*(pos-float64(i)))
 }
 
