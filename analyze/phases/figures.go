@@ -481,6 +481,10 @@ func histFigures(out []Figure, l *Log, base string, cells engine.Cells, acc []fl
 	}
 	p50, _ := cells.Get(hc[2])
 	series, ok := histSeries(p50.Source)
+	var bs *buckets
+	if cells != nil && ok {
+		bs = l.buckets(series, acc)
+	}
 	for _, q := range quantiles {
 		f := Figure{Name: base + q.suffix}
 		switch {
@@ -493,7 +497,7 @@ func histFigures(out []Figure, l *Log, base string, cells engine.Cells, acc []fl
 			if sources {
 				f.Source = "computed:histogram_quantile(" + strconv.FormatFloat(q.q, 'g', -1, 64) + ", Δ" + series + " across the phase)"
 			}
-			f.Value, f.Bucket, f.Reason = quantile(l, series, q.q, acc)
+			f.Value, f.Bucket, f.Reason = bs.quantile(q.q)
 		}
 		out = append(out, f)
 	}
@@ -511,62 +515,96 @@ func histSeries(src string) (string, bool) {
 	return name, ok && strings.HasSuffix(name, "_bucket")
 }
 
-// quantile is Prometheus' histogram_quantile of the bucket deltas of
-// series (summed over label sets by le) and the bucket it fell in.
-func quantile(l *Log, series string, q float64, acc []float64) (rate.Num, *[2]rate.Num, string) {
-	type bucket struct{ le, n float64 }
-	var bs []bucket
-	for x, s := range l.Series {
-		if s.Name != series {
-			continue
+// buckets are a bucket series' Δs across a stretch, summed over its label
+// sets by le: les are the distinct bounds, rising; n the Δs, made
+// cumulative-monotonic as histogram_quantile makes them.
+type buckets struct {
+	les []float64
+	n   []float64
+}
+
+// bucketLayout is where each logged series of a bucket series adds:
+// its log id and the index of its le in les.
+type bucketLayout struct {
+	les []float64
+	ids []int32
+	at  []int
+	bs  buckets // reused by every stretch
+}
+
+// buckets returns the Δs acc of bucket series series, summed by le. They
+// are valid until the next call for series (the log keeps one scratch per
+// series: the figures are computed one stretch at a time).
+func (l *Log) buckets(series string, acc []float64) *buckets {
+	ly := l.layouts[series]
+	if ly == nil {
+		ly = &bucketLayout{}
+		for x, s := range l.Series {
+			if s.Name != series {
+				continue
+			}
+			le := l.le(x)
+			if math.IsNaN(le) {
+				continue
+			}
+			ly.ids = append(ly.ids, int32(x))
+			ly.les = append(ly.les, le)
 		}
-		le := l.le(x)
-		if math.IsNaN(le) {
-			continue
+		les := slices.Compact(slices.Sorted(slices.Values(ly.les)))
+		ly.at = make([]int, len(ly.ids))
+		for k, le := range ly.les {
+			ly.at[k], _ = slices.BinarySearch(les, le)
 		}
-		bs = append(bs, bucket{le, acc[x]})
+		ly.les = les
+		ly.bs = buckets{les: les, n: make([]float64, len(les))}
+		if l.layouts == nil {
+			l.layouts = map[string]*bucketLayout{}
+		}
+		l.layouts[series] = ly
 	}
-	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
-	merged := bs[:0]
-	for _, b := range bs {
-		if len(merged) > 0 && merged[len(merged)-1].le == b.le {
-			merged[len(merged)-1].n += b.n
-			continue
-		}
-		merged = append(merged, b)
+	bs := &ly.bs
+	clear(bs.n)
+	for k, x := range ly.ids {
+		bs.n[ly.at[k]] += acc[x]
 	}
-	bs = merged
+	for i := 1; i < len(bs.n); i++ {
+		bs.n[i] = max(bs.n[i], bs.n[i-1])
+	}
+	return bs
+}
+
+// quantile is Prometheus' histogram_quantile of the buckets and the bucket
+// it fell in.
+func (bs *buckets) quantile(q float64) (rate.Num, *[2]rate.Num, string) {
+	les, n := bs.les, bs.n
 	// A quantile needs a +Inf bucket and a finite one to interpolate in.
-	if len(bs) < 2 || !math.IsInf(bs[len(bs)-1].le, 1) {
+	if len(les) < 2 || !math.IsInf(les[len(les)-1], 1) {
 		return rate.Num{}, nil, rate.ReasonBuckets
 	}
-	for i := 1; i < len(bs); i++ {
-		bs[i].n = max(bs[i].n, bs[i-1].n)
-	}
-	total := bs[len(bs)-1].n
+	total := n[len(n)-1]
 	// No observation in the phase: no quantile, not 0.
 	if total == 0 {
 		return rate.Num{}, nil, rate.ReasonEmpty
 	}
 	rank := q * total
 	k := 0
-	for k < len(bs)-1 && bs[k].n < rank {
+	for k < len(n)-1 && n[k] < rank {
 		k++
 	}
 	// Past every finite bound: the last one is all that can be said.
-	if k == len(bs)-1 {
-		lo := bs[k-1].le
+	if k == len(n)-1 {
+		lo := les[k-1]
 		return rate.Some(lo), &[2]rate.Num{rate.Some(lo), {}}, ""
 	}
-	lo, n, r := 0.0, bs[k].n, rank
+	lo, c, r := 0.0, n[k], rank
 	if k > 0 {
-		lo, n, r = bs[k-1].le, n-bs[k-1].n, rank-bs[k-1].n
+		lo, c, r = les[k-1], c-n[k-1], rank-n[k-1]
 	}
 	// A first bucket with a bound ≤ 0 has no lower bound to interpolate from.
-	if k == 0 && bs[0].le <= 0 {
-		return rate.Some(bs[0].le), &[2]rate.Num{rate.Some(bs[0].le), rate.Some(bs[0].le)}, ""
+	if k == 0 && les[0] <= 0 {
+		return rate.Some(les[0]), &[2]rate.Num{rate.Some(les[0]), rate.Some(les[0])}, ""
 	}
-	return rate.Some(lo + (bs[k].le-lo)*(r/n)), &[2]rate.Num{rate.Some(lo), rate.Some(bs[k].le)}, ""
+	return rate.Some(lo + (les[k]-lo)*(r/c)), &[2]rate.Num{rate.Some(lo), rate.Some(les[k])}, ""
 }
 
 // leOf reads the le label of a bucket series' canonical label set.

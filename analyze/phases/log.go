@@ -35,6 +35,7 @@ type Log struct {
 	off    []int64
 	chunks [][]byte
 	reset  []uint64 // bit i: a logged series fell at poll i
+	hint   int      // the polls expected (NewLog), 0 unknown
 
 	// Per tracker id: the log id, lidNone for a series not logged,
 	// lidPending for one not classified yet (the engine is not known).
@@ -50,7 +51,8 @@ type Log struct {
 	reasons []string
 	rcode   map[string]uint8
 
-	les []float64 // by log id: a bucket's le, NaN none; filled when first asked
+	les     []float64                // by log id: a bucket's le, NaN none; filled when first asked
+	layouts map[string]*bucketLayout // by bucket series, made when first asked
 
 	// The logged series of the last poll's lastN ids, by position; posOK
 	// is false when a classification may have changed them.
@@ -92,7 +94,7 @@ const (
 
 // NewLog returns an empty log with room for about polls polls (0 unknown).
 func NewLog(polls int) *Log {
-	return &Log{reasons: []string{""}, rcode: map[string]uint8{"": 0}, off: make([]int64, 0, polls),
+	return &Log{hint: polls, reasons: []string{""}, rcode: map[string]uint8{"": 0}, off: make([]int64, 0, polls),
 		reset: make([]uint64, 0, (polls+63)/64), pubV: make([]float64, 0, polls*len(PubCells)),
 		pubR: make([]uint8, 0, polls*len(PubCells))}
 }
@@ -193,17 +195,11 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, 
 	}
 	pos := l.positions(ids, changed)
 	// The poll is written straight into the last chunk, which must have
-	// room for its longest encoding. Chunks grow to chunkSize by doubling
-	// from firstChunk: an hour's log of a target fills a fraction of a
-	// megabyte, and fresh memory faulted in is dear.
+	// room for its longest encoding.
 	need := len(pos) * maxEntry
 	k := len(l.chunks) - 1
 	if k < 0 || cap(l.chunks[k])-len(l.chunks[k]) < need {
-		size := firstChunk
-		if k >= 0 {
-			size = min(chunkSize, 2*cap(l.chunks[k]))
-		}
-		l.chunks = append(l.chunks, make([]byte, 0, max(size, need)))
+		l.chunks = append(l.chunks, make([]byte, 0, max(l.chunkSize(i), need)))
 		k++
 	}
 	c := l.chunks[k]
@@ -214,6 +210,29 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, 
 		l.reset[i/64] |= 1 << (i % 64)
 	}
 	l.pub(cells)
+}
+
+// chunkSize is the size of the chunk that follows the last when poll i
+// does not fit in it, at most chunkSize. An hour's log of a target fills a
+// fraction of a megabyte, and fresh memory faulted in is dear: when the
+// polls to come are known (NewLog's hint), the chunk is what they take at
+// the bytes per poll so far, and a tenth more (most logs end in their
+// second chunk); else chunks double from firstChunk.
+func (l *Log) chunkSize(i int) int {
+	k := len(l.chunks) - 1
+	if k < 0 {
+		return firstChunk
+	}
+	// Past the hint, or nothing logged yet: doubling it is.
+	left := l.hint - i
+	if left <= 0 || i == 0 {
+		return min(chunkSize, 2*cap(l.chunks[k]))
+	}
+	used := 0
+	for _, c := range l.chunks {
+		used += len(c)
+	}
+	return min(chunkSize, max(firstChunk, used/i*left*11/10))
 }
 
 // positions are the series logged among ids: their positions and log
