@@ -111,6 +111,7 @@ type Estimator struct {
 	prev, cur []int32
 
 	buckets []bucket // scratch for Histogram
+	merged  []bucket // scratch of Histogram's merge by plan
 	// Provenance strings and histogram series, built once per base name.
 	histSrc map[string]*histSources
 	// The queries' lookups of series and histograms by name, by the order
@@ -125,6 +126,7 @@ type seriesState struct {
 	keys     []int32 // in order of appearance
 	rateSrc  string  // computed:Δ<series>/Δt, once asked for
 	ratioSrc []ratioSource
+	merge    *mergePlan // a bucket series' last merge of unordered buckets
 }
 
 // ratioSource is the provenance of a ratio with one denominator: a series
