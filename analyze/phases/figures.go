@@ -57,12 +57,36 @@ type Input struct {
 	// a tenth more time, so only a diff asks.
 	Blocks bool
 
-	ev      *evaluator  // reads the phases' deltas
-	unsure  []float64   // by poll: first byte − request start, 0 unknown
-	cadence float64     // seconds
-	restart []bool      // by poll: the interval ending at it crosses a restart
-	xs      []float64   // scratch of published
-	rxs     [][]float64 // scratch of publishedRates
+	ev      *evaluator // reads the phases' deltas
+	unsure  []float64  // by poll: first byte − request start, 0 unknown
+	cadence float64    // seconds
+	restart []bool     // by poll: the interval ending at it crosses a restart
+	sc      *scratch   // shared by the inputs Compute measures one by one
+}
+
+// scratch is the values of the published distributions while they are
+// selected from: one poll's worth per cell, reused phase after phase and
+// target after target.
+type scratch struct {
+	xs  []float64                  // of published
+	rxs [findings.NRates][]float64 // of publishedRates
+}
+
+// scratch returns the input's scratch, with room for n values a cell.
+func (in *Input) scratch(n int) *scratch {
+	if in.sc == nil {
+		in.sc = &scratch{}
+	}
+	sc := in.sc
+	// Room for every poll of the target: no window holds more.
+	if cap(sc.xs) < n {
+		n = max(n, len(in.Target.Polls))
+		sc.xs = make([]float64, 0, n)
+		for k := range sc.rxs {
+			sc.rxs[k] = make([]float64, 0, n)
+		}
+	}
+	return sc
 }
 
 // Figures are one target's figures over one or more windows (one phase, or
@@ -620,48 +644,59 @@ func leOf(labels string) (float64, bool) {
 	return le, true
 }
 
-// gauge is a gauge figure's cell and how a poll holds it.
+// gauge is a gauge figure's cell and its statistics.
 type gauge struct {
 	name  string
 	src   string
-	read  func(*findings.Poll) rate.Num
 	stats []string
 }
 
-// gauges are the gauge figures.
-var gauges = []gauge{
-	{engine.RequestsRunning, engine.RequestsRunning, func(p *findings.Poll) rate.Num { return p.Running }, []string{"mean", "max"}},
-	{engine.RequestsWaiting, engine.RequestsWaiting, func(p *findings.Poll) rate.Num { return p.Waiting }, []string{"mean", "max"}},
-	{"waiting_capacity", engine.WaitingByReason + `{reason="capacity"}`, func(p *findings.Poll) rate.Num { return p.Capacity }, []string{"mean", "max"}},
-	{"waiting_deferred", engine.WaitingByReason + `{reason="deferred"}`, func(p *findings.Poll) rate.Num { return p.Deferred }, []string{"mean", "max"}},
-	{engine.KVCacheUsageRatio, engine.KVCacheUsageRatio, func(p *findings.Poll) rate.Num { return p.KV }, []string{"max"}},
+// gauges are the gauge figures, in the order gaugeValues reads them.
+var gauges = [...]gauge{
+	{engine.RequestsRunning, engine.RequestsRunning, []string{"mean", "max"}},
+	{engine.RequestsWaiting, engine.RequestsWaiting, []string{"mean", "max"}},
+	{"waiting_capacity", engine.WaitingByReason + `{reason="capacity"}`, []string{"mean", "max"}},
+	{"waiting_deferred", engine.WaitingByReason + `{reason="deferred"}`, []string{"mean", "max"}},
+	{engine.KVCacheUsageRatio, engine.KVCacheUsageRatio, []string{"max"}},
+}
+
+// gaugeValues are a poll's values of the gauges.
+func gaugeValues(p *findings.Poll) [len(gauges)]rate.Num {
+	return [...]rate.Num{p.Running, p.Waiting, p.Capacity, p.Deferred, p.KV}
 }
 
 // gaugeFigures are the mean and max of the gauges over the polls inside
-// the windows: every poll counts the same (the cadence is fixed).
+// the windows: every poll counts the same (the cadence is fixed). The
+// polls are read once for every gauge.
 func gaugeFigures(out []Figure, ps []findings.Poll, idx []int, sources bool) []Figure {
-	for _, x := range gauges {
-		sum, hi, n := 0.0, math.Inf(-1), 0
-		for _, i := range idx {
-			v := x.read(&ps[i])
+	var sum [len(gauges)]float64
+	var n [len(gauges)]int
+	hi := [len(gauges)]float64{}
+	for g := range hi {
+		hi[g] = math.Inf(-1)
+	}
+	for _, i := range idx {
+		for g, v := range gaugeValues(&ps[i]) {
 			if !v.Valid {
 				continue
 			}
-			sum, hi, n = sum+v.V, max(hi, v.V), n+1
+			sum[g], hi[g], n[g] = sum[g]+v.V, max(hi[g], v.V), n[g]+1
 		}
+	}
+	for g, x := range gauges {
 		for _, st := range x.stats {
 			f := Figure{Name: x.name + "__" + st}
 			if sources {
-				f.Source = fmt.Sprintf("%s of %s over %d polls", st, x.src, n)
+				f.Source = fmt.Sprintf("%s of %s over %d polls", st, x.src, n[g])
 			}
 			switch {
-			case n == 0:
+			case n[g] == 0:
 				// Never published in the phase: absent, not 0.
 				f.Reason = rate.ReasonAbsent
 			case st == "mean":
-				f.Value = rate.Some(sum / float64(n))
+				f.Value = rate.Some(sum[g] / float64(n[g]))
 			default:
-				f.Value = rate.Some(hi)
+				f.Value = rate.Some(hi[g])
 			}
 			out = append(out, f)
 		}
@@ -672,10 +707,8 @@ func gaugeFigures(out []Figure, ps []findings.Poll, idx []int, sources bool) []F
 // published is the distribution of PubCells[k] over idx.
 func (in *Input) published(name string, k int, idx []int) *Published {
 	out := &Published{Cell: name, Nulls: map[string]int{}}
-	xs := in.xs[:0]
-	if cap(xs) < len(idx) {
-		xs = make([]float64, 0, len(idx))
-	}
+	sc := in.scratch(len(idx))
+	xs := sc.xs[:0]
 	var nulls [256]int
 	for _, i := range idx {
 		v, code := in.Log.publishedCode(i, k)
@@ -691,7 +724,6 @@ func (in *Input) published(name string, k int, idx []int) *Published {
 		}
 	}
 	out.finish(xs)
-	in.xs = xs[:0]
 	return out
 }
 
@@ -699,15 +731,10 @@ func (in *Input) published(name string, k int, idx []int) *Published {
 // idx, gathered in one pass over the polls.
 func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
 	var out [findings.NRates]*Published
-	if len(in.rxs) < findings.NRates {
-		in.rxs = make([][]float64, findings.NRates)
-	}
+	rxs := &in.scratch(len(idx)).rxs
 	for k := range out {
 		out[k] = &Published{Cell: findings.RateCells[k], Nulls: map[string]int{}}
-		in.rxs[k] = in.rxs[k][:0]
-		if cap(in.rxs[k]) < len(idx) {
-			in.rxs[k] = make([]float64, 0, len(idx))
-		}
+		rxs[k] = rxs[k][:0]
 	}
 	// Nulls are counted by reason as they come, in runs: a run of polls
 	// refused for one reason costs one map update.
@@ -728,7 +755,7 @@ func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
 				run[k].n++
 				continue
 			}
-			in.rxs[k] = append(in.rxs[k], r.V.V)
+			rxs[k] = append(rxs[k], r.V.V)
 		}
 	}
 	for k := range out {
@@ -737,7 +764,7 @@ func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
 		}
 	}
 	for k := range out {
-		out[k].finish(in.rxs[k])
+		out[k].finish(rxs[k])
 	}
 	return out
 }
