@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -479,12 +480,8 @@ func (c *cursor) load() (err error) {
 		if len(c.defs) != c.nlv || (len(c.reps) > 0 && len(c.reps) != c.nlv) {
 			return fmt.Errorf("%d definition and %d repetition levels for %d values", len(c.defs), len(c.reps), c.nlv)
 		}
-		want = 0
-		for _, l := range c.defs {
-			if l == c.maxDef {
-				want++
-			}
-		}
+		// The levels at the maximum carry a value.
+		want = bytes.Count(c.defs, []byte{c.maxDef})
 	}
 	data := p.Data()
 	// A page of nulls only may carry no values at all.
@@ -530,9 +527,17 @@ func (c *cursor) loadStrings(p parquet.Page, data *encoding.Values, want int) er
 		if err := count(len(idx), want); err != nil {
 			return err
 		}
+		// The largest index, unsigned (a negative one is larger than any),
+		// is checked once; the one out of range is looked for only then.
+		hi := uint32(0)
 		for _, i := range idx {
-			if i < 0 || int(i) >= len(c.trans) {
-				return fmt.Errorf("dictionary index %d out of range [0,%d)", i, len(c.trans))
+			hi = max(hi, uint32(i))
+		}
+		if int64(hi) >= int64(len(c.trans)) {
+			for _, i := range idx {
+				if i < 0 || int(i) >= len(c.trans) {
+					return fmt.Errorf("dictionary index %d out of range [0,%d)", i, len(c.trans))
+				}
 			}
 		}
 		c.idx = idx
@@ -651,18 +656,13 @@ func (c *cursor) rowStrs(dst []int32) ([]int32, error) {
 		started = true
 		// The row's levels in this page run to the next repetition level 0;
 		// their values are taken in one go.
-		end := c.lv + 1
-		for end < c.nlv && c.reps[end] != 0 {
-			end++
+		end := c.nlv
+		if k := bytes.IndexByte(c.reps[c.lv+1:c.nlv], 0); k >= 0 {
+			end = c.lv + 1 + k
 		}
 		n := end - c.lv
 		if c.defs != nil {
-			n = 0
-			for _, d := range c.defs[c.lv:end] {
-				if d == c.maxDef {
-					n++
-				}
-			}
+			n = bytes.Count(c.defs[c.lv:end], []byte{c.maxDef})
 		}
 		dst = c.appendStrs(dst, n)
 		c.lv = end
@@ -674,8 +674,9 @@ func (c *cursor) appendStrs(dst []int32, n int) []int32 {
 	if c.idx != nil {
 		k := len(dst)
 		dst = slices.Grow(dst, n)[:k+n]
+		out, trans := dst[k:], c.trans
 		for j, i := range c.idx[c.vi : c.vi+n] {
-			dst[k+j] = c.trans[i]
+			out[j] = trans[i]
 		}
 	} else {
 		dst = append(dst, c.ids[c.vi:c.vi+n]...)

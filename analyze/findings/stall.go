@@ -77,8 +77,16 @@ func (v *view) stalls() []stall {
 	var out []stall
 	running := func(i int) bool { return ps[i].Running.Valid && ps[i].Running.V > 0 }
 	for i := 1; i < len(ps); i++ {
+		// No requests running, or no interval to freeze: no stall, and no
+		// pace to look back for (a dozen intervals a poll).
+		if !running(i-1) || !running(i) {
+			continue
+		}
+		if _, dt, ok := v.progressInterval(i); !ok || dt > HoleFactor*v.interval {
+			continue
+		}
 		pace := v.paceAround(i, -1)
-		if !v.frozen(i, pace) || !running(i-1) || !running(i) {
+		if !v.frozen(i, pace) {
 			continue
 		}
 		j := i

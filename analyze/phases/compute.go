@@ -79,6 +79,12 @@ func Compute(named []Phase, found map[string][]Phase, inputs []*Input, problems 
 	}
 	ins := slices.Clone(inputs)
 	slices.SortFunc(ins, func(a, b *Input) int { return strings.Compare(a.Target.Name, b.Target.Name) })
+	sc := &scratch{}
+	for _, in := range ins {
+		if in.sc == nil {
+			in.sc = sc
+		}
+	}
 	ns := slices.Clone(named)
 	slices.SortStableFunc(ns, func(a, b Phase) int { return cmp.Compare(a.Start, b.Start) })
 	for _, p := range ns {

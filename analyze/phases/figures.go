@@ -57,12 +57,36 @@ type Input struct {
 	// a tenth more time, so only a diff asks.
 	Blocks bool
 
-	ev      *evaluator  // reads the phases' deltas
-	unsure  []float64   // by poll: first byte − request start, 0 unknown
-	cadence float64     // seconds
-	restart []bool      // by poll: the interval ending at it crosses a restart
-	xs      []float64   // scratch of published
-	rxs     [][]float64 // scratch of publishedRates
+	ev      *evaluator // reads the phases' deltas
+	unsure  []float64  // by poll: first byte − request start, 0 unknown
+	cadence float64    // seconds
+	restart []bool     // by poll: the interval ending at it crosses a restart
+	sc      *scratch   // shared by the inputs Compute measures one by one
+}
+
+// scratch is the values of the published distributions while they are
+// selected from: one poll's worth per cell, reused phase after phase and
+// target after target.
+type scratch struct {
+	xs  []float64                  // of published
+	rxs [findings.NRates][]float64 // of publishedRates
+}
+
+// scratch returns the input's scratch, with room for n values a cell.
+func (in *Input) scratch(n int) *scratch {
+	if in.sc == nil {
+		in.sc = &scratch{}
+	}
+	sc := in.sc
+	// Room for every poll of the target: no window holds more.
+	if cap(sc.xs) < n {
+		n = max(n, len(in.Target.Polls))
+		sc.xs = make([]float64, 0, n)
+		for k := range sc.rxs {
+			sc.rxs[k] = make([]float64, 0, n)
+		}
+	}
+	return sc
 }
 
 // Figures are one target's figures over one or more windows (one phase, or
@@ -481,6 +505,10 @@ func histFigures(out []Figure, l *Log, base string, cells engine.Cells, acc []fl
 	}
 	p50, _ := cells.Get(hc[2])
 	series, ok := histSeries(p50.Source)
+	var bs *buckets
+	if cells != nil && ok {
+		bs = l.buckets(series, acc)
+	}
 	for _, q := range quantiles {
 		f := Figure{Name: base + q.suffix}
 		switch {
@@ -493,7 +521,7 @@ func histFigures(out []Figure, l *Log, base string, cells engine.Cells, acc []fl
 			if sources {
 				f.Source = "computed:histogram_quantile(" + strconv.FormatFloat(q.q, 'g', -1, 64) + ", Δ" + series + " across the phase)"
 			}
-			f.Value, f.Bucket, f.Reason = quantile(l, series, q.q, acc)
+			f.Value, f.Bucket, f.Reason = bs.quantile(q.q)
 		}
 		out = append(out, f)
 	}
@@ -511,62 +539,96 @@ func histSeries(src string) (string, bool) {
 	return name, ok && strings.HasSuffix(name, "_bucket")
 }
 
-// quantile is Prometheus' histogram_quantile of the bucket deltas of
-// series (summed over label sets by le) and the bucket it fell in.
-func quantile(l *Log, series string, q float64, acc []float64) (rate.Num, *[2]rate.Num, string) {
-	type bucket struct{ le, n float64 }
-	var bs []bucket
-	for x, s := range l.Series {
-		if s.Name != series {
-			continue
+// buckets are a bucket series' Δs across a stretch, summed over its label
+// sets by le: les are the distinct bounds, rising; n the Δs, made
+// cumulative-monotonic as histogram_quantile makes them.
+type buckets struct {
+	les []float64
+	n   []float64
+}
+
+// bucketLayout is where each logged series of a bucket series adds:
+// its log id and the index of its le in les.
+type bucketLayout struct {
+	les []float64
+	ids []int32
+	at  []int
+	bs  buckets // reused by every stretch
+}
+
+// buckets returns the Δs acc of bucket series series, summed by le. They
+// are valid until the next call for series (the log keeps one scratch per
+// series: the figures are computed one stretch at a time).
+func (l *Log) buckets(series string, acc []float64) *buckets {
+	ly := l.layouts[series]
+	if ly == nil {
+		ly = &bucketLayout{}
+		for x, s := range l.Series {
+			if s.Name != series {
+				continue
+			}
+			le := l.le(x)
+			if math.IsNaN(le) {
+				continue
+			}
+			ly.ids = append(ly.ids, int32(x))
+			ly.les = append(ly.les, le)
 		}
-		le := l.le(x)
-		if math.IsNaN(le) {
-			continue
+		les := slices.Compact(slices.Sorted(slices.Values(ly.les)))
+		ly.at = make([]int, len(ly.ids))
+		for k, le := range ly.les {
+			ly.at[k], _ = slices.BinarySearch(les, le)
 		}
-		bs = append(bs, bucket{le, acc[x]})
+		ly.les = les
+		ly.bs = buckets{les: les, n: make([]float64, len(les))}
+		if l.layouts == nil {
+			l.layouts = map[string]*bucketLayout{}
+		}
+		l.layouts[series] = ly
 	}
-	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
-	merged := bs[:0]
-	for _, b := range bs {
-		if len(merged) > 0 && merged[len(merged)-1].le == b.le {
-			merged[len(merged)-1].n += b.n
-			continue
-		}
-		merged = append(merged, b)
+	bs := &ly.bs
+	clear(bs.n)
+	for k, x := range ly.ids {
+		bs.n[ly.at[k]] += acc[x]
 	}
-	bs = merged
+	for i := 1; i < len(bs.n); i++ {
+		bs.n[i] = max(bs.n[i], bs.n[i-1])
+	}
+	return bs
+}
+
+// quantile is Prometheus' histogram_quantile of the buckets and the bucket
+// it fell in.
+func (bs *buckets) quantile(q float64) (rate.Num, *[2]rate.Num, string) {
+	les, n := bs.les, bs.n
 	// A quantile needs a +Inf bucket and a finite one to interpolate in.
-	if len(bs) < 2 || !math.IsInf(bs[len(bs)-1].le, 1) {
+	if len(les) < 2 || !math.IsInf(les[len(les)-1], 1) {
 		return rate.Num{}, nil, rate.ReasonBuckets
 	}
-	for i := 1; i < len(bs); i++ {
-		bs[i].n = max(bs[i].n, bs[i-1].n)
-	}
-	total := bs[len(bs)-1].n
+	total := n[len(n)-1]
 	// No observation in the phase: no quantile, not 0.
 	if total == 0 {
 		return rate.Num{}, nil, rate.ReasonEmpty
 	}
 	rank := q * total
 	k := 0
-	for k < len(bs)-1 && bs[k].n < rank {
+	for k < len(n)-1 && n[k] < rank {
 		k++
 	}
 	// Past every finite bound: the last one is all that can be said.
-	if k == len(bs)-1 {
-		lo := bs[k-1].le
+	if k == len(n)-1 {
+		lo := les[k-1]
 		return rate.Some(lo), &[2]rate.Num{rate.Some(lo), {}}, ""
 	}
-	lo, n, r := 0.0, bs[k].n, rank
+	lo, c, r := 0.0, n[k], rank
 	if k > 0 {
-		lo, n, r = bs[k-1].le, n-bs[k-1].n, rank-bs[k-1].n
+		lo, c, r = les[k-1], c-n[k-1], rank-n[k-1]
 	}
 	// A first bucket with a bound ≤ 0 has no lower bound to interpolate from.
-	if k == 0 && bs[0].le <= 0 {
-		return rate.Some(bs[0].le), &[2]rate.Num{rate.Some(bs[0].le), rate.Some(bs[0].le)}, ""
+	if k == 0 && les[0] <= 0 {
+		return rate.Some(les[0]), &[2]rate.Num{rate.Some(les[0]), rate.Some(les[0])}, ""
 	}
-	return rate.Some(lo + (bs[k].le-lo)*(r/n)), &[2]rate.Num{rate.Some(lo), rate.Some(bs[k].le)}, ""
+	return rate.Some(lo + (les[k]-lo)*(r/c)), &[2]rate.Num{rate.Some(lo), rate.Some(les[k])}, ""
 }
 
 // leOf reads the le label of a bucket series' canonical label set.
@@ -582,48 +644,59 @@ func leOf(labels string) (float64, bool) {
 	return le, true
 }
 
-// gauge is a gauge figure's cell and how a poll holds it.
+// gauge is a gauge figure's cell and its statistics.
 type gauge struct {
 	name  string
 	src   string
-	read  func(*findings.Poll) rate.Num
 	stats []string
 }
 
-// gauges are the gauge figures.
-var gauges = []gauge{
-	{engine.RequestsRunning, engine.RequestsRunning, func(p *findings.Poll) rate.Num { return p.Running }, []string{"mean", "max"}},
-	{engine.RequestsWaiting, engine.RequestsWaiting, func(p *findings.Poll) rate.Num { return p.Waiting }, []string{"mean", "max"}},
-	{"waiting_capacity", engine.WaitingByReason + `{reason="capacity"}`, func(p *findings.Poll) rate.Num { return p.Capacity }, []string{"mean", "max"}},
-	{"waiting_deferred", engine.WaitingByReason + `{reason="deferred"}`, func(p *findings.Poll) rate.Num { return p.Deferred }, []string{"mean", "max"}},
-	{engine.KVCacheUsageRatio, engine.KVCacheUsageRatio, func(p *findings.Poll) rate.Num { return p.KV }, []string{"max"}},
+// gauges are the gauge figures, in the order gaugeValues reads them.
+var gauges = [...]gauge{
+	{engine.RequestsRunning, engine.RequestsRunning, []string{"mean", "max"}},
+	{engine.RequestsWaiting, engine.RequestsWaiting, []string{"mean", "max"}},
+	{"waiting_capacity", engine.WaitingByReason + `{reason="capacity"}`, []string{"mean", "max"}},
+	{"waiting_deferred", engine.WaitingByReason + `{reason="deferred"}`, []string{"mean", "max"}},
+	{engine.KVCacheUsageRatio, engine.KVCacheUsageRatio, []string{"max"}},
+}
+
+// gaugeValues are a poll's values of the gauges.
+func gaugeValues(p *findings.Poll) [len(gauges)]rate.Num {
+	return [...]rate.Num{p.Running, p.Waiting, p.Capacity, p.Deferred, p.KV}
 }
 
 // gaugeFigures are the mean and max of the gauges over the polls inside
-// the windows: every poll counts the same (the cadence is fixed).
+// the windows: every poll counts the same (the cadence is fixed). The
+// polls are read once for every gauge.
 func gaugeFigures(out []Figure, ps []findings.Poll, idx []int, sources bool) []Figure {
-	for _, x := range gauges {
-		sum, hi, n := 0.0, math.Inf(-1), 0
-		for _, i := range idx {
-			v := x.read(&ps[i])
+	var sum [len(gauges)]float64
+	var n [len(gauges)]int
+	hi := [len(gauges)]float64{}
+	for g := range hi {
+		hi[g] = math.Inf(-1)
+	}
+	for _, i := range idx {
+		for g, v := range gaugeValues(&ps[i]) {
 			if !v.Valid {
 				continue
 			}
-			sum, hi, n = sum+v.V, max(hi, v.V), n+1
+			sum[g], hi[g], n[g] = sum[g]+v.V, max(hi[g], v.V), n[g]+1
 		}
+	}
+	for g, x := range gauges {
 		for _, st := range x.stats {
 			f := Figure{Name: x.name + "__" + st}
 			if sources {
-				f.Source = fmt.Sprintf("%s of %s over %d polls", st, x.src, n)
+				f.Source = fmt.Sprintf("%s of %s over %d polls", st, x.src, n[g])
 			}
 			switch {
-			case n == 0:
+			case n[g] == 0:
 				// Never published in the phase: absent, not 0.
 				f.Reason = rate.ReasonAbsent
 			case st == "mean":
-				f.Value = rate.Some(sum / float64(n))
+				f.Value = rate.Some(sum[g] / float64(n[g]))
 			default:
-				f.Value = rate.Some(hi)
+				f.Value = rate.Some(hi[g])
 			}
 			out = append(out, f)
 		}
@@ -634,10 +707,8 @@ func gaugeFigures(out []Figure, ps []findings.Poll, idx []int, sources bool) []F
 // published is the distribution of PubCells[k] over idx.
 func (in *Input) published(name string, k int, idx []int) *Published {
 	out := &Published{Cell: name, Nulls: map[string]int{}}
-	xs := in.xs[:0]
-	if cap(xs) < len(idx) {
-		xs = make([]float64, 0, len(idx))
-	}
+	sc := in.scratch(len(idx))
+	xs := sc.xs[:0]
 	var nulls [256]int
 	for _, i := range idx {
 		v, code := in.Log.publishedCode(i, k)
@@ -653,7 +724,6 @@ func (in *Input) published(name string, k int, idx []int) *Published {
 		}
 	}
 	out.finish(xs)
-	in.xs = xs[:0]
 	return out
 }
 
@@ -661,15 +731,10 @@ func (in *Input) published(name string, k int, idx []int) *Published {
 // idx, gathered in one pass over the polls.
 func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
 	var out [findings.NRates]*Published
-	if len(in.rxs) < findings.NRates {
-		in.rxs = make([][]float64, findings.NRates)
-	}
+	rxs := &in.scratch(len(idx)).rxs
 	for k := range out {
 		out[k] = &Published{Cell: findings.RateCells[k], Nulls: map[string]int{}}
-		in.rxs[k] = in.rxs[k][:0]
-		if cap(in.rxs[k]) < len(idx) {
-			in.rxs[k] = make([]float64, 0, len(idx))
-		}
+		rxs[k] = rxs[k][:0]
 	}
 	// Nulls are counted by reason as they come, in runs: a run of polls
 	// refused for one reason costs one map update.
@@ -690,7 +755,7 @@ func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
 				run[k].n++
 				continue
 			}
-			in.rxs[k] = append(in.rxs[k], r.V.V)
+			rxs[k] = append(rxs[k], r.V.V)
 		}
 	}
 	for k := range out {
@@ -699,15 +764,28 @@ func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
 		}
 	}
 	for k := range out {
-		out[k].finish(in.rxs[k])
+		out[k].finish(rxs[k])
 	}
 	return out
 }
 
-// finish sets the counts and percentiles of values xs (reordered).
+// finish sets the counts and percentiles of values xs (reordered). The
+// median is selected first; each other percentile is then selected within
+// the half of xs it lies in, which the median's selection left holding
+// exactly its ranks.
 func (p *Published) finish(xs []float64) {
-	p.Values = len(xs)
-	p.P5, p.P50, p.P95 = pct(xs, 0.05), pct(xs, 0.5), pct(xs, 0.95)
+	n := len(xs)
+	p.Values = n
+	p.P5, p.P50, p.P95 = rate.Num{}, rate.Num{}, rate.Num{}
+	// No values: no percentiles.
+	if n == 0 {
+		return
+	}
+	m := int(0.5 * float64(n-1))
+	p.P50 = pctIn(xs, 0.5, 0, n)
+	// The 95th before the 5th: selecting in xs[:m+1] moves xs[m].
+	p.P95 = pctIn(xs, 0.95, min(int(0.95*float64(n-1)), m+1), n)
+	p.P5 = pctIn(xs, 0.05, 0, m+1)
 }
 
 // pct is the q-quantile of xs (reordered) by linear interpolation between
@@ -717,15 +795,27 @@ func pct(xs []float64, q float64) rate.Num {
 	if len(xs) == 0 {
 		return rate.Num{}
 	}
+	return pctIn(xs, q, 0, len(xs))
+}
+
+// pctIn is pct of xs (not empty) when xs[from:to] holds the ranks from to
+// to-1 of xs sorted, nothing past it is less than them, and the quantile's
+// lower rank falls in it; only xs[from:to] is reordered.
+func pctIn(xs []float64, q float64, from, to int) rate.Num {
 	pos := q * float64(len(xs)-1)
 	i := int(pos)
-	lo := order.Nth(xs, i)
+	lo := order.Nth(xs[from:to], i-from)
 	if i+1 >= len(xs) {
 		return rate.Some(lo)
 	}
 	// After the selection nothing past i is less than xs[i]: the next rank
-	// is the least of them.
-	hi := slices.Min(xs[i+1:])
+	// is the least of them, inside the range when it holds it.
+	var hi float64
+	if i+1 < to {
+		hi = slices.Min(xs[i+1 : to])
+	} else {
+		hi = slices.Min(xs[to:])
+	}
 	return rate.Some(lo + (hi-lo)*(pos-float64(i)))
 }
 

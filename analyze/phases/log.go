@@ -32,10 +32,10 @@ type Log struct {
 	// uint32(off[i]) to the next poll's start in that chunk, or its end:
 	// chunks of a megabyte are never copied to grow, and waste at most one
 	// chunk's free end.
-	off     []int64
-	chunks  [][]byte
-	scratch []byte
-	reset   []uint64 // bit i: a logged series fell at poll i
+	off    []int64
+	chunks [][]byte
+	reset  []uint64 // bit i: a logged series fell at poll i
+	hint   int      // the polls expected (NewLog), 0 unknown
 
 	// Per tracker id: the log id, lidNone for a series not logged,
 	// lidPending for one not classified yet (the engine is not known).
@@ -51,14 +51,18 @@ type Log struct {
 	reasons []string
 	rcode   map[string]uint8
 
-	les []float64 // by log id: a bucket's le, NaN none; filled when first asked
+	les     []float64                // by log id: a bucket's le, NaN none; filled when first asked
+	layouts map[string]*bucketLayout // by bucket series, made when first asked
 
-	// The positions of the logged series in the last poll's lastN ids;
-	// posOK is false when a classification may have changed them.
-	pos   []int32
+	// The logged series of the last poll's lastN ids, by position; posOK
+	// is false when a classification may have changed them.
+	pos   []logged
 	lastN int
 	posOK bool
 }
+
+// logged is a logged series' position in a poll's ids and its log id.
+type logged struct{ k, x int32 }
 
 const (
 	lidNone    = -1
@@ -90,7 +94,7 @@ const (
 
 // NewLog returns an empty log with room for about polls polls (0 unknown).
 func NewLog(polls int) *Log {
-	return &Log{reasons: []string{""}, rcode: map[string]uint8{"": 0}, off: make([]int64, 0, polls),
+	return &Log{hint: polls, reasons: []string{""}, rcode: map[string]uint8{"": 0}, off: make([]int64, 0, polls),
 		reset: make([]uint64, 0, (polls+63)/64), pubV: make([]float64, 0, polls*len(PubCells)),
 		pubR: make([]uint8, 0, polls*len(PubCells))}
 }
@@ -186,21 +190,89 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, 
 		l.pending = nil
 	}
 	i := len(l.off)
-	b := l.scratch[:0]
 	if i/64 >= len(l.reset) {
 		l.reset = append(l.reset, 0)
 	}
+	pos := l.positions(ids, changed)
+	// The poll is written straight into the last chunk, which must have
+	// room for its longest encoding.
+	need := len(pos) * maxEntry
+	k := len(l.chunks) - 1
+	if k < 0 || cap(l.chunks[k])-len(l.chunks[k]) < need {
+		l.chunks = append(l.chunks, make([]byte, 0, max(l.chunkSize(i), need)))
+		k++
+	}
+	c := l.chunks[k]
+	n, fell := encode(c[:cap(c)], len(c), pos, vals[:len(ids)], l.prev)
+	l.off = append(l.off, int64(k)<<32|int64(len(c)))
+	l.chunks[k] = c[:n]
+	if fell {
+		l.reset[i/64] |= 1 << (i % 64)
+	}
+	l.pub(cells)
+}
+
+// chunkSize is the size of the chunk that follows the last when poll i
+// does not fit in it, at most chunkSize. An hour's log of a target fills a
+// fraction of a megabyte, and fresh memory faulted in is dear: when the
+// polls to come are known (NewLog's hint), the chunk is what they take at
+// the bytes per poll so far, and a tenth more (most logs end in their
+// second chunk); else chunks double from firstChunk.
+func (l *Log) chunkSize(i int) int {
+	k := len(l.chunks) - 1
+	if k < 0 {
+		return firstChunk
+	}
+	// Past the hint, or nothing logged yet: doubling it is.
+	left := l.hint - i
+	if left <= 0 || i == 0 {
+		return min(chunkSize, 2*cap(l.chunks[k]))
+	}
+	used := 0
+	for _, c := range l.chunks {
+		used += len(c)
+	}
+	return min(chunkSize, max(firstChunk, used/i*left*11/10))
+}
+
+// positions are the series logged among ids: their positions and log
+// ids. A target prints its series in the same order every poll: the last
+// poll's answer stands while its ids are unchanged and as many.
+func (l *Log) positions(ids []int32, changed bool) []logged {
+	if l.posOK && !changed && len(ids) == l.lastN {
+		return l.pos
+	}
+	l.lastN = len(ids)
+	l.pos = l.pos[:0]
+	for k, id := range ids {
+		// Not logged (or not classified yet: the engine is still unknown).
+		if int(id) < len(l.lid) && l.lid[id] >= 0 {
+			l.pos = append(l.pos, logged{int32(k), l.lid[id]})
+		}
+	}
+	l.posOK = true
+	return l.pos
+}
+
+// maxEntry is the longest entry: a run break, an id step and an
+// increment written as 1 and its 8 bytes.
+const maxEntry = 1 + binary.MaxVarintLen64 + 9
+
+// encode writes the increments of the logged series at pos, read from
+// vals and against prev (which it updates), into dst from offset n; dst
+// has room for maxEntry bytes a series. It returns the offset after them
+// and whether a series fell.
+func encode(dst []byte, n int, pos []logged, vals, prev []float64) (int, bool) {
+	fell := false
 	last, lastInc := int32(-1), 0.0
-	vals = vals[:len(ids)]
-	for _, k := range l.positions(ids, changed) {
-		x := l.lid[ids[k]]
-		v := vals[k]
+	for _, at := range pos {
+		x, v := at.x, vals[at.k]
 		// A value that is not a number is no reading.
 		if v-v != 0 { // NaN or ±Inf
 			continue
 		}
-		p := l.prev[x]
-		l.prev[x] = v
+		p := prev[x]
+		prev[x] = v
 		var inc float64
 		switch {
 		case math.IsNaN(p):
@@ -210,8 +282,7 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, 
 			inc = v - p
 		default:
 			// A fall is a reset: the counter counts from 0 again.
-			inc = v
-			l.reset[i/64] |= 1 << (i % 64)
+			inc, fell = v, true
 		}
 		if inc == 0 {
 			continue
@@ -219,64 +290,45 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, 
 		// Entries go in rising log id (a poll lists a series once; a
 		// repeat or a series out of order starts a new run from its id).
 		if x <= last {
-			b = append(b, 0) // run break
+			dst[n] = 0 // run break
+			n++
 			last = -1
 		}
 		// An entry is (id step)<<1, with the low bit set when its increment
 		// is the entry's before: a histogram's upper buckets rise alike.
-		if inc == lastInc && last >= 0 {
-			b = appendUvarint(b, uint64(x-last)<<1|1)
-		} else {
-			b = appendUvarint(b, uint64(x-last)<<1)
-			b = appendInc(b, inc)
+		// (The varints are written in line: a call would cost the loop
+		// its registers.)
+		d := uint64(x-last) << 1
+		same := inc == lastInc && last >= 0
+		if same {
+			d |= 1
 		}
+		for ; d >= 0x80; d >>= 7 {
+			dst[n] = byte(d) | 0x80
+			n++
+		}
+		dst[n] = byte(d)
+		n++
 		last, lastInc = x, inc
-	}
-	l.scratch = b
-	k := len(l.chunks) - 1
-	if k < 0 || len(l.chunks[k])+len(b) > cap(l.chunks[k]) {
-		// Chunks grow to chunkSize by doubling from firstChunk: an hour's
-		// log of a target fills a fraction of a megabyte, and fresh memory
-		// faulted in is dear.
-		size := firstChunk
-		if k >= 0 {
-			size = min(chunkSize, 2*cap(l.chunks[k]))
+		if same {
+			continue
 		}
-		l.chunks = append(l.chunks, make([]byte, 0, max(size, len(b))))
-		k++
-	}
-	l.off = append(l.off, int64(k)<<32|int64(len(l.chunks[k])))
-	l.chunks[k] = append(l.chunks[k], b...)
-	l.pub(cells)
-}
-
-// positions are the positions in ids of the series logged. A target
-// prints its series in the same order every poll: the last poll's answer
-// stands while its ids are unchanged and as many.
-func (l *Log) positions(ids []int32, changed bool) []int32 {
-	if l.posOK && !changed && len(ids) == l.lastN {
-		return l.pos
-	}
-	l.lastN = len(ids)
-	l.pos = l.pos[:0]
-	for k, id := range ids {
-		// Not logged (or not classified yet: the engine is still unknown).
-		if int(id) < len(l.lid) && l.lid[id] >= 0 {
-			l.pos = append(l.pos, int32(k))
+		// An increment is a whole number below 2^52 as a varint of it
+		// shifted left once; anything else 1 and its 8 bytes.
+		if inc != math.Trunc(inc) || inc >= 1<<52 {
+			dst[n] = 1
+			binary.LittleEndian.PutUint64(dst[n+1:], math.Float64bits(inc))
+			n += 9
+			continue
 		}
+		for d = uint64(inc) << 1; d >= 0x80; d >>= 7 {
+			dst[n] = byte(d) | 0x80
+			n++
+		}
+		dst[n] = byte(d)
+		n++
 	}
-	l.posOK = true
-	return l.pos
-}
-
-// appendInc writes an increment: a whole number below 2^52 as a varint of
-// it shifted left once; anything else as 1 and its 8 bytes.
-func appendInc(b []byte, inc float64) []byte {
-	if inc == math.Trunc(inc) && inc > 0 && inc < 1<<52 {
-		return appendUvarint(b, uint64(inc)<<1)
-	}
-	b = append(b, 1)
-	return binary.LittleEndian.AppendUint64(b, math.Float64bits(inc))
+	return n, fell
 }
 
 // pub keeps the poll's PubCells.
@@ -344,9 +396,12 @@ func (l *Log) add(i int, acc []float64) {
 	}
 	b := c[from:end]
 	last, inc := int32(-1), 0.0
-	for len(b) > 0 {
-		var d uint64
-		d, b = uvarint(b)
+	for j := 0; j < len(b); {
+		// Most varints are one byte: read in line, the rest by uvarint.
+		d := uint64(b[j])
+		if j++; d >= 0x80 {
+			d, j = uvarint(b, j-1)
+		}
 		if d == 0 {
 			last = -1
 			continue
@@ -354,33 +409,24 @@ func (l *Log) add(i int, acc []float64) {
 		x := last + int32(d>>1)
 		last = x
 		if d&1 == 0 {
-			var t uint64
-			t, b = uvarint(b)
+			t := uint64(b[j])
+			if j++; t >= 0x80 {
+				t, j = uvarint(b, j-1)
+			}
 			inc = float64(t >> 1)
 			if t == 1 {
-				inc = math.Float64frombits(binary.LittleEndian.Uint64(b))
-				b = b[8:]
+				inc = math.Float64frombits(binary.LittleEndian.Uint64(b[j:]))
+				j += 8
 			}
 		}
 		acc[x] += inc
 	}
 }
 
-// uvarint reads a varint off b: most are one byte.
-func uvarint(b []byte) (uint64, []byte) {
-	if b[0] < 0x80 {
-		return uint64(b[0]), b[1:]
-	}
-	v, n := binary.Uvarint(b)
-	return v, b[n:]
-}
-
-// appendUvarint appends v as a varint: most are one byte.
-func appendUvarint(b []byte, v uint64) []byte {
-	if v < 0x80 {
-		return append(b, byte(v))
-	}
-	return binary.AppendUvarint(b, v)
+// uvarint reads the varint at b[j:] and returns it and the offset after it.
+func uvarint(b []byte, j int) (uint64, int) {
+	v, n := binary.Uvarint(b[j:])
+	return v, j + n
 }
 
 // le is the le bound of logged series x; NaN when it has none.

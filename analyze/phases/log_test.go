@@ -1,6 +1,7 @@
 package phases
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -98,6 +99,49 @@ func TestLogSums(t *testing.T) {
 	for i := range n {
 		if l.Reset(i) != resets[i] {
 			t.Fatalf("poll %d: reset %v, want %v", i, l.Reset(i), resets[i])
+		}
+	}
+}
+
+// A log told how many polls to expect allocates about what they take: its
+// chunks after the first are sized from the bytes per poll so far, not
+// doubled, and every poll's increments read back whole.
+func TestLogChunksFromHint(t *testing.T) {
+	const polls, buckets = 1800, 40
+	l := NewLog(polls)
+	ids := make([]int32, buckets)
+	for k := range ids {
+		ids[k] = int32(k)
+		l.Key(ids[k], engine.Series{Family: "vllm:e2e_request_latency_seconds", Type: "histogram",
+			Name: "vllm:e2e_request_latency_seconds_bucket", Labels: fmt.Sprintf(`{"le":"%d"}`, k)})
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	vals := make([]float64, buckets)
+	sum := make([]float64, buckets)
+	for i := range polls {
+		for k := range vals {
+			rise := float64(rng.IntN(300))
+			vals[k] += rise
+			if i > 0 {
+				sum[k] += rise
+			}
+		}
+		l.Poll(ids, vals, nil, engine.VLLM, false)
+	}
+	used, held := 0, 0
+	for _, c := range l.chunks {
+		used, held = used+len(c), held+cap(c)
+	}
+	if len(l.chunks) < 2 || held > used*12/10+firstChunk/10 {
+		t.Fatalf("%d chunks hold %d bytes for %d used (want more than one chunk, at most a fifth more)", len(l.chunks), held, used)
+	}
+	acc := make([]float64, buckets)
+	for i := range polls {
+		l.add(i, acc)
+	}
+	for k := range acc {
+		if acc[k] != sum[k] {
+			t.Fatalf("series %d: %v, want %v", k, acc[k], sum[k])
 		}
 	}
 }

@@ -61,7 +61,7 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 	var bs []bucket
 	readable, malformed := false, false
 	if b.usable() {
-		bs, readable = prepareBuckets(e.buckets)
+		bs, readable = e.prepareBuckets(src.bucket, e.buckets)
 		malformed = !readable
 	}
 
@@ -119,17 +119,17 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 
 func (h *Hist) cells() []*Cell { return []*Cell{&h.Count, &h.Mean, &h.P50, &h.P95, &h.P99} }
 
-// prepareBuckets sorts the gathered bucket deltas, merges equal bounds (one
-// per label set) and makes the counts monotonic. It reports false when the
-// buckets lack a +Inf bucket or a finite one.
-func prepareBuckets(bs []bucket) ([]bucket, bool) {
+// prepareBuckets sorts the gathered bucket deltas of series, merges equal
+// bounds (one per label set) and makes the counts monotonic. It reports
+// false when the buckets lack a +Inf bucket or a finite one.
+func (e *Estimator) prepareBuckets(series *seriesState, bs []bucket) ([]bucket, bool) {
 	// Targets print one label set's buckets by rising le: the sort and the
 	// merge are skipped when they are strictly in order, which leaves
 	// nothing to merge.
 	out := bs
 	for i := 1; i < len(bs); i++ {
 		if !(bs[i-1].le < bs[i].le) {
-			out = mergeBuckets(bs)
+			out = e.mergeBuckets(series, bs)
 			break
 		}
 	}
@@ -144,18 +144,52 @@ func prepareBuckets(bs []bucket) ([]bucket, bool) {
 	return out, true
 }
 
+// mergePlan is how one sequence of bounds is merged: the order a sort by le
+// puts them in.
+type mergePlan struct {
+	les   []float64 // the bounds, as gathered
+	order []int32   // the gathered indices, sorted by le
+}
+
 // mergeBuckets sorts bucket deltas by le and sums those of equal bounds.
-func mergeBuckets(bs []bucket) []bucket {
-	slices.SortFunc(bs, func(x, y bucket) int { return cmp.Compare(x.le, y.le) })
-	out := bs[:0]
-	for _, b := range bs {
+// A series gathers the same bounds in the same order poll after poll
+// (several label sets, each rising): the sort's order is kept per series
+// and used again while the bounds are the same. The sort's order depends
+// on the bounds alone, so the sums are added in the same order either way.
+func (e *Estimator) mergeBuckets(series *seriesState, bs []bucket) []bucket {
+	p := series.merge
+	if p == nil || !sameBounds(p.les, bs) {
+		p = &mergePlan{les: make([]float64, len(bs)), order: make([]int32, len(bs))}
+		for i, b := range bs {
+			p.les[i], p.order[i] = b.le, int32(i)
+		}
+		slices.SortFunc(p.order, func(x, y int32) int { return cmp.Compare(p.les[x], p.les[y]) })
+		series.merge = p
+	}
+	out := e.merged[:0]
+	for _, i := range p.order {
+		b := bs[i]
 		if len(out) > 0 && out[len(out)-1].le == b.le {
 			out[len(out)-1].n += b.n
 			continue
 		}
 		out = append(out, b)
 	}
+	e.merged = out
 	return out
+}
+
+// sameBounds reports whether bs has the bounds les, in order.
+func sameBounds(les []float64, bs []bucket) bool {
+	if len(les) != len(bs) {
+		return false
+	}
+	for i, b := range bs {
+		if les[i] != b.le {
+			return false
+		}
+	}
+	return true
 }
 
 // bucketQuantile is Prometheus' histogram_quantile over cumulative buckets

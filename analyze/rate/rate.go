@@ -111,6 +111,7 @@ type Estimator struct {
 	prev, cur []int32
 
 	buckets []bucket // scratch for Histogram
+	merged  []bucket // scratch of Histogram's merge by plan
 	// Provenance strings and histogram series, built once per base name.
 	histSrc map[string]*histSources
 	// The queries' lookups of series and histograms by name, by the order
@@ -125,6 +126,7 @@ type seriesState struct {
 	keys     []int32 // in order of appearance
 	rateSrc  string  // computed:Δ<series>/Δt, once asked for
 	ratioSrc []ratioSource
+	merge    *mergePlan // a bucket series' last merge of unordered buckets
 }
 
 // ratioSource is the provenance of a ratio with one denominator: a series
@@ -296,7 +298,7 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 
 	restarted := (created != 0 && st.created != 0 && created != st.created) ||
 		(e.procStart != 0 && st.proc != 0 && e.procStart != st.proc) ||
-		(len(st.hist) > st.head && st.hist[len(st.hist)-1].t < e.restartT)
+		(e.restartT != 0 && len(st.hist) > st.head && st.hist[len(st.hist)-1].t < e.restartT)
 	if created != 0 {
 		st.created = created
 	}
@@ -380,7 +382,13 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 	// hole. Only a key with no rate before the hole takes it as its
 	// reference: without request start times, that is what holds a stale
 	// body's catch-up.
-	if dt > max(e.cfg.Span, span)+edgeTolerance && st.hasRate {
+	// (Spans are positive numbers: a comparison picks the longer, where
+	// max would also weigh NaN and signed zeros, at every step.)
+	reach := span
+	if e.cfg.Span > reach {
+		reach = e.cfg.Span
+	}
+	if dt > reach+edgeTolerance && st.hasRate {
 		return
 	}
 	st.lastRate, st.hasRate = rate, true
