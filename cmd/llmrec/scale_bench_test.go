@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -52,8 +53,8 @@ const (
 // ticks and the failed scrapes (holds = 1 when p99 < 20 ms and none was
 // missed or failed), and what the recorder cost: its CPU (the child
 // process's own rusage: user + system, start and final seal included) per
-// target per second, its peak RSS and its peak heap (GODEBUG=gctrace=1),
-// in all and per target. The load average when the run began is reported
+// target per second, its peak RSS (VmHWM, read every 20 ms; see watchHWM)
+// and its peak heap (GODEBUG=gctrace=1), in all and per target. The load average when the run began is reported
 // too (load1): on a shared machine the figures are pessimistic.
 //
 // Each target is its own loopback listener, its own simulated engine (the
@@ -218,14 +219,18 @@ func recordFleet(b *testing.B, bin string, urls []string, d time.Duration) scale
 	cmd.Stderr = &stderr
 	before := selfCPU(b)
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	hwm := watchHWM(cmd.Process.Pid)
+	err := cmd.Wait()
+	res.rssKiB = hwm()
+	if err != nil {
 		b.Fatalf("recorder: %v\n%s", err, stderr.Bytes())
 	}
 	res.elapsed = time.Since(start)
 	res.simCPU = selfCPU(b) - before
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	res.recorderCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	res.rssKiB = ru.Maxrss
 	sc := bufio.NewScanner(&stderr)
 	said := 0
 	for sc.Scan() {
@@ -348,6 +353,49 @@ func recordFleet(b *testing.B, bin string, urls []string, d time.Duration) scale
 		len(urls), res.recorderCPU.Round(time.Millisecond), res.elapsed.Round(time.Millisecond),
 		100*res.recorderCPU.Seconds()/res.elapsed.Seconds(), res.rssKiB/1024, res.heapMB, res.liveMB, res.load1)
 	return res
+}
+
+// watchHWM reads the peak RSS (VmHWM) of process pid every 20 ms until
+// the returned function is called, which returns the last reading, in KiB.
+// The rusage of a child cannot tell it: Linux carries the parent's peak
+// RSS into the child's at exec (os/exec starts the child sharing the
+// parent's memory), so a recorder started by a benchmark process that had
+// grown to 200 MiB would report 200 MiB whatever it used itself.
+func watchHWM(pid int) func() int64 {
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	var last atomic.Int64
+	read := func() {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return // exited
+		}
+		for l := range strings.Lines(string(data)) {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				kib, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				last.Store(max(last.Load(), kib))
+			}
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			read()
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		<-done
+		return last.Load()
+	}
 }
 
 // selfCPU is this process's CPU time so far (the simulators').
