@@ -55,15 +55,18 @@ const (
 // process's own rusage: user + system, start and final seal included) per
 // target per second, its peak RSS (VmHWM, read every 20 ms; see watchHWM)
 // and its peak heap (GODEBUG=gctrace=1), in all and per target. The load average when the run began is reported
-// too (load1): on a shared machine the figures are pessimistic.
+// too (load1), and the host's own lateness (host-p99-ms, host-max-ms: how
+// late a goroutine of the benchmark process woke from 10 ms sleeps, see
+// watchHost): on a shared machine the figures are pessimistic, and a
+// cadence error no larger than the host's is the machine's.
 //
 // Each target is its own loopback listener, its own simulated engine (the
 // loads differ), rendering its 47 KB vLLM V1 page for the current second
 // at each request (11 µs; with -scale.gzip also compressed at the fastest
 // level). The simulators run in the benchmark process, not the recorder's:
 // their CPU is reported apart (sim-cpu-ms/target/s, this process's rusage
-// over the run) and is not in the recorder's figures, though on 2 cores it
-// competes with the recorder for them.
+// over the run, the watchers' included) and is not in the recorder's
+// figures, though on 2 cores it competes with the recorder for them.
 //
 // Nothing of it runs without -bench. The table, one row per N:
 //
@@ -152,6 +155,7 @@ type scaleResult struct {
 	p50, p99, worst       time.Duration
 	p99Took               time.Duration // p99 of end_ns - start_ns
 	p99Steady             time.Duration // p99 of the ticks after the first scaleWarm
+	hostP99, hostWorst    time.Duration // lateness of this process's own 10 ms sleeps (watchHost)
 	recorderCPU, simCPU   time.Duration
 	rssKiB                int64
 	heapMB                int // the largest heap a GC started at
@@ -174,6 +178,8 @@ func (r scaleResult) report(b *testing.B, n int, holds bool) {
 	b.ReportMetric(float64(r.ticks), "ticks")
 	b.ReportMetric(float64(r.p99Took)/1e6, "p99-scrape-ms")
 	b.ReportMetric(float64(r.p99Steady)/1e6, "p99-steady-ms")
+	b.ReportMetric(float64(r.hostP99)/1e6, "host-p99-ms")
+	b.ReportMetric(float64(r.hostWorst)/1e6, "host-max-ms")
 	b.ReportMetric(float64(r.recorderCPU)/1e6/perTargetSecond, "cpu-ms/target/s")
 	b.ReportMetric(float64(r.rssKiB)/1024, "rss-MiB")
 	b.ReportMetric(float64(r.rssKiB)/1024/float64(n), "rss-MiB/target")
@@ -223,8 +229,10 @@ func recordFleet(b *testing.B, bin string, urls []string, d time.Duration) scale
 		b.Fatal(err)
 	}
 	hwm := watchHWM(cmd.Process.Pid)
+	host := watchHost()
 	err := cmd.Wait()
 	res.rssKiB = hwm()
+	res.hostP99, res.hostWorst = host()
 	if err != nil {
 		b.Fatalf("recorder: %v\n%s", err, stderr.Bytes())
 	}
@@ -395,6 +403,44 @@ func watchHWM(pid int) func() int64 {
 		close(stop)
 		<-done
 		return last.Load()
+	}
+}
+
+// watchHost measures the host's own noise while the recorder runs: a
+// goroutine of this process (the simulators', which are mostly idle) sleeps
+// to every 10 ms boundary and notes how late it woke. The returned
+// function stops it and returns the p99 and the largest lateness. When
+// these are as large as the recorder's cadence error, the machine (other
+// work on its cores) was late, not the recorder.
+func watchHost() func() (p99, worst time.Duration) {
+	const step = 10 * time.Millisecond
+	var lates []time.Duration
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		due := time.Now().Truncate(step).Add(step)
+		t := time.NewTimer(time.Until(due))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-t.C:
+				lates = append(lates, now.Sub(due))
+				due = now.Truncate(step).Add(step)
+				t.Reset(time.Until(due))
+			}
+		}
+	}()
+	return func() (time.Duration, time.Duration) {
+		close(stop)
+		<-done
+		if len(lates) == 0 {
+			return 0, 0
+		}
+		slices.Sort(lates)
+		return lates[len(lates)*99/100], lates[len(lates)-1]
 	}
 }
 
