@@ -178,7 +178,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	defer stopScrapes(nil)
 	rec := &recorder{clients: hc, runID: runID, maxBody: cfg.MaxBody, limits: cfg.Limits(), scrapeCtx: scrapeCtx,
 		abort: opt.Abort, rows: make(chan queued, cmp.Or(opt.rowsBuffer, 256)),
-		bodies: newBodyReader(), parses: newParseGate(), stats: make([]TargetStats, len(cfg.Targets)), warn: opt.Warnings}
+		bodies: newBodyReader(), parses: newParseGate(), slots: newParseSlots(), stats: make([]TargetStats, len(cfg.Targets)), warn: opt.Warnings}
 	stop := func(cause error) {
 		rec.stoppedNs.CompareAndSwap(0, rec.clock.Ns(time.Now()))
 		stopScrapes(cause)
@@ -342,6 +342,7 @@ type recorder struct {
 	rows      chan queued
 	bodies    *bodyReader
 	parses    parseGate
+	slots     parseSlots
 	inflight  sync.WaitGroup
 	written   atomic.Int64
 
@@ -433,7 +434,7 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 		}
 		r.put(queued{s: row, p: p})
 		if p != nil {
-			q.parses.parse(&row, q.interner, q.limits)
+			r.slots.parse(q.parses, &row, q.interner, q.limits)
 			p.Done(&row)
 		}
 		ep.busy.Store(false)
