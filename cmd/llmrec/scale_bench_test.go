@@ -201,6 +201,10 @@ type scaleRow struct {
 	Error       *string `parquet:"error,optional,dict"`
 }
 
+// seqNumber is the tick number in a missed tick's reason, left out when
+// the reasons are counted.
+var seqNumber = regexp.MustCompile(`seq \d+`)
+
 // gcLine finds a gctrace line's heap sizes: at the GC's start, at its end,
 // and live (marked).
 var gcLine = regexp.MustCompile(`(\d+)->(\d+)->(\d+) MB`)
@@ -277,7 +281,7 @@ func recordFleet(b *testing.B, bin string, urls []string, d time.Duration) scale
 			}
 			if s.Outcome != capture.OutcomeOK {
 				why, _, _ := strings.Cut(deref(s.Error), ":")
-				whys[s.Outcome+": "+why]++
+				whys[s.Outcome+": "+seqNumber.ReplaceAllString(why, "seq N")]++
 			}
 			if first == 0 || s.ScheduledNs < first {
 				first = s.ScheduledNs
