@@ -140,9 +140,10 @@ type parseSlots chan struct{}
 
 func newParseSlots() parseSlots { return make(parseSlots, max(1, runtime.GOMAXPROCS(0)-1)) }
 
-// parse parses row's body through g in a slot (see parseSlots).
+// parse parses row's body through g in a slot (see parseSlots). Nil
+// slots (a recorder made without them) bound nothing.
 func (s parseSlots) parse(g parseGate, row *capture.Scrape, in *expo.Interner, lim capture.Limits) {
-	if len(row.Body) <= smallBody {
+	if s != nil && len(row.Body) <= smallBody {
 		s <- struct{}{}
 		defer func() { <-s }()
 	}
