@@ -126,3 +126,26 @@ func (g parseGate) parse(row *capture.Scrape, in *expo.Interner, lim capture.Lim
 		row.Outcome, row.ParseError = capture.OutcomeParseError, &msg
 	}
 }
+
+// parseSlots bounds the parses of ordinary pages (up to smallBody) that run
+// at once to one fewer than the processors, at least one, so one processor
+// stays free for the tick loops, the requests and the writer. Without it,
+// every page that arrived was parsed at once: with a few hundred targets
+// at 1 s, tens of parse goroutines (a 47 KB page is 1–3 ms of CPU) stood
+// runnable ahead of a tick loop that had just woken, and the tick fired as
+// late as the queue was long. A parse past the bound waits parked, not
+// runnable. Larger pages do not take a slot (parseGate takes care of the
+// largest): a slow hostile page cannot hold the others' parses.
+type parseSlots chan struct{}
+
+func newParseSlots() parseSlots { return make(parseSlots, max(1, runtime.GOMAXPROCS(0)-1)) }
+
+// parse parses row's body through g in a slot (see parseSlots). Nil
+// slots (a recorder made without them) bound nothing.
+func (s parseSlots) parse(g parseGate, row *capture.Scrape, in *expo.Interner, lim capture.Limits) {
+	if s != nil && len(row.Body) <= smallBody {
+		s <- struct{}{}
+		defer func() { <-s }()
+	}
+	g.parse(row, in, lim)
+}

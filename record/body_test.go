@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/expo"
 )
 
 // doShared scrapes one answer of h with the recording's shared body reader
@@ -145,5 +147,59 @@ func TestBodyAtTheCap(t *testing.T) {
 				t.Errorf("cap %d, body %d: outcome %s %v, body %d bytes", max, size, s.Outcome, s.Error, len(s.Body))
 			}
 		}
+	}
+}
+
+// Ordinary pages wait for a parse slot (parses past the bound wait parked
+// instead of standing runnable ahead of the tick loops); a page over
+// smallBody never waits for one, so a slow hostile page cannot hold the
+// others' parses; a slot is given back after each parse.
+func TestParseSlots(t *testing.T) {
+	s := newParseSlots()
+	if want := max(1, runtime.GOMAXPROCS(0)-1); cap(s) != want {
+		t.Fatalf("%d slots, want %d", cap(s), want)
+	}
+	for range cap(s) {
+		s <- struct{}{} // every slot taken
+	}
+	g := newParseGate()
+	var in expo.Interner
+	big := capture.Scrape{Endpoint: capture.EndpointMetrics, Outcome: capture.OutcomeOK, Body: page(smallBody + 1)}
+	bigDone := make(chan struct{})
+	go func() {
+		defer close(bigDone)
+		s.parse(g, &big, &in, capture.DefaultLimits)
+	}()
+	select {
+	case <-bigDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a page over smallBody waited for a parse slot")
+	}
+	if big.Outcome != capture.OutcomeOK || len(big.Samples) == 0 {
+		t.Fatalf("page over smallBody while every slot is taken: %s %v, %d samples", big.Outcome, big.ParseError, len(big.Samples))
+	}
+	var in2 expo.Interner
+	small := capture.Scrape{Endpoint: capture.EndpointMetrics, Outcome: capture.OutcomeOK, Body: page(40 << 10)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.parse(g, &small, &in2, capture.DefaultLimits)
+	}()
+	select {
+	case <-done:
+		t.Fatal("an ordinary page was parsed while every slot was taken")
+	case <-time.After(50 * time.Millisecond):
+	}
+	<-s
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("an ordinary page was not parsed once a slot was free")
+	}
+	if small.Outcome != capture.OutcomeOK || len(small.Samples) == 0 {
+		t.Fatalf("ordinary page: %s %v, %d samples", small.Outcome, small.ParseError, len(small.Samples))
+	}
+	if len(s) != cap(s)-1 {
+		t.Fatalf("%d of %d slots taken after the parse, want %d", len(s), cap(s), cap(s)-1)
 	}
 }

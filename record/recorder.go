@@ -187,7 +187,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	defer stopScrapes(nil)
 	rec := &recorder{runID: runID, maxBody: cfg.MaxBody, limits: cfg.Limits(), scrapeCtx: scrapeCtx,
 		abort: opt.Abort, rows: make(chan queued, cmp.Or(opt.rowsBuffer, 256)),
-		bodies: newBodyReader(), parses: newParseGate(), warn: opt.Warnings}
+		bodies: newBodyReader(), parses: newParseGate(), slots: newParseSlots(), warn: opt.Warnings}
 	stop := func(cause error) {
 		rec.stoppedNs.CompareAndSwap(0, rec.clock.Ns(time.Now()))
 		stopScrapes(cause)
@@ -351,6 +351,7 @@ type recorder struct {
 	rows      chan queued
 	bodies    *bodyReader
 	parses    parseGate
+	slots     parseSlots
 	inflight  sync.WaitGroup
 	written   atomic.Int64
 
@@ -442,7 +443,7 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 		}
 		r.put(queued{s: row, p: p})
 		if p != nil {
-			q.parses.parse(&row, q.interner, q.limits)
+			r.slots.parse(q.parses, &row, q.interner, q.limits)
 			p.Done(&row)
 		}
 		ep.busy.Store(false)
