@@ -483,7 +483,7 @@ func (l *lineWriter) meta(f *family) {
 
 func (l *lineWriter) sample(text []byte, v float64, ts int64) {
 	l.buf = append(l.buf, text...)
-	l.buf = appendValue(l.buf, v)
+	l.buf = AppendValue(l.buf, v)
 	l.buf = append(l.buf, ' ')
 	if ts != l.lastTs {
 		l.lastTs, l.tsText = ts, appendSeconds(l.tsText[:0], ts)
@@ -509,9 +509,10 @@ func (l *lineWriter) flush() error {
 	return l.err
 }
 
-// appendValue writes a value as OpenMetrics reads it: NaN, +Inf, -Inf or
-// the shortest decimal that reads back the same.
-func appendValue(b []byte, v float64) []byte {
+// AppendValue writes a value as OpenMetrics (and the Prometheus text
+// format) reads it: NaN, +Inf, -Inf or the shortest decimal that reads back
+// the same.
+func AppendValue(b []byte, v float64) []byte {
 	switch {
 	case math.IsNaN(v):
 		return append(b, "NaN"...)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/expo"
+	"github.com/llmrec/llmrec/record/openmetrics"
 )
 
 // Options configure Import.
@@ -409,22 +409,10 @@ func page(pts []point, lines []line) []byte {
 		}
 		b = append(b, l.text...)
 		b = append(b, ' ')
-		b = appendValue(b, p.v)
+		b = openmetrics.AppendValue(b, p.v)
 		b = append(b, '\n')
 	}
 	return b
-}
-
-func appendValue(b []byte, v float64) []byte {
-	switch {
-	case math.IsNaN(v):
-		return append(b, "NaN"...)
-	case math.IsInf(v, 1):
-		return append(b, "+Inf"...)
-	case math.IsInf(v, -1):
-		return append(b, "-Inf"...)
-	}
-	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }
 
 // line makes a series' page line and finds its family: from the store's
