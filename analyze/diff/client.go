@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/llmrec/llmrec/analyze"
@@ -233,7 +234,8 @@ func (rep *Report) clientStat(q Quantity, name string, base, cand Side, conf flo
 		if pct == "50" {
 			r = stat.Compare(bx, cx, conf)
 		} else {
-			r = stat.Quantiles(bx, cx, atof(pct)/100, conf)
+			p, _ := strconv.ParseFloat(pct, 64) // a key's digits: p90, p99
+			r = stat.Quantiles(bx, cx, p/100, conf)
 		}
 		return withWhy(r, bwhy, cwhy), SamplesRequests
 	case q.Figure == client.FErrorRate:
@@ -266,17 +268,10 @@ func (rep *Report) clientStat(q Quantity, name string, base, cand Side, conf flo
 	return withWhy(stat.Compare(bx, cx, conf), bwhy, cwhy), "blocks"
 }
 
-func atof(s string) float64 {
-	var v float64
-	fmt.Sscan(s, &v)
-	return v
-}
-
-// pooled are the values of each run's client phase name, pooled; why says
-// a side's file is a summary, which has none.
-func pooled(s Side, name string, values func(*clientPhase) []float64) ([]float64, string) {
-	var xs []float64
-	why := ""
+// perRequestPhases are the client phase name of each of a side's runs that
+// has per-request records; why says a side's file is a summary, which has
+// none.
+func perRequestPhases(s Side, name string) (cs []*clientPhase, why string) {
 	for _, r := range s.Runs {
 		c := findClient(r, name)
 		if c == nil {
@@ -286,6 +281,16 @@ func pooled(s Side, name string, values func(*clientPhase) []float64) ([]float64
 			why = "a client file is a summary (" + client.RunBounds + "): no per-request values"
 			continue
 		}
+		cs = append(cs, c)
+	}
+	return cs, why
+}
+
+// pooled are the values of each run's client phase name, pooled.
+func pooled(s Side, name string, values func(*clientPhase) []float64) ([]float64, string) {
+	cs, why := perRequestPhases(s, name)
+	var xs []float64
+	for _, c := range cs {
 		xs = append(xs, values(c)...)
 	}
 	return xs, why
@@ -294,15 +299,8 @@ func pooled(s Side, name string, values func(*clientPhase) []float64) ([]float64
 // errorCounts are the requests started within the phase and those of them
 // that failed, over a side's runs.
 func errorCounts(s Side, name string) (n, failed int, why string) {
-	for _, r := range s.Runs {
-		c := findClient(r, name)
-		if c == nil {
-			continue
-		}
-		if c.summary() {
-			why = "a client file is a summary (" + client.RunBounds + "): no per-request values"
-			continue
-		}
+	cs, why := perRequestPhases(s, name)
+	for _, c := range cs {
 		for _, q := range c.requests() {
 			n++
 			if q.Status == client.StatusError {
