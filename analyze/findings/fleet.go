@@ -33,7 +33,13 @@ func fleet(views []*view, keep bool) Fleet {
 		v    int
 		poll int
 	}
-	var ticks []tick
+	// Sized to every row at once: grown by appends, a day of polls
+	// allocated several times what it keeps.
+	n := 0
+	for _, v := range eng {
+		n += len(v.t.Rows)
+	}
+	ticks := make([]tick, 0, n)
 	for vi, v := range eng {
 		for i := range v.t.Rows {
 			t := rowTime(&v.t.Rows[i])
@@ -52,7 +58,7 @@ func fleet(views []*view, keep bool) Fleet {
 	}
 	s := &f.Summary
 	s.MinLive = len(eng)
-	var decodes []float64
+	decodes := make([]float64, 0, len(ticks)) // a point per tick at most
 	for i := 0; i < len(ticks); {
 		t := ticks[i].t
 		for ; i < len(ticks) && ticks[i].t == t; i++ {

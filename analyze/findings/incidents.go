@@ -70,7 +70,10 @@ func (v *view) holes() (hs []*hole, loose []looseRun) {
 	t := v.t
 	prev, prevRow := -1, -1
 	flush := func(next, nextRow int) {
-		h := &hole{v: v, after: prev, before: next}
+		// Built on the stack and copied to the heap only when kept: most
+		// polls follow the last one close and leave no hole.
+		hv := hole{v: v, after: prev, before: next}
+		h := &hv
 		for i := prevRow + 1; i < nextRow; i++ {
 			if v.rowPoll[i] < 0 {
 				h.add(i)
@@ -114,7 +117,9 @@ func (v *view) holes() (hs []*hole, loose []looseRun) {
 			loose = append(loose, looseRun{h.rows, where})
 			return
 		}
-		hs = append(hs, h)
+		kept := new(hole)
+		*kept = hv
+		hs = append(hs, kept)
 	}
 	for p := range t.Polls {
 		flush(p, v.pollRow[p])

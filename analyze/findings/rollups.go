@@ -85,8 +85,14 @@ func capFor(caps []Cap, eng, cell string) rate.Num {
 func (v *view) rollups(caps []Cap) []Rollup {
 	var out []Rollup
 	ps := v.t.Polls
+	// Room for every minute the polls span at once (grown by appends, a
+	// day's allocated several times what it keeps); a minute needs a poll.
+	minutes := 0
+	if len(ps) > 0 {
+		minutes = min(len(ps), max(0, int(math.Floor(ps[len(ps)-1].T/60)-math.Floor(ps[0].T/60))+1))
+	}
 	for k := range NRates {
-		r := Rollup{Target: v.t.Name, Cell: RateCells[k], Cap: capFor(caps, v.t.Engine, RateCells[k]), Minutes: []Minute{}}
+		r := Rollup{Target: v.t.Name, Cell: RateCells[k], Cap: capFor(caps, v.t.Engine, RateCells[k]), Minutes: make([]Minute, 0, minutes)}
 		var m *Minute
 		var sum float64
 		closeMinute := func() {

@@ -269,7 +269,6 @@ func (in *Input) levelValues(s *sums, L *level, nfigs int) [][]rate.Num {
 		L.vals[k] = make([]rate.Num, len(L.blocks))
 	}
 	acc := make([]float64, len(l.Series))
-	var idx []int
 	var figs []Figure
 	for j, b := range L.blocks {
 		sa, sb := bl.snaps[b.a], bl.snaps[b.b]
@@ -277,11 +276,7 @@ func (in *Input) levelValues(s *sums, L *level, nfigs int) [][]rate.Num {
 			acc[x] = sb[x] - sa[x]
 		}
 		cells := in.evaluate(ps[b.to].T-ps[b.from].T, acc)
-		idx = idx[:0]
-		for i := b.from; i < b.to; i++ {
-			idx = append(idx, i)
-		}
-		figs = counted(figs[:0], l, ps, cells, acc, idx, false)
+		figs = counted(figs[:0], l, ps, cells, acc, runs{{b.from, max(b.from, b.to)}}, false)
 		for k := range min(nfigs, len(figs)) {
 			L.vals[k][j] = figs[k].Value
 		}

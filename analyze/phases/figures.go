@@ -3,6 +3,7 @@ package phases
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strconv"
@@ -214,8 +215,44 @@ type sums struct {
 	acc     []float64 // by log id
 	dt, len float64   // seconds differenced; the windows' length
 	b       Bounds
-	pollsIn []int    // polls inside the windows [start, end)
+	pollsIn runs     // polls inside the windows [start, end)
 	bl      *blocker // the blocks' boundaries, nil when not asked
+}
+
+// runs are poll indexes in order, as runs of consecutive ones [a, b):
+// a window's polls are one run, kept in two ints and not in a slice as
+// long as the polls (a day's phases allocated megabytes of them).
+type runs [][2]int
+
+// add appends poll i, extending the last run when i follows it.
+func (r runs) add(i int) runs {
+	if n := len(r); n > 0 && r[n-1][1] == i {
+		r[n-1][1]++
+		return r
+	}
+	return append(r, [2]int{i, i + 1})
+}
+
+// len is the number of polls.
+func (r runs) len() int {
+	n := 0
+	for _, x := range r {
+		n += x[1] - x[0]
+	}
+	return n
+}
+
+// all yields the polls in order.
+func (r runs) all() iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for _, x := range r {
+			for i := x[0]; i < x[1]; i++ {
+				if !yield(i) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // prepare checks the input and marks its good polls and restarts once.
@@ -263,7 +300,7 @@ func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 		for i := lo; i < hi; i++ {
 			b.Polls++
 			if ps[i].T < w.End {
-				s.pollsIn = append(s.pollsIn, i)
+				s.pollsIn = s.pollsIn.add(i)
 				for k := range findings.NRates {
 					// Most cells are valued: "" is no refusal, and costs no hash.
 					if r := ps[i].Rates[k].Reason; r != "" && gateReasons[r] {
@@ -389,7 +426,7 @@ func (in *Input) figures(s *sums) Figures {
 // bucket deltas, and the gauges over the polls idx. A phase and each of its
 // blocks are measured by it alike (a block's figures without their
 // sources: only the values are kept).
-func counted(out []Figure, l *Log, ps []findings.Poll, cells engine.Cells, acc []float64, idx []int, sources bool) []Figure {
+func counted(out []Figure, l *Log, ps []findings.Poll, cells engine.Cells, acc []float64, idx runs, sources bool) []Figure {
 	for _, name := range counterFigures {
 		f := Figure{Name: name}
 		if cells == nil {
@@ -668,14 +705,14 @@ func gaugeValues(p *findings.Poll) [len(gauges)]rate.Num {
 // gaugeFigures are the mean and max of the gauges over the polls inside
 // the windows: every poll counts the same (the cadence is fixed). The
 // polls are read once for every gauge.
-func gaugeFigures(out []Figure, ps []findings.Poll, idx []int, sources bool) []Figure {
+func gaugeFigures(out []Figure, ps []findings.Poll, idx runs, sources bool) []Figure {
 	var sum [len(gauges)]float64
 	var n [len(gauges)]int
 	hi := [len(gauges)]float64{}
 	for g := range hi {
 		hi[g] = math.Inf(-1)
 	}
-	for _, i := range idx {
+	for i := range idx.all() {
 		for g, v := range gaugeValues(&ps[i]) {
 			if !v.Valid {
 				continue
@@ -705,12 +742,12 @@ func gaugeFigures(out []Figure, ps []findings.Poll, idx []int, sources bool) []F
 }
 
 // published is the distribution of PubCells[k] over idx.
-func (in *Input) published(name string, k int, idx []int) *Published {
+func (in *Input) published(name string, k int, idx runs) *Published {
 	out := &Published{Cell: name, Nulls: map[string]int{}}
-	sc := in.scratch(len(idx))
+	sc := in.scratch(idx.len())
 	xs := sc.xs[:0]
 	var nulls [256]int
-	for _, i := range idx {
+	for i := range idx.all() {
 		v, code := in.Log.publishedCode(i, k)
 		if code != 0 {
 			nulls[code]++
@@ -729,9 +766,9 @@ func (in *Input) published(name string, k int, idx []int) *Published {
 
 // publishedRates are the distributions of the findings' rate cells over
 // idx, gathered in one pass over the polls.
-func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
+func (in *Input) publishedRates(idx runs) [findings.NRates]*Published {
 	var out [findings.NRates]*Published
-	rxs := &in.scratch(len(idx)).rxs
+	rxs := &in.scratch(idx.len()).rxs
 	for k := range out {
 		out[k] = &Published{Cell: findings.RateCells[k], Nulls: map[string]int{}}
 		rxs[k] = rxs[k][:0]
@@ -742,7 +779,7 @@ func (in *Input) publishedRates(idx []int) [findings.NRates]*Published {
 		reason string
 		n      int
 	}
-	for _, i := range idx {
+	for i := range idx.all() {
 		p := &in.Target.Polls[i]
 		for k := range out {
 			r := &p.Rates[k]
@@ -823,7 +860,7 @@ func pctIn(xs []float64, q float64, from, to int) rate.Num {
 // off the figure, and on which side the windows the gates left out lay:
 // for the decode cell from the ungated per-interval rate of each refused
 // poll, for others from which side the published median errs.
-func disagrees(f *Figure, ps []findings.Poll, idx []int, tw twin) string {
+func disagrees(f *Figure, ps []findings.Poll, idx runs, tw twin) string {
 	pub := f.Published
 	if !f.Value.Valid || pub == nil || !pub.P50.Valid {
 		return ""
@@ -851,7 +888,7 @@ func disagrees(f *Figure, ps []findings.Poll, idx []int, tw twin) string {
 	}
 	if tw.rate == findings.Decode && refused > 0 {
 		below, above := 0, 0
-		for _, i := range idx {
+		for i := range idx.all() {
 			p := &ps[i]
 			if p.Rates[findings.Decode].V.Valid || !p.Interval.V.Valid {
 				continue
