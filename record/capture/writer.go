@@ -300,9 +300,6 @@ func (w *Writer) BytesWritten() int64 {
 	return n
 }
 
-// Pending is the number of rows in the open segment.
-func (w *Writer) Pending() int { return len(w.rows) }
-
 // Seals is the number of segments sealed so far: the closed files change
 // only when it does.
 func (w *Writer) Seals() int64 { return w.seals.Load() }

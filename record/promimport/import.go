@@ -80,9 +80,6 @@ var storeSeries = map[string]bool{
 // errNoSamples is an import that found nothing to import.
 var errNoSamples = errors.New("no samples")
 
-// IsEmpty reports whether err is an import that matched no sample.
-func IsEmpty(err error) bool { return errors.Is(err, errNoSamples) }
-
 // Import reads the samples of opts.Match in [Start, End] from the store and
 // writes them as one session in opts.Out, which must not hold a recording.
 func Import(ctx context.Context, opts Options) (*Summary, error) {
