@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -203,12 +204,15 @@ func msText(ms int64) string {
 }
 
 // parseMs reads the API's decimal seconds ("1700000000.123") to the
-// millisecond, exactly (a float64 would round some).
+// millisecond, exactly (a float64 would round some). Only digits, one
+// point and a leading minus are taken.
 func parseMs(raw []byte) (int64, error) {
-	t := string(raw)
-	neg := strings.HasPrefix(t, "-")
-	t = strings.TrimPrefix(t, "-")
+	bad := fmt.Errorf("timestamp %.40s is not decimal seconds", raw)
+	t, neg := strings.CutPrefix(string(raw), "-")
 	whole, frac, _ := strings.Cut(t, ".")
+	if whole == "" || !digits(whole) || !digits(frac) {
+		return 0, bad
+	}
 	if len(frac) > 3 {
 		// The API prints milliseconds; more digits are never a whole ms.
 		frac = frac[:3]
@@ -216,14 +220,24 @@ func parseMs(raw []byte) (int64, error) {
 	frac += strings.Repeat("0", 3-len(frac))
 	w, err1 := strconv.ParseInt(whole, 10, 64)
 	f, err2 := strconv.ParseInt(frac, 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("timestamp %s is not decimal seconds", raw)
+	if err1 != nil || err2 != nil || w > (math.MaxInt64-f)/1000 {
+		return 0, bad
 	}
 	ms := w*1000 + f
 	if neg {
 		ms = -ms
 	}
 	return ms, nil
+}
+
+// digits reports whether s is ASCII digits only ("" is).
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // parseValue reads a sample value the API prints as a string ("12.5",
