@@ -129,7 +129,7 @@ func DiffText(w io.Writer, rep *diff.Report) error {
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 	p("baseline:  %s (%d run%s)\ncandidate: %s (%d run%s)\n", strings.Join(rep.Baseline.Dirs, " "), rep.Baseline.Repeats, plural(rep.Baseline.Repeats),
 		strings.Join(rep.Candidate.Dirs, " "), rep.Candidate.Repeats, plural(rep.Candidate.Repeats))
-	p("samples: %s; alpha %g; intervals at %g; threshold %s\n", samplesText(rep.Settings.Samples), rep.Settings.Alpha, rep.Settings.Conf, thresholdText(rep.Settings.Thresholds))
+	p("samples: %s; alpha %g; intervals at %g; threshold %s\n", samplesText(rep), rep.Settings.Alpha, rep.Settings.Conf, thresholdText(rep.Settings.Thresholds))
 	p("rule: %s\n", rep.Settings.Rule)
 	if len(rep.Seams) > 0 {
 		p("\nseams:\n")
@@ -193,11 +193,15 @@ func plural(n int) string {
 	return "s"
 }
 
-func samplesText(s string) string {
-	if s == "repeats" {
-		return "one value per run folder (the phase figure of each)"
+func samplesText(rep *diff.Report) string {
+	s := "non-overlapping blocks of each phase"
+	if rep.Settings.Samples == "repeats" {
+		s = "one value per run folder (the phase figure of each)"
 	}
-	return "non-overlapping blocks of each phase"
+	if slices.ContainsFunc(rep.Rows, func(r diff.Row) bool { return r.Samples == diff.SamplesRequests }) {
+		s += "; the client's latency and error rows: each request, pooled over a side's runs"
+	}
+	return s
 }
 
 func thresholdText(t diff.Thresholds) string {
@@ -319,7 +323,7 @@ func DiffMarkdown(w io.Writer, rep *diff.Report) error {
 	}
 	b.WriteString("\n<details><summary>Method</summary>\n\n")
 	visible++
-	b.WriteString(fmt.Sprintf("- Samples: %s; baseline %s (%d), candidate %s (%d).\n", samplesText(rep.Settings.Samples),
+	b.WriteString(fmt.Sprintf("- Samples: %s; baseline %s (%d), candidate %s (%d).\n", samplesText(rep),
 		mdInline(strings.Join(rep.Baseline.Dirs, " ")), rep.Baseline.Repeats, mdInline(strings.Join(rep.Candidate.Dirs, " ")), rep.Candidate.Repeats))
 	b.WriteString(fmt.Sprintf("- Test: alpha %g, intervals at %g; thresholds %s.\n", rep.Settings.Alpha, rep.Settings.Conf, mdInline(thresholdText(rep.Settings.Thresholds))))
 	b.WriteString("- Rule: " + mdInline(rep.Settings.Rule) + ".\n")
@@ -351,7 +355,7 @@ func DiffReport(rep *diff.Report) (Report, error) {
 	r.Header.Facts = []Fact{
 		{Name: "baseline", Value: text(fmt.Sprintf("%s (%d run%s)", strings.Join(rep.Baseline.Dirs, " "), rep.Baseline.Repeats, plural(rep.Baseline.Repeats)))},
 		{Name: "candidate", Value: text(fmt.Sprintf("%s (%d run%s)", strings.Join(rep.Candidate.Dirs, " "), rep.Candidate.Repeats, plural(rep.Candidate.Repeats)))},
-		{Name: "samples", Value: text(samplesText(rep.Settings.Samples))},
+		{Name: "samples", Value: text(samplesText(rep))},
 		{Name: "test", Value: Cell{Text: fmt.Sprintf("alpha %g, intervals at %g, thresholds %s", rep.Settings.Alpha, rep.Settings.Conf, thresholdText(rep.Settings.Thresholds)), Prov: rep.Settings.Rule}},
 		{Name: "rows", Value: text(countsText(rep))},
 	}

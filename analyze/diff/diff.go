@@ -229,7 +229,8 @@ type Row struct {
 	ChangeHi rate.Num `json:"change_hi"`
 	P        rate.Num `json:"p"`
 	Method   string   `json:"method"`
-	// Samples is "repeats" or "blocks".
+	// Samples is "repeats", "blocks" or, for the client's latency and
+	// error rows, "requests".
 	Samples   string  `json:"samples"`
 	Threshold float64 `json:"threshold"`
 	Verdict   string  `json:"verdict"`
