@@ -28,8 +28,12 @@ func writeBusy(w io.Writer, b *phases.Figures) {
 		fmt.Fprintf(w, "  busy: no steady phase found; the whole recording's medians below are all there is\n")
 		return
 	}
-	fmt.Fprintf(w, "  busy (%d steady phase(s), %s differenced over %s, %d process(es)), from the engine's own counters:\n",
-		len(bd.Windows), pct(bd.Coverage.V, bd.Coverage.Valid), time.Duration(bd.Seconds*1e9).Round(time.Second), bd.Processes)
+	away := ""
+	if bd.Away > 0 {
+		away = fmt.Sprintf(", %s of them away from the target set", time.Duration(bd.Away*1e9).Round(time.Second))
+	}
+	fmt.Fprintf(w, "  busy (%d steady phase(s), %s differenced over %s, %d process(es)%s), from the engine's own counters:\n",
+		len(bd.Windows), pct(bd.Coverage.V, bd.Coverage.Valid), time.Duration(bd.Seconds*1e9).Round(time.Second), bd.Processes, away)
 	for _, name := range busyCells {
 		f, ok := b.Get(name)
 		// A quantity the engine does not publish is left out here, as in the medians.

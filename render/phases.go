@@ -38,6 +38,9 @@ func busyTable(t *analyze.Target) Table {
 	}
 	tbl.Notes = append(tbl.Notes, fmt.Sprintf("%d steady phase(s); %s differenced over %s (%s of their length) across %d process(es); %d restart interval(s) left out.",
 		len(bd.Windows), strconv.Itoa(bd.Intervals)+" poll intervals", Window(bd.Seconds), percent(bd.Coverage), bd.Processes, len(bd.RestartsLeftOut)))
+	if bd.Away > 0 {
+		tbl.Notes = append(tbl.Notes, fmt.Sprintf("The target was out of the recorder's target set for %s of them (discovery): its counters were differenced across that time, not watched.", Window(bd.Away)))
+	}
 	for _, name := range busyFigures {
 		f, ok := b.Get(name)
 		// What the engine does not publish is said in its catalog.
@@ -53,6 +56,9 @@ func busyTable(t *analyze.Target) Table {
 // published distribution.
 func figureRow(f *phases.Figure, bd *phases.Bounds) []Cell {
 	prov := fmt.Sprintf("%s; over %s between good polls, %s of the phase", f.Source, Window(bd.Seconds), percent(bd.Coverage))
+	if bd.Away > 0 {
+		prov += fmt.Sprintf("; %s of it away from the target set", Window(bd.Away))
+	}
 	if f.Reason != "" {
 		prov += "; null: " + f.Reason
 	}

@@ -111,6 +111,10 @@ type Bounds struct {
 	// that as a fraction of the windows' length.
 	Seconds  float64  `json:"seconds"`
 	Coverage rate.Num `json:"coverage"`
+	// Away is the seconds of the windows the target was out of the
+	// recorder's target set (discovery: file_sd, DNS): its counters were
+	// differenced across them, not watched. 0 when it never left.
+	Away float64 `json:"away_s,omitempty"`
 	// Processes is how many engine processes the counters were read
 	// from; RestartsLeftOut the intervals across a restart, left out
 	// (their tokens and their time), by the poll ending each.
@@ -388,6 +392,9 @@ func (in *Input) figures(s *sums) Figures {
 	b.Processes = len(b.RestartsLeftOut) + 1
 	if s.len > 0 {
 		b.Coverage = rate.Some(dt / s.len)
+	}
+	for _, w := range b.Windows {
+		b.Away += awayWithin(t.Presence, w.Start, w.End)
 	}
 	var cells engine.Cells
 	if b.Intervals == 0 || dt <= 0 {
@@ -905,4 +912,24 @@ func disagrees(f *Figure, ps []findings.Poll, idx runs, tw twin) string {
 	fmt.Fprintf(&b, "; the published values lean %s it: the windows left out (%d refused, and those that lagged the phase) lay %s it",
 		map[bool]string{true: "above", false: "below"}[m > v], refused, side)
 	return b.String()
+}
+
+// awayWithin is the seconds of [start, end] a target spent out of its
+// target set: from a leave to the next join (or on, when it never came
+// back). Presence is in join order; a Leave of 0 is present to its
+// session's end, and the time after that until a next session is no
+// absence (no recorder was running: that is a gap).
+func awayWithin(ps []findings.Presence, start, end float64) float64 {
+	away := 0.0
+	for i, p := range ps {
+		if p.Leave == 0 {
+			continue
+		}
+		back := math.Inf(1)
+		if i+1 < len(ps) {
+			back = ps[i+1].Join
+		}
+		away += max(0, min(end, back)-max(start, p.Leave))
+	}
+	return away
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,7 +125,13 @@ func TestRecordFollowsFileSD(t *testing.T) {
 	}
 
 	js := filepath.Join(t.TempDir(), "a.json")
-	if _, errOut, err := runCLI("analyze", dir, "--quiet", "--json", js); err != nil {
+	// One named phase over the whole recording: a's figures in it are
+	// differenced across its time away, and say so.
+	phasesCSV := filepath.Join(t.TempDir(), "phases.csv")
+	if err := os.WriteFile(phasesCSV, []byte("name,start,end\nall,0,4102444800\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, err := runCLI("analyze", dir, "--quiet", "--phases", phasesCSV, "--json", js); err != nil {
 		t.Fatalf("analyze: %v\n%s", err, errOut)
 	}
 	b, err := os.ReadFile(js)
@@ -137,6 +144,24 @@ func TestRecordFollowsFileSD(t *testing.T) {
 			Target     *string
 			T          *float64
 			Start, End *float64
+		}
+		Phases []struct {
+			Name    string
+			Targets []struct {
+				Target string
+				Bounds struct {
+					Away float64 `json:"away_s"`
+				}
+			}
+		}
+		Targets []struct {
+			Name string
+			Busy struct {
+				Bounds struct {
+					Windows []struct{ Start, End float64 }
+					Away    float64 `json:"away_s"`
+				}
+			}
 		}
 		Fleet struct {
 			Summary struct {
@@ -169,6 +194,39 @@ func TestRecordFollowsFileSD(t *testing.T) {
 		if in.Target != nil && *in.Target == "a" && in.Start != nil && in.End != nil && *in.Start <= left && *in.End >= back {
 			t.Errorf("a's absence (%.3f to %.3f) taken for a %s", left, back, in.Kind)
 		}
+	}
+	// The busy figures say how much of their steady phases a was away.
+	for _, tg := range res.Targets {
+		want := 0.0
+		for _, w := range tg.Busy.Bounds.Windows {
+			if tg.Name == "a" {
+				want += max(0, min(w.End, back)-max(w.Start, left))
+			}
+		}
+		if math.Abs(tg.Busy.Bounds.Away-want) > 1e-6 {
+			t.Errorf("%s: away %.3f s of its steady phases, want %.3f (windows %v, away %.3f to %.3f)", tg.Name, tg.Busy.Bounds.Away, want, tg.Busy.Bounds.Windows, left, back)
+		}
+		if want > 0 {
+			t.Logf("%s: away %.3f s of its steady phases", tg.Name, want)
+		}
+	}
+	sawA := false
+	for _, ph := range res.Phases {
+		if ph.Name != "all" {
+			continue
+		}
+		for _, f := range ph.Targets {
+			want := 0.0
+			if f.Target == "a" {
+				want, sawA = back-left, true
+			}
+			if math.Abs(f.Bounds.Away-want) > 1e-6 {
+				t.Errorf("phase all, %s: away %.3f s, want %.3f", f.Target, f.Bounds.Away, want)
+			}
+		}
+	}
+	if !sawA {
+		t.Errorf("no figures of a in the named phase all: %+v", res.Phases)
 	}
 	if s := res.Fleet.Summary; s.Joins != 2 || s.Leaves != 1 || s.AbsentPoints == 0 {
 		t.Errorf("fleet summary %+v", s)
