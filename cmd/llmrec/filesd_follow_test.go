@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -45,17 +44,7 @@ format = "vllm"
 // as no gap, and the fleet with an engine absent.
 func TestRecordFollowsFileSD(t *testing.T) {
 	bin := buildBinary(t)
-	sc, err := sim.ParseScenario([]byte(twoEngines), "two.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	srv, err := sim.Serve(ctx, sc, sim.Options{NoMemoryLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := serveScenario(t, twoEngines, "two.toml", sim.Options{NoMemoryLog: true})
 	addr := map[string]string{}
 	for _, tg := range srv.Targets() {
 		addr[tg.Name] = strings.TrimSuffix(strings.TrimPrefix(tg.MetricsURL, "http://"), "/metrics")

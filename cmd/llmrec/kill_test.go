@@ -27,6 +27,24 @@ func buildBinary(t testing.TB) string {
 	return bin
 }
 
+// serveScenario serves the simulated engines of a scenario's text on
+// loopback until the test ends.
+func serveScenario(t *testing.T, text, name string, o sim.Options) *sim.Server {
+	t.Helper()
+	sc, err := sim.ParseScenario([]byte(text), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	srv, err := sim.Serve(ctx, sc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
 const steadyScenario = `
 name = "steady"
 duration = "10m"
@@ -49,17 +67,7 @@ func TestSIGKILLLosesNoCompletedScrape(t *testing.T) {
 		t.Skip("kills a recorder 10 times")
 	}
 	bin := buildBinary(t)
-	sc, err := sim.ParseScenario([]byte(steadyScenario), "steady.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	srv, err := sim.Serve(ctx, sc, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := serveScenario(t, steadyScenario, "steady.toml", sim.Options{})
 	url := srv.Targets()[0].MetricsURL
 	dir := filepath.Join(t.TempDir(), "run")
 	const interval = 100 * time.Millisecond
@@ -138,17 +146,7 @@ func TestSIGSTOPStallIsMissedNotCaughtUp(t *testing.T) {
 		t.Skip("pauses a recorder")
 	}
 	bin := buildBinary(t)
-	sc, err := sim.ParseScenario([]byte(steadyScenario), "steady.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	srv, err := sim.Serve(ctx, sc, sim.Options{NoMemoryLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := serveScenario(t, steadyScenario, "steady.toml", sim.Options{NoMemoryLog: true})
 	dir := filepath.Join(t.TempDir(), "run")
 	const interval = 200 * time.Millisecond
 	cmd := exec.Command(bin, "record", "--out", dir, "--interval", interval.String(), "--quiet",
