@@ -105,20 +105,7 @@ func EnergyOver(samples []PowerSample, start, end, maxGap float64) Energy {
 		e.Why = "bounds of no length"
 		return e
 	}
-	byGPU := map[string][]PowerSample{}
-	source := map[string]string{}
-	dropped := 0
-	for _, s := range samples {
-		if !s.Watts.Valid {
-			continue
-		}
-		if src, ok := source[s.GPU]; ok && src != s.Source {
-			dropped++
-			continue
-		}
-		source[s.GPU] = s.Source
-		byGPU[s.GPU] = append(byGPU[s.GPU], s)
-	}
+	byGPU, dropped := perGPU(samples, func(s PowerSample) bool { return s.Watts.Valid })
 	if len(byGPU) == 0 {
 		e.Why = "no power samples"
 		return e
@@ -126,7 +113,6 @@ func EnergyOver(samples []PowerSample, start, end, maxGap float64) Energy {
 	total := 0.0
 	for _, gpu := range slices.Sorted(maps.Keys(byGPU)) {
 		ss := byGPU[gpu]
-		slices.SortFunc(ss, func(a, b PowerSample) int { return cmp.Compare(a.T, b.T) })
 		// Samples must reach both bounds: energy outside them is unknown.
 		if ss[0].T > start+maxGap || ss[len(ss)-1].T < end-maxGap {
 			e.Why = fmt.Sprintf("GPU %s's power samples cover %s to %s, not the bounds %s to %s", gpu, Stamp(ss[0].T), Stamp(ss[len(ss)-1].T), Stamp(start), Stamp(end))
@@ -177,6 +163,29 @@ func integrate(ss []PowerSample, a, b float64) float64 {
 	return sum
 }
 
+// perGPU groups the samples keep takes by GPU, each GPU read through the
+// first source it was seen from (a GPU that two telemetry endpoints report
+// counts once; dropped are the other source's samples), in time order.
+func perGPU(samples []PowerSample, keep func(PowerSample) bool) (byGPU map[string][]PowerSample, dropped int) {
+	byGPU = map[string][]PowerSample{}
+	source := map[string]string{}
+	for _, s := range samples {
+		if !keep(s) {
+			continue
+		}
+		if src, ok := source[s.GPU]; ok && src != s.Source {
+			dropped++
+			continue
+		}
+		source[s.GPU] = s.Source
+		byGPU[s.GPU] = append(byGPU[s.GPU], s)
+	}
+	for _, ss := range byGPU {
+		slices.SortFunc(ss, func(a, b PowerSample) int { return cmp.Compare(a.T, b.T) })
+	}
+	return byGPU, dropped
+}
+
 // EnergyCounter is the GPUs' energy over [start, end] from DCGM's own
 // energy counter (energy_consumption): each GPU's counter, interpolated at
 // the bounds, differenced, and summed over the GPUs (each once, as
@@ -190,15 +199,7 @@ func EnergyCounter(samples []PowerSample, start, end, maxGap float64) Energy {
 		e.Why = "bounds of no length"
 		return e
 	}
-	byGPU := map[string][]PowerSample{}
-	source := map[string]string{}
-	for _, s := range samples {
-		if src, ok := source[s.GPU]; ok && src != s.Source {
-			continue
-		}
-		source[s.GPU] = s.Source
-		byGPU[s.GPU] = append(byGPU[s.GPU], s)
-	}
+	byGPU, _ := perGPU(samples, func(PowerSample) bool { return true })
 	if len(byGPU) == 0 {
 		e.Why = "no samples"
 		return e
@@ -210,7 +211,6 @@ func EnergyCounter(samples []PowerSample, start, end, maxGap float64) Energy {
 			e.Why = fmt.Sprintf("GPU %s publishes no energy counter", gpu)
 			return e
 		}
-		slices.SortFunc(ss, func(a, b PowerSample) int { return cmp.Compare(a.T, b.T) })
 		if ss[0].T > start+maxGap || ss[len(ss)-1].T < end-maxGap {
 			e.Why = fmt.Sprintf("GPU %s's energy counter covers %s to %s, not the bounds %s to %s", gpu, Stamp(ss[0].T), Stamp(ss[len(ss)-1].T), Stamp(start), Stamp(end))
 			return e
