@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmrec/llmrec/record"
+	"github.com/llmrec/llmrec/record/replay"
 	"github.com/llmrec/llmrec/record/sim"
 )
 
@@ -37,6 +38,24 @@ front_threads, a queue of HTTP threads before the engine that the engine's
 waiting gauge never sees (llama.cpp's); see -print-scenario. llmrec load
 drives these endpoints.
 
+Replay (--replay DIR):
+  Serve a recording again, a real engine's included, as a scenario for
+  tests and dashboards. Each recorded target gets its own port and answers
+  its recorded paths (/metrics and extra endpoints such as /slots) with the
+  recorded answers, byte-exact, with their status codes and response
+  headers (as stored: a redacted value is served as its digest, which still
+  changes when the engine's process changed). A request arriving at wall
+  time t gets the answer whose request was sent last at or before
+  t0 + (t - start) * speed, where t0 is the recording's first request and
+  start the moment the replay began; it leaves as late as it came (its
+  recorded latency / speed). A recorded failure answers as it failed: its
+  status, or a connection held as long as the attempt lasted and closed.
+  Missed ticks are left out (the answer before holds). After the end the
+  last answers hold, or with --loop the recording starts over (its counters
+  then fall, like a restart). The whole recording is held in memory.
+  To record the replay as the original was, scrape at the original's
+  interval / speed (1s at --speed 20: --interval 50ms).
+
 Output:
   One line per engine on stdout, "NAME URL", where URL is its /metrics
   address, as soon as the engines listen.
@@ -47,6 +66,8 @@ Examples:
   llmrec sim -print-scenario > my.toml
   llmrec sim -scenario my.toml -listen-host 127.0.0.2
   llmrec sim -generate runs/day -engines 8 -duration 24h
+  llmrec sim -replay runs/bench1 -speed 20
+  llmrec sim -replay runs/bench1 -listen 127.0.0.1:9100 -loop
   curl -N 127.0.0.1:PORT/v1/completions -d '{"prompt": "hi there", "max_tokens": 8, "stream": true}'
 `
 
@@ -62,6 +83,10 @@ func simRun(stdout, stderr io.Writer, args []string) error {
 	engines := fs.Int("engines", 0, "with --generate: a long synthetic scenario of this many engines (every 4th a llama.cpp) lasting --duration")
 	interval := fs.Duration("interval", 2*time.Second, "with --generate: the scrape interval")
 	seed := fs.Int64("seed", 1, "with --generate: seed of the synthetic scenario and latencies")
+	replayDir := fs.String("replay", "", "serve the recording in this folder again: each target's recorded answers on the recording's own timeline (see above)")
+	speed := fs.Float64("speed", 1, "with --replay: recording seconds per wall second (20 plays a minute in 3 s)")
+	listen := fs.String("listen", "", "with --replay: loopback HOST or HOST:PORT (the targets take PORT, PORT+1, ... in name order; default 127.0.0.1, free ports)")
+	loop := fs.Bool("loop", false, "with --replay: start over after the recording's end instead of holding its last answers")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -70,6 +95,18 @@ func simRun(stdout, stderr io.Writer, args []string) error {
 	}
 	if *duration < 0 {
 		return fmt.Errorf("%w: sim: --duration %s: want a positive duration such as 30s", errUsage, *duration)
+	}
+	if *replayDir != "" {
+		if *speed <= 0 {
+			return fmt.Errorf("%w: sim: --speed %g: want a positive factor such as 20", errUsage, *speed)
+		}
+		if *scenarioPath != "" || *generate != "" || *truthPath != "" {
+			return fmt.Errorf("%w: sim: --replay serves a recording: it takes no --scenario, --generate or --truth", errUsage)
+		}
+		return simReplay(stdout, stderr, *replayDir, replay.Options{Listen: *listen, Speed: *speed, Loop: *loop}, *duration)
+	}
+	if *speed != 1 || *listen != "" || *loop {
+		return fmt.Errorf("%w: sim: --speed, --listen and --loop go with --replay DIR", errUsage)
 	}
 	if *printScenario {
 		_, err := io.WriteString(stdout, sim.DefaultScenarioTOML())

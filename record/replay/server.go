@@ -1,0 +1,266 @@
+package replay
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure [Serve].
+type Options struct {
+	// Listen is a loopback host ("127.0.0.1", "localhost", "::1") or
+	// host:port. With a port, the targets listen on it and the ports after
+	// it, in name order; without one each gets a free port.
+	Listen string
+	// Speed is recording seconds per wall second (20 plays a minute in 3 s);
+	// 0 means 1.
+	Speed float64
+	// Loop starts the recording over after its end instead of holding its
+	// last answers.
+	Loop bool
+}
+
+// Served is one target as it is served.
+type Served struct {
+	Name string
+	URL  string // base URL, e.g. http://127.0.0.1:41234
+	// MetricsURL is URL + the metrics endpoint's path ("" when the target's
+	// metrics endpoint was not recorded).
+	MetricsURL string
+	// Paths are the endpoints' paths with their number of answers.
+	Paths   []string
+	Answers []int
+}
+
+// Server serves a Recording; see [Serve].
+type Server struct {
+	rec     *Recording
+	clock   Clock
+	served  []Served
+	servers []*http.Server
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+}
+
+// Serve starts one HTTP listener per target of rec and returns at once.
+// The recording's first request time is now; every request is answered
+// with the answer in force at the recording time it arrives at (see
+// [Clock]), after the answer's recorded latency (scaled). The server stops
+// when ctx is done or Close is called.
+func Serve(ctx context.Context, rec *Recording, opts Options) (*Server, error) {
+	if opts.Speed < 0 {
+		return nil, fmt.Errorf("replay: speed %g: want a positive factor", opts.Speed)
+	}
+	host, port, err := listenAddr(opts.Listen)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{rec: rec, stop: make(chan struct{}), done: make(chan struct{})}
+	var lns []net.Listener
+	for i, t := range rec.Targets {
+		p := "0"
+		if port > 0 {
+			p = strconv.Itoa(port + i)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, p))
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return nil, fmt.Errorf("replay: listen for %s: %w", t.Name, err)
+		}
+		lns = append(lns, ln)
+		sv := Served{Name: t.Name, URL: "http://" + ln.Addr().String()}
+		for _, ep := range t.Endpoints {
+			sv.Paths = append(sv.Paths, ep.Path)
+			sv.Answers = append(sv.Answers, len(ep.Answers))
+			if ep.Name == "metrics" {
+				sv.MetricsURL = sv.URL + ep.Path
+			}
+		}
+		s.served = append(s.served, sv)
+		s.servers = append(s.servers, &http.Server{Handler: s.handler(t), ReadHeaderTimeout: 10 * time.Second})
+	}
+	s.clock = Clock{Wall: time.Now(), Rec: rec.Start, Speed: opts.Speed}
+	if opts.Loop {
+		s.clock.Period = rec.loopPeriod()
+	}
+	var wg sync.WaitGroup
+	for i, hs := range s.servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = hs.Serve(lns[i]) // ErrServerClosed on shutdown
+		}()
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.stop:
+		}
+		s.once.Do(func() { close(s.stop) })
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		for _, hs := range s.servers {
+			if hs.Shutdown(sctx) != nil {
+				hs.Close()
+			}
+		}
+		wg.Wait()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// listenAddr splits a loopback host or host:port.
+func listenAddr(listen string) (host string, port int, err error) {
+	host = listen
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		host = h
+		if port, err = strconv.Atoi(p); err != nil || port < 0 || port > 65535 {
+			return "", 0, fmt.Errorf("replay: listen %q: port %q is not a number from 0 to 65535", listen, p)
+		}
+	}
+	if host != "localhost" {
+		ip := net.ParseIP(host)
+		if ip == nil || !ip.IsLoopback() {
+			return "", 0, fmt.Errorf("replay: listen host %q is not a loopback address", host)
+		}
+	}
+	return host, port, nil
+}
+
+// Targets are the served targets, by name.
+func (s *Server) Targets() []Served { return append([]Served(nil), s.served...) }
+
+// Clock is the server's mapping of wall time onto the recording.
+func (s *Server) Clock() Clock { return s.clock }
+
+// Ends is the wall time the replay reaches the recording's last request
+// (with Loop, the end of the first pass).
+func (s *Server) Ends() time.Time { return s.clock.Wall.Add(s.clock.WallDur(s.rec.End - s.rec.Start)) }
+
+// Done is closed once the server has stopped.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Close stops the server, abandoning held requests, and waits for it.
+func (s *Server) Close() error {
+	s.once.Do(func() { close(s.stop) })
+	<-s.done
+	return nil
+}
+
+// handler answers t's recorded paths; any other path is a 404.
+func (s *Server) handler(t *Target) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ep *Endpoint
+		for _, e := range t.Endpoints {
+			if e.Path == r.URL.Path || e.Path == r.URL.RequestURI() {
+				ep = e
+				break
+			}
+		}
+		if ep == nil {
+			http.Error(w, "404 page not found: this replay of "+t.Name+" serves "+pathList(t), http.StatusNotFound)
+			return
+		}
+		a := &ep.Answers[pick(ep.Answers, s.clock.At(time.Now()))]
+		s.answer(w, r, a)
+	})
+}
+
+func pathList(t *Target) string {
+	var ps []string
+	for _, ep := range t.Endpoints {
+		ps = append(ps, ep.Path)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// answer serves a as it was recorded: after its latency, its status,
+// headers and body; a failed attempt holds the connection as long as it
+// lasted and closes it.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, a *Answer) {
+	// A failure without a status: the connection is held and closed, the
+	// recorder's own timeout (or a cut) ends it.
+	if a.Failed && a.Status == 0 {
+		s.sleep(r.Context(), s.clock.WallDur(a.Lasted))
+		panic(http.ErrAbortHandler)
+	}
+	if !s.sleep(r.Context(), s.clock.WallDur(a.Latency)) {
+		return
+	}
+	for k, v := range a.Header {
+		w.Header().Set(k, v)
+	}
+	body := a.Body
+	if a.Gzip && acceptsGzip(r) && len(body) > 0 {
+		body = gzipBytes(body)
+		w.Header().Set("Content-Encoding", "gzip")
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(cmpStatus(a.Status))
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+	// A failure after a status (a body cut short, too large): the
+	// connection closes after what was kept.
+	if a.Failed {
+		_ = http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler)
+	}
+}
+
+func cmpStatus(st int) int {
+	if st == 0 {
+		return http.StatusOK
+	}
+	return st
+}
+
+// sleep waits d; false when the request or the server ended first.
+func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.stop:
+		return false
+	}
+}
+
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.TrimSpace(name) == "gzip" {
+			params = strings.ReplaceAll(params, " ", "")
+			return params != "q=0" && params != "q=0.0"
+		}
+	}
+	return false
+}
+
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	return buf.Bytes()
+}
