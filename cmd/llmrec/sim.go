@@ -46,15 +46,16 @@ Replay (--replay DIR):
   headers (as stored: a redacted value is served as its digest, which still
   changes when the engine's process changed). A request arriving at wall
   time t gets the answer whose request was sent last at or before
-  t0 + (t - start) * speed, where t0 is the recording's first request and
-  start the moment the replay began; it leaves as late as it came (its
-  recorded latency / speed). A recorded failure answers as it failed: its
+  t0 + from + (t - start) * speed, where t0 is the recording's first
+  request and start the first request the replay got (--now: the moment it
+  began); it leaves as late as it came (its recorded latency / speed). A recorded failure answers as it failed: its
   status, or a connection held as long as the attempt lasted and closed.
   Missed ticks are left out (the answer before holds). After the end the
   last answers hold, or with --loop the recording starts over (its counters
   then fall, like a restart). The whole recording is held in memory.
   To record the replay as the original was, scrape at the original's
-  interval / speed (1s at --speed 20: --interval 50ms).
+  interval / speed (1s at --speed 20: --interval 50ms); --from of half an
+  interval puts each poll between two recorded ones.
 
 Output:
   One line per engine on stdout, "NAME URL", where URL is its /metrics
@@ -87,6 +88,8 @@ func simRun(stdout, stderr io.Writer, args []string) error {
 	speed := fs.Float64("speed", 1, "with --replay: recording seconds per wall second (20 plays a minute in 3 s)")
 	listen := fs.String("listen", "", "with --replay: loopback HOST or HOST:PORT (the targets take PORT, PORT+1, ... in name order; default 127.0.0.1, free ports)")
 	loop := fs.Bool("loop", false, "with --replay: start over after the recording's end instead of holding its last answers")
+	from := fs.Duration("from", 0, "with --replay: begin this far into the recording, e.g. 90s")
+	now := fs.Bool("now", false, "with --replay: start the timeline at once, not with the first request")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -103,10 +106,10 @@ func simRun(stdout, stderr io.Writer, args []string) error {
 		if *scenarioPath != "" || *generate != "" || *truthPath != "" {
 			return fmt.Errorf("%w: sim: --replay serves a recording: it takes no --scenario, --generate or --truth", errUsage)
 		}
-		return simReplay(stdout, stderr, *replayDir, replay.Options{Listen: *listen, Speed: *speed, Loop: *loop}, *duration)
+		return simReplay(stdout, stderr, *replayDir, replay.Options{Listen: *listen, Speed: *speed, Loop: *loop, From: *from, Now: *now}, *duration)
 	}
-	if *speed != 1 || *listen != "" || *loop {
-		return fmt.Errorf("%w: sim: --speed, --listen and --loop go with --replay DIR", errUsage)
+	if *speed != 1 || *listen != "" || *loop || *from != 0 || *now {
+		return fmt.Errorf("%w: sim: --speed, --listen, --loop, --from and --now go with --replay DIR", errUsage)
 	}
 	if *printScenario {
 		_, err := io.WriteString(stdout, sim.DefaultScenarioTOML())

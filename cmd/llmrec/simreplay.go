@@ -41,13 +41,13 @@ func simReplay(stdout, stderr io.Writer, dir string, opts replay.Options, durati
 			return fmt.Errorf("sim: %w", err)
 		}
 	}
-	span := time.Duration(rec.End - rec.Start)
+	span := time.Duration(rec.End-rec.Start) - opts.From
 	speed := max(opts.Speed, 0)
 	if speed == 0 {
 		speed = 1
 	}
 	fmt.Fprintf(stderr, "llmrec sim: replaying %s: %d target(s), %d answers over %s of recording (%s at %gx)",
-		dir, len(rec.Targets), rec.Rows, span.Round(time.Millisecond), srv.Ends().Sub(srv.Clock().Wall).Round(time.Millisecond), speed)
+		dir, len(rec.Targets), rec.Rows, span.Round(time.Millisecond), (time.Duration(float64(span) / speed)).Round(time.Millisecond), speed)
 	if rec.Journals > 0 {
 		fmt.Fprintf(stderr, ", %d journal(s) read in memory", rec.Journals)
 	}
@@ -56,7 +56,11 @@ func simReplay(stdout, stderr io.Writer, dir string, opts replay.Options, durati
 	} else {
 		fmt.Fprint(stderr, ", then the last answers hold")
 	}
-	fmt.Fprintln(stderr, "; stop with Ctrl-C")
+	if opts.Now {
+		fmt.Fprintln(stderr, "; stop with Ctrl-C")
+	} else {
+		fmt.Fprintln(stderr, "; the timeline starts with the first request; stop with Ctrl-C")
+	}
 	for _, t := range srv.Targets() {
 		var paths []string
 		for i, p := range t.Paths {
@@ -67,8 +71,12 @@ func simReplay(stdout, stderr io.Writer, dir string, opts replay.Options, durati
 	if !opts.Loop {
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Until(srv.Ends())):
-			fmt.Fprintln(stderr, "llmrec sim: the replay reached the recording's end; its last answers hold")
+		case <-srv.Started():
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Until(srv.Ends())):
+				fmt.Fprintln(stderr, "llmrec sim: the replay reached the recording's end; its last answers hold")
+			}
 		}
 	}
 	<-ctx.Done()

@@ -25,6 +25,13 @@ type Options struct {
 	// Loop starts the recording over after its end instead of holding its
 	// last answers.
 	Loop bool
+	// From is where in the recording the replay begins, after its first
+	// request (0: at its start).
+	From time.Duration
+	// Now starts the timeline when Serve returns; by default it starts
+	// with the first request any target gets, so that a scraper started
+	// after the replay still sees the recording from From on.
+	Now bool
 }
 
 // Served is one target as it is served.
@@ -42,7 +49,10 @@ type Served struct {
 // Server serves a Recording; see [Serve].
 type Server struct {
 	rec     *Recording
-	clock   Clock
+	opts    Options
+	started chan struct{}
+	startMu sync.Mutex
+	clock   Clock // set once, when the timeline starts (started closed)
 	served  []Served
 	servers []*http.Server
 	stop    chan struct{}
@@ -63,7 +73,10 @@ func Serve(ctx context.Context, rec *Recording, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{rec: rec, stop: make(chan struct{}), done: make(chan struct{})}
+	if opts.From < 0 || int64(opts.From) > rec.End-rec.Start {
+		return nil, fmt.Errorf("replay: from %s: want an offset inside the recording's %s", opts.From, time.Duration(rec.End-rec.Start))
+	}
+	s := &Server{rec: rec, opts: opts, started: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	var lns []net.Listener
 	for i, t := range rec.Targets {
 		p := "0"
@@ -89,9 +102,8 @@ func Serve(ctx context.Context, rec *Recording, opts Options) (*Server, error) {
 		s.served = append(s.served, sv)
 		s.servers = append(s.servers, &http.Server{Handler: s.handler(t), ReadHeaderTimeout: 10 * time.Second})
 	}
-	s.clock = Clock{Wall: time.Now(), Rec: rec.Start, Speed: opts.Speed}
-	if opts.Loop {
-		s.clock.Period = rec.loopPeriod()
+	if opts.Now {
+		s.at(time.Now())
 	}
 	var wg sync.WaitGroup
 	for i, hs := range s.servers {
@@ -144,12 +156,43 @@ func listenAddr(listen string) (host string, port int, err error) {
 // Targets are the served targets, by name.
 func (s *Server) Targets() []Served { return append([]Served(nil), s.served...) }
 
-// Clock is the server's mapping of wall time onto the recording.
-func (s *Server) Clock() Clock { return s.clock }
+// at is the recording time at wall time t, starting the timeline at t
+// when it has not started.
+func (s *Server) at(t time.Time) int64 {
+	s.startMu.Lock()
+	select {
+	case <-s.started:
+	default:
+		s.clock = Clock{Wall: t, Rec: s.rec.Start + int64(s.opts.From), Speed: s.opts.Speed}
+		if s.opts.Loop {
+			s.clock.Period = s.rec.loopPeriod()
+			s.clock.Rec = s.rec.Start
+			s.clock.Wall = t.Add(-s.clock.WallDur(int64(s.opts.From)))
+		}
+		close(s.started)
+	}
+	c := s.clock
+	s.startMu.Unlock()
+	return c.At(t)
+}
+
+// Started is closed when the timeline starts (see Options.Now).
+func (s *Server) Started() <-chan struct{} { return s.started }
+
+// Clock is the server's mapping of wall time onto the recording, once
+// Started is closed.
+func (s *Server) Clock() Clock {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	return s.clock
+}
 
 // Ends is the wall time the replay reaches the recording's last request
-// (with Loop, the end of the first pass).
-func (s *Server) Ends() time.Time { return s.clock.Wall.Add(s.clock.WallDur(s.rec.End - s.rec.Start)) }
+// (with Loop, the end of the first pass), once Started is closed.
+func (s *Server) Ends() time.Time {
+	c := s.Clock()
+	return c.Wall.Add(c.WallDur(s.rec.End - c.Rec))
+}
 
 // Done is closed once the server has stopped.
 func (s *Server) Done() <-chan struct{} { return s.done }
@@ -175,7 +218,7 @@ func (s *Server) handler(t *Target) http.Handler {
 			http.Error(w, "404 page not found: this replay of "+t.Name+" serves "+pathList(t), http.StatusNotFound)
 			return
 		}
-		a := &ep.Answers[pick(ep.Answers, s.clock.At(time.Now()))]
+		a := &ep.Answers[pick(ep.Answers, s.at(time.Now()))]
 		s.answer(w, r, a)
 	})
 }
@@ -195,10 +238,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, a *Answer) {
 	// A failure without a status: the connection is held and closed, the
 	// recorder's own timeout (or a cut) ends it.
 	if a.Failed && a.Status == 0 {
-		s.sleep(r.Context(), s.clock.WallDur(a.Lasted))
+		s.sleep(r.Context(), s.Clock().WallDur(a.Lasted))
 		panic(http.ErrAbortHandler)
 	}
-	if !s.sleep(r.Context(), s.clock.WallDur(a.Latency)) {
+	if !s.sleep(r.Context(), s.Clock().WallDur(a.Latency)) {
 		return
 	}
 	for k, v := range a.Header {
