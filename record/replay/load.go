@@ -193,9 +193,10 @@ func (t *Target) endpoint(r *row) *Endpoint {
 }
 
 // transport are the headers the serving side writes itself: the body's
-// length and framing, the connection's handling.
+// length, framing and encoding, the connection's handling. (Keep-Alive is
+// served as stored: a client only reads it as a hint.)
 var transport = map[string]bool{
-	"Content-Length": true, "Transfer-Encoding": true, "Connection": true, "Keep-Alive": true,
+	"Content-Length": true, "Transfer-Encoding": true, "Connection": true,
 	"Content-Encoding": true, "Trailer": true, "Upgrade": true,
 }
 

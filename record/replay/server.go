@@ -247,6 +247,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, a *Answer) {
 	for k, v := range a.Header {
 		w.Header().Set(k, v)
 	}
+	// An engine that sent no Date gets none (net/http would add one).
+	if _, ok := a.Header["Date"]; !ok {
+		w.Header()["Date"] = nil
+	}
 	body := a.Body
 	if a.Gzip && acceptsGzip(r) && len(body) > 0 {
 		body = gzipBytes(body)
