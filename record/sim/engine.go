@@ -25,6 +25,7 @@ const (
 	cPromptSec        // per-request prompt seconds (llama.cpp)
 	cGenSec           // per-request generation seconds (llama.cpp)
 	cCPU              // process CPU seconds
+	cPromptReq        // evaluated prompt tokens of the requests whose prompt is done (request-sized)
 	nCounter
 )
 
@@ -79,6 +80,7 @@ const (
 	xPredTPS
 	xBusy
 	xEvalPrompt
+	xKVTok // llama.cpp kv_cache_tokens
 	accLen
 )
 
@@ -178,6 +180,8 @@ type Engine struct {
 	windows   []Event // hang, status, slow, stale
 	pool      sync.Pool
 	live      *liveLoad // real requests served (openai.go); nil outside Serve
+	// build is the llama.cpp build's page (llamacpp_builds.go).
+	build llamaBuild
 }
 
 // renderState is the scratch space of one evaluation.
@@ -221,7 +225,7 @@ func NewEngine(spec EngineSpec, anchor time.Time) (*Engine, error) {
 }
 
 func newEngine(spec EngineSpec, anchor time.Time) *Engine {
-	e := &Engine{spec: spec, anchorSec: float64(anchor.UnixNano()) / 1e9}
+	e := &Engine{spec: spec, anchorSec: float64(anchor.UnixNano()) / 1e9, build: llamaBuildOf(spec)}
 	e.bounds = [nHist][]float64{
 		hTTFT: ttftBounds, hTPOT: itlBounds, hE2E: requestLatencyBounds, hQueue: requestLatencyBounds,
 		hInference: requestLatencyBounds, hPrefill: requestLatencyBounds, hDecode: requestLatencyBounds,
@@ -308,6 +312,12 @@ func newEngine(spec EngineSpec, anchor time.Time) *Engine {
 		switch spec.Format {
 		case FormatVLLM:
 			e.tmpls = append(e.tmpls, e.buildVLLM(n))
+		case FormatLlamaCpp:
+			if e.build.page != nil {
+				e.tmpls = append(e.tmpls, e.build.page(e))
+				break
+			}
+			e.tmpls = append(e.tmpls, e.buildLlamaCpp())
 		default:
 			e.tmpls = append(e.tmpls, e.buildLlamaCpp())
 		}
@@ -439,6 +449,9 @@ func (e *Engine) contrib(ph *phaseRes, dt time.Duration, out *acc) {
 	out[cPromptSec] = (p - hits) / e.spec.PrefillSpeed
 	out[cGenSec] = r * L * ph.tpot
 	out[cCPU] = 0.02*ns/1e9 + 0.0004*g + 0.00002*p
+	if ph.promptLen > 0 {
+		out[cPromptReq] = math.Round(floorg(p/ph.promptLen) * ph.promptLen * (1 - ph.CachedFraction))
+	}
 	if e.spec.Format != FormatVLLM {
 		return
 	}
@@ -520,6 +533,11 @@ func (e *Engine) eval(at time.Duration, st *renderState) {
 			e.live.addTo(at, v)
 		}
 		v[xEvalPrompt] = v[cPrompt] - v[cHits]
+		if e.build.promptAtDone {
+			// The build counts a request's prompt when it is done.
+			v[xEvalPrompt] = v[cPromptReq]
+			v[cPromptSec] = v[cPromptReq] / e.spec.PrefillSpeed
+		}
 		for i := range accAdd {
 			st.agg[i] += v[i]
 		}
@@ -548,6 +566,7 @@ func (e *Engine) eval(at time.Duration, st *renderState) {
 		v[xPromptTPS] = ratio(v[xEvalPrompt], v[cPromptSec])
 		v[xPredTPS] = ratio(v[cPredicted], v[cGenSec])
 		v[xBusy] = ratio(v[cGen], v[cSteps])
+		v[xKVTok] = math.Round(v[xKV] * float64(e.spec.MaxModelLen))
 	}
 }
 

@@ -274,6 +274,7 @@ func (l *liveLoad) step(now, start time.Time, newPrompt int) {
 	a[cGen] += n
 	a[cITL] += n
 	a[cPrompt] += float64(newPrompt)
+	a[cPromptReq] += float64(newPrompt) // a live request's prompt is done at the end of its first step
 	a[cSteps]++
 	a[cCPU] += 0.0004*n + 0.00002*float64(newPrompt)
 	l.observe(hIterTok, float64(newPrompt)+n)

@@ -278,8 +278,8 @@ func (s *Server) handler(e *Engine) http.Handler {
 		defer func() { s.record(&ent) }()
 		off := recv.Sub(s.start)
 		ent.Offset = off
-		if h := e.spec.ProcessStartHeader; h != "" {
-			w.Header().Set(h, strconv.FormatFloat(e.ProcessStart(off), 'f', 2, 64))
+		if h, v := e.startHeader(off, r.URL.Path); h != "" {
+			w.Header().Set(h, v)
 		}
 		b := e.BehaviourAt(off)
 		for b.Kind == EventHang {
