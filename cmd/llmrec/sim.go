@@ -48,18 +48,21 @@ Replay (--replay DIR):
   time t gets the answer whose request was sent last at or before
   t0 + from + (t - start) * speed, where t0 is the recording's first
   request and start the first request the replay got (--now: the moment it
-  began); it leaves as late as it came (its recorded latency / speed). A recorded failure answers as it failed: its
-  status, or a connection held as long as the attempt lasted and closed.
-  Missed ticks are left out (the answer before holds). After the end the
-  last answers hold, or with --loop the recording starts over (its counters
-  then fall, like a restart). The whole recording is held in memory.
+  began); it leaves as late as it came (its recorded latency / speed). A
+  recorded failure answers as it failed: its status, or a connection held
+  as long as the attempt lasted and closed. Missed ticks are left out (the
+  answer before holds). After the end the last answers hold, or with
+  --loop the recording starts over (its counters then fall, like a
+  restart). The whole recording is held in memory. The journals of a live
+  or crashed recording are read as analyze reads them.
   To record the replay as the original was, scrape at the original's
   interval / speed (1s at --speed 20: --interval 50ms); --from of half an
   interval puts each poll between two recorded ones.
 
 Output:
   One line per engine on stdout, "NAME URL", where URL is its /metrics
-  address, as soon as the engines listen.
+  address, as soon as the engines listen (with --replay, one per recorded
+  target, and its paths with their number of answers on stderr).
 
 Examples:
   llmrec sim

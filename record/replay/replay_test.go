@@ -1,12 +1,17 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/llmrec/llmrec/record/capture"
 )
 
 // TestPick pins the timeline rule: the answer in force at recording time r
@@ -154,5 +159,64 @@ func TestStartsWithFirstRequest(t *testing.T) {
 	}
 	if _, err := Serve(context.Background(), rec, Options{Listen: "192.0.2.1"}); err == nil {
 		t.Error("a listen host off loopback was taken")
+	}
+}
+
+// TestLoadLiveJournal: a recording still being written is served from its
+// journal (read in memory as capture reads it), beside its sealed
+// segments. The rows are the real b4748 run's first answers.
+func TestLoadLiveJournal(t *testing.T) {
+	src := filepath.Join("..", "..", "..", "shared", "real-runs", "llamacpp-b4748", "a-baseline", "rec")
+	if _, err := os.Stat(src); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("real run absent under CI=true: %v", err)
+		}
+		t.Skipf("real run llamacpp-b4748/a-baseline absent (the shared material beside the repository): %v", err)
+	}
+	run, err := capture.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []capture.Scrape
+	if err := capture.ReadSegment(run.Segments[0], func(s *capture.Scrape) error {
+		if len(rows) < 6 {
+			c := *s
+			c.Body = bytes.Clone(s.Body)
+			rows = append(rows, c)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	w, err := capture.NewWriter(dir, rows[0].RunID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, r := range rows {
+		if err := w.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Journals != 1 || rec.Rows != len(rows) {
+		t.Fatalf("loaded %d rows from %d journals, want %d from the live one", rec.Rows, rec.Journals, len(rows))
+	}
+	n := 0
+	for _, ep := range rec.Targets[0].Endpoints {
+		for _, a := range ep.Answers {
+			for _, r := range rows {
+				if r.Seq == a.Seq && r.Endpoint == ep.Name && bytes.Equal(r.Body, a.Body) {
+					n++
+				}
+			}
+		}
+	}
+	if n != len(rows) {
+		t.Errorf("%d of %d answers carry their row's body", n, len(rows))
 	}
 }
