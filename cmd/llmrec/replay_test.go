@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,95 +150,8 @@ func phaseFigures(t *testing.T, path string) map[string]map[string]phaseFigure {
 func TestReplayRealRecording(t *testing.T) {
 	orig := filepath.Join(realRun(t, filepath.Join("llamacpp-b4748", "a-baseline")), "rec")
 	const speed = 20.0
-	const interval = time.Second // the original's (its llmrec.toml)
-	scaled := time.Duration(float64(interval) / speed)
-
-	rec, err := replay.Load(orig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	srv, err := replay.Serve(ctx, rec, replay.Options{Speed: speed, From: interval / 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	target := srv.Targets()[0]
-	if target.Name != "llama" || target.MetricsURL == "" {
-		t.Fatalf("served %+v, want the target llama with its /metrics", srv.Targets())
-	}
-
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "llmrec.toml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `interval = %q
-
-[[target]]
-name = "llama"
-url = %q
-process_start_header = "Process-Start-Time-Unix"
-
-[[target.endpoint]]
-path = "/slots"
-once = false
-`, scaled.String(), target.MetricsURL), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "rec")
-	span := time.Duration(rec.End - rec.Start)
-	dur := time.Duration(float64(span)/speed) + 10*scaled
-	if _, errOut, err := runCLI("record", "--out", out, "--config", cfg, "--duration", dur.String(), "--quiet"); err != nil {
-		t.Fatalf("record: %v\n%s", err, errOut)
-	}
-
-	want, got := readRows(t, orig), readRows(t, out)
-	for _, ep := range []string{capture.EndpointMetrics, "/slots"} {
-		w, g := want[ep], got[ep]
-		if len(g) < len(w) {
-			t.Fatalf("%s: %d replayed polls for %d recorded", ep, len(g), len(w))
-		}
-		off := 0
-		for k := range g {
-			i := min(k, len(w)-1) // after the end the last answer holds
-			j := -1
-			for _, c := range []int{i, i - 1, i + 1} {
-				if c >= 0 && c < len(w) && digest(g[k].Body) == digest(w[c].Body) {
-					j = c
-					break
-				}
-			}
-			// A poll this machine could not make in time (the recorder
-			// stalled: a missed tick; or its timeout of one scaled interval
-			// passed) carries no body: counted with the neighbours' against
-			// the same 2 %.
-			if (g[k].Outcome == capture.OutcomeError || g[k].Outcome == capture.OutcomeMissed) && w[i].Outcome != g[k].Outcome {
-				t.Logf("%s: replayed poll %d failed here: %s", ep, k, deref(g[k].Error))
-				off++
-				continue
-			}
-			if j < 0 {
-				for c := range w {
-					if digest(g[k].Body) == digest(w[c].Body) {
-						t.Logf("%s: poll %d carries row %d's body", ep, k, c)
-					}
-				}
-				t.Fatalf("%s: replayed poll %d (%s %s, first byte after %s) carries a body of no recorded row near %d:\n%.300s", ep, k, g[k].Outcome, deref(g[k].Error), time.Duration(g[k].FirstNs-g[k].StartNs), i, g[k].Body)
-			}
-			if j != i {
-				off++
-			}
-			if g[k].Outcome != w[j].Outcome || status(g[k].Status) != status(w[j].Status) {
-				t.Errorf("%s poll %d: %s %d, recorded %s %d", ep, k, g[k].Outcome, status(g[k].Status), w[j].Outcome, status(w[j].Status))
-			}
-			if g[k].Headers == nil || w[j].Headers == nil || *g[k].Headers != *w[j].Headers {
-				t.Errorf("%s poll %d: headers %v, recorded %v", ep, k, deref(g[k].Headers), deref(w[j].Headers))
-			}
-		}
-		if limit := len(w) / 50; off > limit {
-			t.Errorf("%s: %d of %d polls carried a neighbour's body (at most %d)", ep, off, len(w), limit)
-		}
-		t.Logf("%s: %d polls, %d recorded, %d on a neighbour", ep, len(g), len(w), off)
-	}
+	r := replayRecorded(t, orig, time.Second, speed)
+	comparePolls(t, orig, r.out)
 
 	// The marks, onto the replay's wall clock where its polls carry the
 	// bodies recorded then: poll k, answered with row k's body (its request
@@ -246,19 +161,14 @@ once = false
 	if err != nil || len(bad) > 0 || len(marks) == 0 {
 		t.Fatalf("marks: %v %v (%d)", err, bad, len(marks))
 	}
-	c := srv.Clock()
+	c := r.srv.Clock()
 	for _, m := range marks {
-		m.TNs = c.Wall.UnixNano() + int64(float64(m.TNs-rec.Start)/speed)
-		if _, err := capture.AppendMark(out, m); err != nil {
+		m.TNs = c.Wall.UnixNano() + int64(float64(m.TNs-r.rec.Start)/speed)
+		if _, err := capture.AppendMark(r.out, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	wantJSON, gotJSON := filepath.Join(dir, "orig.json"), filepath.Join(dir, "replay.json")
-	for _, a := range [][2]string{{orig, wantJSON}, {out, gotJSON}} {
-		if _, errOut, err := runCLI("analyze", "--json", a[1], a[0]); err != nil {
-			t.Fatalf("analyze %s: %v\n%s", a[0], err, errOut)
-		}
-	}
+	wantJSON, gotJSON := analyzeJSON(t, orig), analyzeJSON(t, r.out)
 	wf, gf := phaseFigures(t, wantJSON), phaseFigures(t, gotJSON)
 	if len(wf) == 0 || len(gf) != len(wf) {
 		t.Fatalf("named phases: %d replayed, %d recorded", len(gf), len(wf))
@@ -284,6 +194,160 @@ once = false
 			}
 		}
 	}
+}
+
+// TestReplayRealRestart: the real run whose only evidence of a restart is
+// llama.cpp's Process-Start-Time-Unix header (stored as digests), replayed
+// at 25× and recorded at 200 ms: the polls carry the recorded bodies and
+// headers as in TestReplayRealRecording, and the analysis of the replay
+// finds the same header restart, from the same digest to the same digest.
+func TestReplayRealRestart(t *testing.T) {
+	orig := filepath.Join(realRun(t, filepath.Join("llamacpp-b4748", "e-restart-overtake")), "rec")
+	r := replayRecorded(t, orig, 5*time.Second, 25)
+	comparePolls(t, orig, r.out)
+	want, got := headerRestarts(t, analyzeJSON(t, orig)), headerRestarts(t, analyzeJSON(t, r.out))
+	if len(want) != 1 || !slices.Equal(got, want) {
+		t.Errorf("header restarts: replay %q, recorded %q (want the one, alike)", got, want)
+	}
+}
+
+// headerRestarts are the "changed from A to B" of an analysis's restarts
+// found by a response header.
+func headerRestarts(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Incidents []struct{ Kind, Detail string }
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, in := range doc.Incidents {
+		_, after, ok := strings.Cut(in.Detail, "response header ")
+		if in.Kind != "restart" || !ok {
+			continue
+		}
+		what, _, _ := strings.Cut(after, " at ")
+		out = append(out, what)
+	}
+	return out
+}
+
+// replayed is a recording served by replay and recorded by llmrec record.
+type replayed struct {
+	rec *replay.Recording
+	srv *replay.Server
+	out string // the replay's recording
+}
+
+// replayRecorded serves the recording orig (recorded at interval) at
+// speed, half an interval in (--from), and records it with the real
+// "llmrec record" at interval ÷ speed, with orig's target, its process
+// start header and its /slots endpoint, until its end and ten polls more.
+func replayRecorded(t *testing.T, orig string, interval time.Duration, speed float64) replayed {
+	t.Helper()
+	scaled := time.Duration(float64(interval) / speed)
+	rec, err := replay.Load(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	srv, err := replay.Serve(ctx, rec, replay.Options{Speed: speed, From: interval / 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	target := srv.Targets()[0]
+	if len(srv.Targets()) != 1 || target.Name != "llama" || target.MetricsURL == "" {
+		t.Fatalf("served %+v, want the target llama with its /metrics", srv.Targets())
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "llmrec.toml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `interval = %q
+
+[[target]]
+name = "llama"
+url = %q
+process_start_header = "Process-Start-Time-Unix"
+
+[[target.endpoint]]
+path = "/slots"
+once = false
+`, scaled.String(), target.MetricsURL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "rec")
+	span := time.Duration(rec.End - rec.Start)
+	dur := time.Duration(float64(span)/speed) + 10*scaled
+	if _, errOut, err := runCLI("record", "--out", out, "--config", cfg, "--duration", dur.String(), "--quiet"); err != nil {
+		t.Fatalf("record: %v\n%s", err, errOut)
+	}
+	return replayed{rec: rec, srv: srv, out: out}
+}
+
+// comparePolls checks the replay's polls against the recording's rows
+// (see TestReplayRealRecording for what is asserted).
+func comparePolls(t *testing.T, orig, out string) {
+	t.Helper()
+	want, got := readRows(t, orig), readRows(t, out)
+	for _, ep := range []string{capture.EndpointMetrics, "/slots"} {
+		w, g := want[ep], got[ep]
+		if len(w) == 0 || len(g) < len(w) {
+			t.Fatalf("%s: %d replayed polls for %d recorded", ep, len(g), len(w))
+		}
+		off := 0
+		for k := range g {
+			i := min(k, len(w)-1) // after the end the last answer holds
+			// A poll this machine could not make in time (the recorder
+			// stalled: a missed tick; or its timeout of one scaled interval
+			// passed) carries no body: counted with the neighbours' against
+			// the same 2 %.
+			if (g[k].Outcome == capture.OutcomeError || g[k].Outcome == capture.OutcomeMissed) && w[i].Outcome != g[k].Outcome {
+				t.Logf("%s: replayed poll %d failed here: %s", ep, k, deref(g[k].Error))
+				off++
+				continue
+			}
+			j := -1
+			for _, c := range []int{i, i - 1, i + 1} {
+				if c >= 0 && c < len(w) && digest(g[k].Body) == digest(w[c].Body) {
+					j = c
+					break
+				}
+			}
+			if j < 0 {
+				t.Fatalf("%s: replayed poll %d (%s %s, first byte after %s) carries a body of no recorded row near %d:\n%.300s",
+					ep, k, g[k].Outcome, deref(g[k].Error), time.Duration(g[k].FirstNs-g[k].StartNs), i, g[k].Body)
+			}
+			if j != i {
+				off++
+			}
+			if g[k].Outcome != w[j].Outcome || status(g[k].Status) != status(w[j].Status) {
+				t.Errorf("%s poll %d: %s %d, recorded %s %d", ep, k, g[k].Outcome, status(g[k].Status), w[j].Outcome, status(w[j].Status))
+			}
+			if g[k].Headers == nil || w[j].Headers == nil || *g[k].Headers != *w[j].Headers {
+				t.Errorf("%s poll %d: headers %v, recorded %v", ep, k, deref(g[k].Headers), deref(w[j].Headers))
+			}
+		}
+		if limit := max(len(w)/50, 1); off > limit {
+			t.Errorf("%s: %d of %d polls carried a neighbour's body or failed here (at most %d)", ep, off, len(w), limit)
+		}
+		t.Logf("%s: %d polls, %d recorded, %d on a neighbour or failed here", ep, len(g), len(w), off)
+	}
+}
+
+// analyzeJSON runs "llmrec analyze --json" over dir; the document's path.
+func analyzeJSON(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "analysis.json")
+	if _, errOut, err := runCLI("analyze", "--json", path, dir); err != nil {
+		t.Fatalf("analyze %s: %v\n%s", dir, err, errOut)
+	}
+	return path
 }
 
 func ptr(v *float64) string {
