@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,6 +123,53 @@ func TestServeAnswers(t *testing.T) {
 	}
 	if resp, _, err = get(t, srv.Targets()[0].URL+"/slots"); err != nil || resp.StatusCode != 404 {
 		t.Fatalf("unrecorded path: %v %v, want 404", err, resp)
+	}
+}
+
+// TestServeEncodingAndCut: a body the engine sent gzip-encoded goes out
+// gzip-encoded again to a client that asks (and decodes to the recorded
+// bytes), plain to one that does not; an attempt cut after its status
+// sends its status and closes the connection.
+func TestServeEncodingAndCut(t *testing.T) {
+	s := int64(time.Second)
+	body := []byte(strings.Repeat("vllm:num_requests_running 1\n", 50))
+	rec := &Recording{Start: 0, End: s, Rows: 2, Targets: []*Target{{Name: "v", Endpoints: []*Endpoint{{
+		Name: "metrics", Path: "/metrics", Answers: []Answer{
+			{At: 0, Status: 200, Gzip: true, Body: body},
+			{At: s, Status: 200, Failed: true, Error: "body too large", Body: body[:10]},
+		}}}}}}
+	srv, err := Serve(context.Background(), rec, Options{Now: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	u := srv.Targets()[0].MetricsURL
+	resp, b, err := get(t, u) // Go's client asks for gzip and decodes
+	if err != nil || !resp.Uncompressed || string(b) != string(body) {
+		t.Fatalf("gzip asked: %v uncompressed=%v %d bytes", err, resp.Uncompressed, len(b))
+	}
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set("Accept-Encoding", "identity")
+	plain, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := io.ReadAll(plain.Body)
+	plain.Body.Close()
+	if plain.Header.Get("Content-Encoding") != "" || string(pb) != string(body) {
+		t.Errorf("identity asked: encoding %q, %d bytes", plain.Header.Get("Content-Encoding"), len(pb))
+	}
+	srv.startMu.Lock()
+	srv.clock.Wall = time.Now().Add(-2 * time.Second)
+	srv.startMu.Unlock()
+	resp, err = http.Get(u)
+	if err != nil {
+		t.Fatalf("cut answer: %v, want its status first", err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || err == nil {
+		t.Errorf("cut answer: status %d, body error %v; want 200 and a cut body", resp.StatusCode, err)
 	}
 }
 

@@ -256,7 +256,11 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, a *Answer) {
 		body = gzipBytes(body)
 		w.Header().Set("Content-Encoding", "gzip")
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	// A cut answer goes out without a length, so that closing the
+	// connection after what was kept is a cut the client sees.
+	if !a.Failed {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	}
 	w.WriteHeader(cmpStatus(a.Status))
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body)
