@@ -1,8 +1,6 @@
 package replay
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"net"
@@ -11,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmrec/llmrec/internal/loopback"
 )
 
 // Options configure [Serve].
@@ -54,10 +54,8 @@ type Server struct {
 	startMu sync.Mutex
 	clock   Clock // set once, when the timeline starts (started closed)
 	served  []Served
-	servers []*http.Server
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	group   *loopback.Group
+	stop    <-chan struct{} // the group's Stopping
 }
 
 // Serve starts one HTTP listener per target of rec and returns at once.
@@ -76,22 +74,23 @@ func Serve(ctx context.Context, rec *Recording, opts Options) (*Server, error) {
 	if opts.From < 0 || int64(opts.From) > rec.End-rec.Start {
 		return nil, fmt.Errorf("replay: from %s: want an offset inside the recording's %s", opts.From, time.Duration(rec.End-rec.Start))
 	}
-	s := &Server{rec: rec, opts: opts, started: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	var lns []net.Listener
+	s := &Server{rec: rec, opts: opts, started: make(chan struct{}), group: loopback.New(ctx)}
+	s.stop = s.group.Stopping()
+	var names []string
+	var handlers []http.Handler
+	for _, t := range rec.Targets {
+		names = append(names, t.Name)
+		handlers = append(handlers, s.handler(t))
+	}
+	if opts.Now {
+		s.at(time.Now())
+	}
+	urls, err := s.group.Serve(host, port, names, handlers)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
 	for i, t := range rec.Targets {
-		p := "0"
-		if port > 0 {
-			p = strconv.Itoa(port + i)
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, p))
-		if err != nil {
-			for _, l := range lns {
-				l.Close()
-			}
-			return nil, fmt.Errorf("replay: listen for %s: %w", t.Name, err)
-		}
-		lns = append(lns, ln)
-		sv := Served{Name: t.Name, URL: "http://" + ln.Addr().String()}
+		sv := Served{Name: t.Name, URL: urls[i]}
 		for _, ep := range t.Endpoints {
 			sv.Paths = append(sv.Paths, ep.Path)
 			sv.Answers = append(sv.Answers, len(ep.Answers))
@@ -100,35 +99,7 @@ func Serve(ctx context.Context, rec *Recording, opts Options) (*Server, error) {
 			}
 		}
 		s.served = append(s.served, sv)
-		s.servers = append(s.servers, &http.Server{Handler: s.handler(t), ReadHeaderTimeout: 10 * time.Second})
 	}
-	if opts.Now {
-		s.at(time.Now())
-	}
-	var wg sync.WaitGroup
-	for i, hs := range s.servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = hs.Serve(lns[i]) // ErrServerClosed on shutdown
-		}()
-	}
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-s.stop:
-		}
-		s.once.Do(func() { close(s.stop) })
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		for _, hs := range s.servers {
-			if hs.Shutdown(sctx) != nil {
-				hs.Close()
-			}
-		}
-		wg.Wait()
-		close(s.done)
-	}()
 	return s, nil
 }
 
@@ -144,11 +115,8 @@ func listenAddr(listen string) (host string, port int, err error) {
 			return "", 0, fmt.Errorf("replay: listen %q: port %q is not a number from 0 to 65535", listen, p)
 		}
 	}
-	if host != "localhost" {
-		ip := net.ParseIP(host)
-		if ip == nil || !ip.IsLoopback() {
-			return "", 0, fmt.Errorf("replay: listen host %q is not a loopback address", host)
-		}
+	if err := loopback.Check(host); err != nil {
+		return "", 0, fmt.Errorf("replay: %w", err)
 	}
 	return host, port, nil
 }
@@ -195,12 +163,11 @@ func (s *Server) Ends() time.Time {
 }
 
 // Done is closed once the server has stopped.
-func (s *Server) Done() <-chan struct{} { return s.done }
+func (s *Server) Done() <-chan struct{} { return s.group.Done() }
 
 // Close stops the server, abandoning held requests, and waits for it.
 func (s *Server) Close() error {
-	s.once.Do(func() { close(s.stop) })
-	<-s.done
+	s.group.Stop()
 	return nil
 }
 
@@ -252,8 +219,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, a *Answer) {
 		w.Header()["Date"] = nil
 	}
 	body := a.Body
-	if a.Gzip && acceptsGzip(r) && len(body) > 0 {
-		body = gzipBytes(body)
+	if a.Gzip && loopback.AcceptsGzip(r) && len(body) > 0 {
+		body = loopback.Gzip(body)
 		w.Header().Set("Content-Encoding", "gzip")
 	}
 	// A cut answer goes out without a length, so that closing the
@@ -295,23 +262,4 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
 	case <-s.stop:
 		return false
 	}
-}
-
-func acceptsGzip(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.TrimSpace(name) == "gzip" {
-			params = strings.ReplaceAll(params, " ", "")
-			return params != "q=0" && params != "q=0.0"
-		}
-	}
-	return false
-}
-
-func gzipBytes(b []byte) []byte {
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	_, _ = zw.Write(b)
-	_ = zw.Close()
-	return buf.Bytes()
 }

@@ -1,20 +1,18 @@
 package sim
 
 import (
-	"bytes"
 	"cmp"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmrec/llmrec/internal/loopback"
 )
 
 // Options configure [Serve].
@@ -77,15 +75,13 @@ type LogEntry struct {
 
 // Server serves simulated engines; see [Serve].
 type Server struct {
-	start    time.Time
-	engines  []*Engine
-	targets  []Target
-	servers  []*http.Server
-	stop     chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
-	truth    io.Writer
-	keep     bool
+	start   time.Time
+	engines []*Engine
+	targets []Target
+	group   *loopback.Group
+	stop    <-chan struct{} // the group's Stopping
+	truth   io.Writer
+	keep    bool
 
 	mu   sync.Mutex
 	log  []LogEntry
@@ -105,67 +101,33 @@ var errServerClosed = errors.New("sim: server closed")
 // /metrics like the scenario's load (see [ServeSpec]). The hang and status
 // events apply to every path, slow and stale to all but the completions.
 func Serve(ctx context.Context, sc *Scenario, opts Options) (*Server, error) {
-	host := opts.Host
-	if host == "" {
-		host = "127.0.0.1"
+	host := cmp.Or(opts.Host, "127.0.0.1")
+	if err := loopback.Check(host); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
 	}
-	if host != "localhost" {
-		ip := net.ParseIP(host)
-		if ip == nil || !ip.IsLoopback() {
-			return nil, fmt.Errorf("sim: listen host %q is not a loopback address", host)
-		}
-	}
-	s := &Server{
-		start: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
-		truth: opts.Truth, keep: !opts.NoMemoryLog,
-	}
+	s := &Server{start: time.Now(), truth: opts.Truth, keep: !opts.NoMemoryLog}
 	engines, err := sc.Build(s.start)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	s.engines = engines
+	s.group = loopback.New(ctx)
+	s.stop = s.group.Stopping()
+	var names []string
+	var handlers []http.Handler
 	for _, e := range engines {
 		e.live = newLiveLoad(e)
 		go e.live.run(s.start, s.stop)
+		names = append(names, e.Name())
+		handlers = append(handlers, s.handler(e))
 	}
-	var lns []net.Listener
-	for _, e := range engines {
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			for _, l := range lns {
-				l.Close()
-			}
-			return nil, fmt.Errorf("sim: listen for %s: %w", e.Name(), err)
-		}
-		lns = append(lns, ln)
-		u := "http://" + ln.Addr().String()
-		s.targets = append(s.targets, Target{Name: e.Name(), Format: e.Format(), URL: u, MetricsURL: u + "/metrics"})
-		s.servers = append(s.servers, &http.Server{Handler: s.handler(e), ReadHeaderTimeout: 10 * time.Second})
+	urls, err := s.group.Serve(host, 0, names, handlers)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
 	}
-	var wg sync.WaitGroup
-	for i, hs := range s.servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = hs.Serve(lns[i]) // returns ErrServerClosed on shutdown
-		}()
+	for i, e := range engines {
+		s.targets = append(s.targets, Target{Name: e.Name(), Format: e.Format(), URL: urls[i], MetricsURL: urls[i] + "/metrics"})
 	}
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-s.stop:
-		}
-		s.stopOnce.Do(func() { close(s.stop) })
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		for _, hs := range s.servers {
-			if hs.Shutdown(sctx) != nil {
-				hs.Close()
-			}
-		}
-		wg.Wait()
-		close(s.done)
-	}()
 	return s, nil
 }
 
@@ -179,13 +141,12 @@ func (s *Server) Engines() []*Engine { return append([]*Engine(nil), s.engines..
 func (s *Server) Start() time.Time { return s.start }
 
 // Done is closed once the server has stopped.
-func (s *Server) Done() <-chan struct{} { return s.done }
+func (s *Server) Done() <-chan struct{} { return s.group.Done() }
 
 // Close stops the server, abandoning held requests, and waits for it. It
 // returns the first error writing the truth log.
 func (s *Server) Close() error {
-	s.stopOnce.Do(func() { close(s.stop) })
-	<-s.done
+	s.group.Stop()
 	return s.Err()
 }
 
@@ -242,33 +203,6 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) error {
 	case <-s.stop:
 		return errServerClosed
 	}
-}
-
-func acceptsGzip(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.TrimSpace(name) != "gzip" {
-			continue
-		}
-		params = strings.ReplaceAll(params, " ", "")
-		return params != "q=0" && params != "q=0.0"
-	}
-	return false
-}
-
-var gzipPool = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
-	return w
-}}
-
-func gzipBytes(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzipPool.Get().(*gzip.Writer)
-	zw.Reset(&buf)
-	zw.Write(b)
-	zw.Close()
-	gzipPool.Put(zw)
-	return buf.Bytes()
 }
 
 func (s *Server) handler(e *Engine) http.Handler {
@@ -350,8 +284,8 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, ent *LogEntry, sta
 	hold, trickle time.Duration) {
 	ent.Bytes = len(body)
 	wire := body
-	if len(body) > 0 && acceptsGzip(r) {
-		wire = gzipBytes(body)
+	if len(body) > 0 && loopback.AcceptsGzip(r) {
+		wire = loopback.Gzip(body)
 		ent.Gzip = true
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Set("Vary", "Accept-Encoding")
