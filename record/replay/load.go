@@ -12,6 +12,7 @@
 package replay
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -201,7 +202,8 @@ var transport = map[string]bool{
 }
 
 func answerOf(r *row) (Answer, error) {
-	a := Answer{At: r.StartNs, Seq: r.Seq, RunID: r.RunID, Body: r.Body}
+	// The reader's buffers are not the answer's to keep.
+	a := Answer{At: r.StartNs, Seq: r.Seq, RunID: r.RunID, Body: bytes.Clone(r.Body)}
 	if r.FirstByteNs > 0 {
 		a.Latency = max(r.FirstByteNs-r.StartNs, 0)
 	}
