@@ -312,13 +312,11 @@ func newEngine(spec EngineSpec, anchor time.Time) *Engine {
 		switch spec.Format {
 		case FormatVLLM:
 			e.tmpls = append(e.tmpls, e.buildVLLM(n))
-		case FormatLlamaCpp:
+		default:
 			if e.build.page != nil {
 				e.tmpls = append(e.tmpls, e.build.page(e))
 				break
 			}
-			e.tmpls = append(e.tmpls, e.buildLlamaCpp())
-		default:
 			e.tmpls = append(e.tmpls, e.buildLlamaCpp())
 		}
 	}

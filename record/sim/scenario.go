@@ -124,8 +124,9 @@ type EngineSpec struct {
 	Speed Speed
 	// ProcessStartHeader, when set, names a response header every answer
 	// carries with the process start (Unix seconds, as
-	// process_start_time_seconds): no real engine sends one, a proxy in
-	// front of it may.
+	// process_start_time_seconds), as a proxy in front of an engine may
+	// send. A llama.cpp build that sends its own (b4748's
+	// Process-Start-Time-Unix, see llamacpp_builds.go) sends that instead.
 	ProcessStartHeader string
 	// Phases is the load timeline, ordered by At. Before the first phase the
 	// engine is idle.
