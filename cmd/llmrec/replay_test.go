@@ -365,3 +365,25 @@ func status(p *int32) int32 {
 	}
 	return *p
 }
+
+// TestSimReplayCLI: "llmrec sim --replay" prints each target's URL on
+// stdout and what it serves where on stderr, and says when the replay
+// reached the recording's end.
+func TestSimReplayCLI(t *testing.T) {
+	orig := filepath.Join(realRun(t, filepath.Join("llamacpp-b4748", "a-baseline")), "rec")
+	out, errOut, err := runCLI("sim", "--replay", orig, "--speed", "1000", "--now", "--duration", "1s")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if !strings.HasPrefix(out, "llama http://127.0.0.1:") || !strings.HasSuffix(out, "/metrics\n") || strings.Count(out, "\n") != 1 {
+		t.Errorf("stdout %q, want one line: llama and its /metrics URL", out)
+	}
+	for _, want := range []string{
+		"1 target(s), 428 answers over 3m33s of recording (213ms at 1000x)", "/metrics (214 answers), /slots (214 answers)",
+		"the replay reached the recording's end; its last answers hold",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
