@@ -3,6 +3,7 @@ package record
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/llmrec/llmrec/record/capture"
@@ -136,10 +137,14 @@ func FromGenerated(runID string, g sim.Generated) capture.Scrape {
 	ct := g.ContentType
 	s.ContentType = &ct
 	s.Body = append([]byte(nil), g.Body...)
-	// The headers Go's server sends with an answer not compressed.
-	h := fmt.Sprintf(`{"Content-Length":"%d","Content-Type":%q,"Date":"%s"}`, len(g.Body), ct,
-		time.Unix(0, g.FirstByte).UTC().Format(http.TimeFormat))
-	s.Headers = &h
+	// The headers Go's server sends with an answer not compressed, and the
+	// engine's process-start header, stored as the recorder stores them.
+	h := http.Header{"Content-Length": {strconv.Itoa(len(g.Body))}, "Content-Type": {ct},
+		"Date": {time.Unix(0, g.FirstByte).UTC().Format(http.TimeFormat)}}
+	if g.StartHeader != "" {
+		h.Set(g.StartHeader, g.StartValue)
+	}
+	s.Headers = responseHeaders(h)
 	if g.Status != http.StatusOK {
 		s.Outcome = capture.OutcomeHTTPError
 		msg := fmt.Sprintf("HTTP %d %s", g.Status, http.StatusText(g.Status))

@@ -1,6 +1,8 @@
 package record
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +66,59 @@ func BenchmarkDiskPerScrape(b *testing.B) {
 	b.ReportMetric(float64(st.DiskBytes)/float64(st.Samples), "disk-B/sample")
 	b.ReportMetric(float64(st.BodyBytes)/float64(st.Scrapes), "raw-B/scrape")
 	b.ReportMetric(float64(st.BodyBytes)/float64(st.DiskBytes), "raw/disk")
+}
+
+// A generated recording of a llama.cpp b4748 engine stores its
+// Process-Start-Time-Unix header as the recorder stores it (a digest),
+// one value per process: it changes at the restart and only there.
+func TestGeneratedStartHeader(t *testing.T) {
+	sc, err := sim.ParseScenario([]byte(`name = "b4748"
+duration = "20s"
+[[engine]]
+name = "llama"
+format = "llamacpp"
+version = "b4748-c392e5094"
+[[engine.phase]]
+at = "0s"
+decode_tps = 400
+prompt_tps = 100
+running = 2
+[[engine.event]]
+at = "10500ms"
+kind = "restart"
+`), "b4748.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var digests []string
+	err = sim.Generate(sc, sim.GenerateOptions{Interval: time.Second, Duration: 20 * time.Second}, func(g sim.Generated) error {
+		s := FromGenerated("20261204T155644Z-0cffe947", g)
+		if s.Outcome != capture.OutcomeOK || s.Headers == nil {
+			t.Fatalf("seq %d: %s %v", g.Seq, s.Outcome, s.Error)
+		}
+		var h map[string]string
+		if err := json.Unmarshal([]byte(*s.Headers), &h); err != nil {
+			t.Fatal(err)
+		}
+		if v := h["Process-Start-Time-Unix"]; v == "" || !strings.HasPrefix(*s.Headers, `{"Content-Length"`) || !strings.Contains(*s.Headers, `"<redacted sha256:`) {
+			t.Fatalf("seq %d headers %s, want the header stored as a digest", g.Seq, *s.Headers)
+		}
+		digests = append(digests, h["Process-Start-Time-Unix"])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := 0
+	for i := 1; i < len(digests); i++ {
+		if digests[i] != digests[i-1] {
+			changes++
+			if i != 11 {
+				t.Errorf("the header changed at seq %d, want 11 (the first poll after the restart at 10.5 s)", i)
+			}
+		}
+	}
+	if len(digests) != 20 || changes != 1 {
+		t.Errorf("%d polls, %d changes of the header, want 20 and 1", len(digests), changes)
+	}
 }

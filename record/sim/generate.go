@@ -55,6 +55,10 @@ type Generated struct {
 	Running int64
 	// ContentType is the response's Content-Type.
 	ContentType string
+	// StartHeader and StartValue are the process-start response header
+	// the answer carried (the engine build's own or the scenario's
+	// process_start_header); "" when none.
+	StartHeader, StartValue string
 	// Body is the response body (uncompressed). It is only valid during the
 	// call to emit: copy it to keep it.
 	Body []byte
@@ -137,6 +141,7 @@ func Generate(sc *Scenario, opts GenerateOptions, emit func(g Generated) error) 
 			var body []byte
 			g.Status = http.StatusOK
 			g.ContentType = e.ContentType()
+			g.StartHeader, g.StartValue = e.startHeader(at, "/metrics")
 			switch b.Kind {
 			case EventStatus:
 				g.Status = b.Code
