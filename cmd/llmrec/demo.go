@@ -37,7 +37,7 @@ Examples:
 `
 
 func demoRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("demo", demoUsage, stderr)
+	fs := newFlags("demo", demoUsage, stdout)
 	out := fs.String("out", "llmrec-demo", "folder to record into (replaced when it holds an earlier demo)")
 	fs.StringVar(out, "o", "llmrec-demo", "short for --out")
 	interval := fs.Duration("interval", time.Second, "scrape cadence")

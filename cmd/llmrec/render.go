@@ -41,7 +41,7 @@ Examples:
 `
 
 func renderRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("render", renderUsage, stderr)
+	fs := newFlags("render", renderUsage, stdout)
 	out := fs.String("out", "", "HTML report to write (required)")
 	fs.StringVar(out, "o", "", "short for --out")
 	md := fs.String("md", "", "Markdown summary to write")

@@ -52,7 +52,7 @@ Examples:
 
 // simRun implements "llmrec sim".
 func simRun(stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("sim", simUsage, stderr)
+	fs := newFlags("sim", simUsage, stdout)
 	scenarioPath := fs.String("scenario", "", "scenario in TOML (default: the built-in 30 s scenario of a vLLM and a llama.cpp engine)")
 	host := fs.String("listen-host", "127.0.0.1", "loopback address to listen on")
 	truthPath := fs.String("truth", "", "write the truth log to this file: one JSON line per request with its times, status, size and the true counters the body carried")
