@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -324,5 +325,34 @@ func TestRecordSaysATargetNeverAnswered(t *testing.T) {
 	}
 	if n := strings.Count(stderr, "warning: wrong (http://127.0.0.1:9/metrics): first scrape failed: "); n != 1 || strings.Contains(stderr, "warning: up ") {
 		t.Errorf("stderr says the first failure %d times:\n%s", n, stderr)
+	}
+}
+
+// sim --listen puts an engine at the address given and prints it; a list,
+// a bare address for a many-engine scenario and a name twice are read or
+// refused as the help says.
+func TestSimListen(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	out, _, err := runCLI("sim", "--listen", "vllm-0="+addr, "--duration", "200ms")
+	if err != nil || !strings.Contains(out, "vllm-0 http://"+addr+"/metrics\n") {
+		t.Errorf("sim --listen vllm-0=%s: %v, stdout %q", addr, err, out)
+	}
+	sc := sim.DefaultScenario()
+	m, err := parseListen([]string{"vllm-0=127.0.0.1:8000,llamacpp-0=127.0.0.1:8080"}, sc)
+	if err != nil || m["vllm-0"] != "127.0.0.1:8000" || m["llamacpp-0"] != "127.0.0.1:8080" {
+		t.Errorf("a list: %v %v", m, err)
+	}
+	for _, bad := range [][]string{{"127.0.0.1:8000"}, {"vllm-0=127.0.0.1:1", "vllm-0=127.0.0.1:2"}} {
+		if _, err := parseListen(bad, sc); !errors.Is(err, errUsage) {
+			t.Errorf("--listen %v: %v, want a usage error", bad, err)
+		}
+	}
+	if _, _, err := runCLI("sim", "--listen", "nope=127.0.0.1:0", "--duration", "200ms"); err == nil || !strings.Contains(err.Error(), `no engine "nope"`) {
+		t.Errorf("an unknown engine: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,6 +38,11 @@ front_threads, a queue of HTTP threads before the engine that the engine's
 waiting gauge never sees (llama.cpp's); see -print-scenario. llmrec load
 drives these endpoints.
 
+--listen NAME=ADDR gives an engine a fixed loopback address instead of a
+port the system picks (repeatable, or a comma-separated list; a bare ADDR
+when the scenario has one engine), so a recorder's config and a load
+generator can name it before the simulator starts.
+
 Output:
   One line per engine on stdout, "NAME URL", where URL is its /metrics
   address, as soon as the engines listen.
@@ -46,6 +52,7 @@ Examples:
   llmrec sim -duration 30s -truth truth.jsonl
   llmrec sim -print-scenario > my.toml
   llmrec sim -scenario my.toml -listen-host 127.0.0.2
+  llmrec sim --listen vllm-0=127.0.0.1:8000 --listen llamacpp-0=127.0.0.1:8080
   llmrec sim -generate runs/day -engines 8 -duration 24h
   curl -N 127.0.0.1:PORT/v1/completions -d '{"prompt": "hi there", "max_tokens": 8, "stream": true}'
 `
@@ -62,6 +69,8 @@ func simRun(stdout, stderr io.Writer, args []string) error {
 	engines := fs.Int("engines", 0, "with --generate: a long synthetic scenario of this many engines (every 4th a llama.cpp) lasting --duration")
 	interval := fs.Duration("interval", 2*time.Second, "with --generate: the scrape interval")
 	seed := fs.Int64("seed", 1, "with --generate: seed of the synthetic scenario and latencies")
+	var listen multiFlag
+	fs.Var(&listen, "listen", "an engine's address, NAME=127.0.0.1:PORT (repeatable or comma-separated; a bare ADDR for a one-engine scenario)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -104,7 +113,11 @@ func simRun(stdout, stderr io.Writer, args []string) error {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
-	srv, err := sim.Serve(ctx, sc, sim.Options{Host: *host, Truth: truth, NoMemoryLog: true})
+	addrs, err := parseListen(listen, sc)
+	if err != nil {
+		return err
+	}
+	srv, err := sim.Serve(ctx, sc, sim.Options{Host: *host, Truth: truth, NoMemoryLog: true, Listen: addrs})
 	if err != nil {
 		return err
 	}
@@ -171,4 +184,32 @@ func simGenerate(stdout, stderr io.Writer, dir, scenarioPath string, engines int
 		st.RunID, st.Scrapes, len(sc.Engines), st.Samples, byteCount(st.BodyBytes), byteCount(st.DiskBytes), st.Segments,
 		float64(st.BodyBytes)/float64(max(st.DiskBytes, 1)), time.Since(began).Round(time.Millisecond))
 	return err
+}
+
+// parseListen reads --listen: NAME=ADDR entries, repeated or
+// comma-separated; a bare ADDR names the one engine of a one-engine
+// scenario. Which names and hosts are allowed is sim.Serve's to say.
+func parseListen(vals []string, sc *sim.Scenario) (map[string]string, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, v := range vals {
+		for _, part := range strings.Split(v, ",") {
+			part = strings.TrimSpace(part)
+			name, addr, ok := strings.Cut(part, "=")
+			if !ok {
+				// A bare address: the one engine's.
+				if len(sc.Engines) != 1 {
+					return nil, fmt.Errorf("%w: sim: --listen %q: want NAME=ADDR with %d engines", errUsage, part, len(sc.Engines))
+				}
+				name, addr = sc.Engines[0].Name, part
+			}
+			if _, dup := out[name]; dup {
+				return nil, fmt.Errorf("%w: sim: --listen: engine %q given twice", errUsage, name)
+			}
+			out[name] = addr
+		}
+	}
+	return out, nil
 }
