@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,7 +55,7 @@ func sampleDiff(n names, targets int) *diff.Report {
 			}
 			rep.Rows = append(rep.Rows, r)
 			if i < 3 {
-				c := diff.Chart{Phase: "steady 1", Target: target, CandTarget: target, Quantity: q, Verdict: v,
+				c := diff.Chart{Phase: "steady 1", Target: target, CandTarget: target, Quantity: q, Verdict: v, Change: r.Change,
 					BaselineIncidents:  []diff.Span{},
 					CandidateIncidents: []diff.Span{{From: 10, To: 14, Label: "candidate: restart: " + n.Label}}}
 				for s := range 60 {
@@ -298,5 +299,32 @@ func TestDiffPageCharts(t *testing.T) {
 	}
 	if notes := page.Sections[0].Tables[0].Notes; !strings.Contains(strings.Join(notes, "\n"), "64 of 90 charts drawn") {
 		t.Errorf("notes %q", notes)
+	}
+	// The worse and better rows' charts come first, in their own section,
+	// each title naming where and the change; every y axis starts at 0.
+	first := page.Sections[1]
+	if first.ID != "changed-charts" || len(first.Charts) == 0 {
+		t.Fatalf("second section %q with %d charts, want the worse and better rows' charts", first.ID, len(first.Charts))
+	}
+	for _, c := range first.Charts {
+		if !strings.Contains(c.Title, "— worse, ") && !strings.Contains(c.Title, "— better, ") || !strings.Contains(c.Title, "steady 1 · vllm-a-") {
+			t.Errorf("chart %q in the first section: want a worse or better row's, naming phase, target and change", c.Title)
+		}
+	}
+	for _, s := range page.Sections[2:] {
+		for _, c := range s.Charts {
+			if strings.Contains(c.Title, "— worse") || strings.Contains(c.Title, "— better") {
+				t.Errorf("chart %q of a worse or better row after the first section", c.Title)
+			}
+		}
+	}
+	for _, s := range page.Sections {
+		for _, c := range s.Charts {
+			js, _ := json.Marshal(c.Option)
+			if !strings.Contains(string(js), `"yAxis":{"type":"value"`) || !strings.Contains(string(js), `"min":0`) {
+				t.Errorf("chart %q: y axis %s, want it from zero", c.Title, js[strings.Index(string(js), `"yAxis"`):][:120])
+				return
+			}
+		}
 	}
 }
