@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -504,12 +505,7 @@ func DiffReport(rep *diff.Report) (Report, error) {
 	for _, n := range rep.NotCompared {
 		tbl.Notes = append(tbl.Notes, "not compared: "+n)
 	}
-	// The charts of the rows a reader looks at first, at most MaxDiffCharts.
-	order := make([]int, len(rep.Charts))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(rank(rep.Charts[x].Verdict), rank(rep.Charts[y].Verdict)) })
+	order := chartOrder(rep.Charts)
 	if len(order) > MaxDiffCharts {
 		tbl.Notes = append(tbl.Notes, fmt.Sprintf("%d of %d charts drawn: those of worse, better and unlike rows first (the JSON has every row)", MaxDiffCharts, len(order)))
 		order = order[:MaxDiffCharts]
@@ -566,6 +562,50 @@ func DiffReport(rep *diff.Report) (Report, error) {
 		r.Sections[gi].Charts = append(r.Sections[gi].Charts, ch)
 	}
 	return r, nil
+}
+
+// chartOrder is the order charts are drawn in, MaxDiffCharts first: the
+// worse and better rows' (worse first), then the rest by verdict rank,
+// taking each rank's charts a phase and target at a time in turn, so that
+// a budget too small for all still gives every level a chart before any
+// gets a second (the last, highest load level got none).
+func chartOrder(charts []diff.Chart) []int {
+	byRank := map[int][][]int{} // rank → groups of chart indexes, in order
+	groupOf := map[string]int{}
+	for i, c := range charts {
+		k := rank(c.Verdict)
+		g := fmt.Sprint(k) + "\x00" + c.Phase + "\x00" + c.Target
+		gi, ok := groupOf[g]
+		if !ok {
+			gi = len(byRank[k])
+			groupOf[g] = gi
+			byRank[k] = append(byRank[k], nil)
+		}
+		byRank[k][gi] = append(byRank[k][gi], i)
+	}
+	out := make([]int, 0, len(charts))
+	for _, k := range slices.Sorted(maps.Keys(byRank)) {
+		groups := byRank[k]
+		if k <= rank(diff.Better) {
+			// Worse and better: all of them, in the comparison's order.
+			for _, g := range groups {
+				out = append(out, g...)
+			}
+			continue
+		}
+		for turn := 0; ; turn++ {
+			took := false
+			for _, g := range groups {
+				if turn < len(g) {
+					out, took = append(out, g[turn]), true
+				}
+			}
+			if !took {
+				break
+			}
+		}
+	}
+	return out
 }
 
 // chartVerdict is a chart's verdict in words with its row's change,

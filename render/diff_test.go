@@ -328,3 +328,32 @@ func TestDiffPageCharts(t *testing.T) {
 		}
 	}
 }
+
+// Over the budget, the charts of rows with no change are taken a phase at
+// a time in turn: 40 load levels of 3 charts each (no row worse or
+// better) give every level one chart before any gets a second, so the
+// last, highest level is drawn.
+func TestDiffChartsEveryLevel(t *testing.T) {
+	rep := &diff.Report{Schema: diff.Schema, Settings: diff.Settings{Thresholds: diff.Thresholds{Default: 0.05}}}
+	for lv := range 40 {
+		for _, q := range diff.Quantities[:3] {
+			phase := fmt.Sprintf("concurrency %d", lv+1)
+			rep.Rows = append(rep.Rows, diff.Row{Phase: phase, Target: "v", Quantity: q.Key, Label: q.Label, Unit: q.Unit, Verdict: diff.Same})
+			rep.Charts = append(rep.Charts, diff.Chart{Phase: phase, Target: "v", CandTarget: "v", Quantity: q, Verdict: diff.Same,
+				Baseline: []diff.Point{{T: 0, Cell: rate.Cell{Value: rate.Some(1)}}}, Candidate: []diff.Point{{T: 0, Cell: rate.Cell{Value: rate.Some(1)}}}})
+		}
+	}
+	page, err := render.DiffReport(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn := map[string]int{}
+	n := 0
+	for _, s := range page.Sections[1:] {
+		drawn[s.Title] += len(s.Charts)
+		n += len(s.Charts)
+	}
+	if n != render.MaxDiffCharts || len(drawn) != 40 || drawn["concurrency 40 · v"] == 0 {
+		t.Errorf("%d charts over %d levels (the last %d), want %d over all 40", n, len(drawn), drawn["concurrency 40 · v"], render.MaxDiffCharts)
+	}
+}
