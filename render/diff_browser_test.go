@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -19,15 +18,7 @@ func TestDiffFirstScreen(t *testing.T) {
 	if err := p.SetViewport(1400, 900); err != nil {
 		t.Fatal(err)
 	}
-	if shot := os.Getenv("LLMREC_SHOT"); shot != "" {
-		png, err := p.Viewshot()
-		if err == nil {
-			err = os.WriteFile(shot+"-diff.png", png, 0o644)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	viewshot(t, p, "diff")
 	type row struct {
 		Verdict, Change string
 		Bottom          float64

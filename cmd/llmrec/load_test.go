@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -353,14 +352,9 @@ func TestLoadHelp(t *testing.T) {
 // --allow-remote takes the URL as given, and an engine that answers no
 // request is named by its host in the error.
 func TestLoadAllowRemoteNamesHost(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := ln.Addr().String()
-	ln.Close() // nothing listens: every request fails to connect
+	host := freeAddr(t) // nothing listens: every request fails to connect
 	out := filepath.Join(t.TempDir(), "r.jsonl")
-	_, _, err = runCLI("load", "--allow-remote", "--url", "http://"+host, "--duration", "200ms", "--warmup", "0", "--grace", "100ms", "-o", out)
+	_, _, err := runCLI("load", "--allow-remote", "--url", "http://"+host, "--duration", "200ms", "--warmup", "0", "--grace", "100ms", "-o", out)
 	if exitCode(err) != 1 || !strings.Contains(err.Error(), "none of") || !strings.Contains(err.Error(), "requests to "+host+" succeeded") {
 		t.Errorf("load of a closed port: exit %d, %v; want exit 1 naming %s", exitCode(err), err, host)
 	}

@@ -328,16 +328,23 @@ func TestRecordSaysATargetNeverAnswered(t *testing.T) {
 	}
 }
 
-// sim --listen puts an engine at the address given and prints it; a list,
-// a bare address for a many-engine scenario and a name twice are read or
-// refused as the help says.
-func TestSimListen(t *testing.T) {
+// freeAddr is a loopback address nothing listens on: a port the system
+// gave and that was closed again.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// sim --listen puts an engine at the address given and prints it; a list,
+// a bare address for a many-engine scenario and a name twice are read or
+// refused as the help says.
+func TestSimListen(t *testing.T) {
+	addr := freeAddr(t)
 	out, _, err := runCLI("sim", "--listen", "vllm-0="+addr, "--duration", "200ms")
 	if err != nil || !strings.Contains(out, "vllm-0 http://"+addr+"/metrics\n") {
 		t.Errorf("sim --listen vllm-0=%s: %v, stdout %q", addr, err, out)
