@@ -5,10 +5,10 @@
 //	llmrec record   scrape engines on a fixed cadence into Parquet
 //	llmrec inspect  summarise a recording: segments, counts, errors
 //	llmrec export   print one captured body byte-exact
-//	llmrec repair   seal a crashed recording's journals (only record and repair write a folder)
+//	llmrec repair   seal a crashed recording's journals (only record and repair write captures)
 //	llmrec mark     mark the start or end of a named phase while recording
 //	llmrec analyze  replay captures through the engine readers and the gated estimator
-//	llmrec render   one offline HTML report and a Markdown summary
+//	llmrec render   one offline HTML report and a Markdown summary (of one run: into its folder)
 //	llmrec diff     compare a candidate's runs with a baseline's: better, worse or ~, and how sure
 //	llmrec sim      serve simulated engines on loopback
 //	llmrec load     send streaming requests at fixed concurrency and record the client's side
