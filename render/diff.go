@@ -42,36 +42,37 @@ func rowVerdictText(r *diff.Row) string {
 	return verdictText(r.Verdict)
 }
 
-// secondsText is a length in seconds, "50 s", "2.5 min".
+// secondsText is a length in seconds, "50 s", "250 s".
 func secondsText(s float64) string {
-	if s < 120 {
-		return format(s) + " s"
-	}
-	return format(s/60) + " min"
+	return format(s) + " s"
 }
 
 // overall is the page's verdict in a word and its class: the worst of the
-// rows' (worse, then unlike or a blocking seam, then insufficient), else
-// better when a row is, else no change.
+// rows' (worse, then unlike, then insufficient), else better when a row
+// is, else no change; a blocking seam (a phase or target left out) keeps
+// the class from ok.
 func overall(rep *diff.Report) (string, string) {
 	n := map[string]int{}
 	for _, r := range rep.Rows {
 		n[r.Verdict]++
 	}
-	blocking := slices.ContainsFunc(rep.Seams, func(s diff.Seam) bool { return s.Blocks })
+	word, class := verdictText(diff.Same), ClassOK
 	switch {
 	case n[diff.Worse] > 0:
 		return diff.Worse, ClassFail
-	case n[diff.Unlike] > 0 || blocking:
-		return diff.Unlike, ClassWarn
 	case len(rep.Rows) == 0:
 		return "nothing compared", ClassUnknown
+	case n[diff.Unlike] > 0:
+		word, class = diff.Unlike, ClassWarn
 	case n[diff.Insufficient] > 0:
-		return diff.Insufficient, ClassWarn
+		word, class = diff.Insufficient, ClassWarn
 	case n[diff.Better] > 0:
-		return diff.Better, ClassOK
+		word = diff.Better
 	}
-	return verdictText(diff.Same), ClassOK
+	if slices.ContainsFunc(rep.Seams, func(s diff.Seam) bool { return s.Blocks }) {
+		class = ClassWarn
+	}
+	return word, class
 }
 
 // needText says how many rows lack blocks for a phase too short, and the

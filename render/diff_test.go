@@ -186,6 +186,7 @@ func TestDiffOpensWithVerdict(t *testing.T) {
 		{[]string{diff.Better, diff.Same}, "better", render.ClassOK},
 		{[]string{diff.Same}, "no change", render.ClassOK},
 		{[]string{diff.Same, diff.Insufficient, diff.Better}, "insufficient", render.ClassWarn},
+		{[]string{diff.Same, diff.Unlike, diff.Insufficient}, "unlike", render.ClassWarn},
 		{nil, "nothing compared", render.ClassUnknown},
 	} {
 		r := sampleDiff(plain, 1)
@@ -198,6 +199,12 @@ func TestDiffOpensWithVerdict(t *testing.T) {
 		if p.Banner.Topic != c.word || p.Banner.Class != c.class {
 			t.Errorf("rows %v: banner %q %q, want %q %q", c.keep, p.Banner.Topic, p.Banner.Class, c.word, c.class)
 		}
+	}
+	// A blocking seam (here a version) keeps rows of no change from green.
+	r := sampleDiff(plain, 1)
+	r.Rows = slices.DeleteFunc(r.Rows, func(x diff.Row) bool { return x.Verdict != diff.Same })
+	if p, err := render.DiffReport(r); err != nil || p.Banner.Topic != "no change" || p.Banner.Class != render.ClassWarn {
+		t.Errorf("no change beside a blocking seam: %v %+v, want no change, warn", err, p.Banner)
 	}
 	md := diffMarkdown(t, rep)
 	if !strings.HasPrefix(md, "## llmrec diff\n\n**Verdict: worse.** 4 worse, 3 better, 3 no change, 3 unlike, 3 insufficient (of 16 rows)\n") {

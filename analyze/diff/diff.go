@@ -1034,12 +1034,9 @@ func needSeconds(f phases.Figure) float64 {
 	return f.Blocks.NeedSeconds
 }
 
-// secondsText is a length in seconds, "50 s", "2 min 30 s".
+// secondsText is a length in whole seconds, "50 s", "250 s".
 func secondsText(s float64) string {
-	if s < 120 {
-		return fmt.Sprintf("%.0f s", s)
-	}
-	return fmt.Sprintf("%d min %.0f s", int(s)/60, math.Mod(s, 60))
+	return fmt.Sprintf("%.0f s", math.Ceil(s))
 }
 
 // pct formats a fraction as a signed percentage.
