@@ -7,6 +7,23 @@ import (
 	"github.com/llmrec/llmrec/render/browsertest"
 )
 
+// viewshot writes what the viewport shows to $LLMREC_SHOT-NAME.png when
+// LLMREC_SHOT is set (to look at a first screen).
+func viewshot(t *testing.T, p *browsertest.Page, name string) {
+	t.Helper()
+	shot := os.Getenv("LLMREC_SHOT")
+	if shot == "" {
+		return
+	}
+	png, err := p.Viewshot()
+	if err == nil {
+		err = os.WriteFile(shot+"-"+name+".png", png, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // On a 1400×900 first screen the answer table is visible whole, above
 // the findings and the run's metadata, for the shipped recording and for
 // eight engines.
@@ -23,15 +40,7 @@ func TestAnswerOnFirstScreen(t *testing.T) {
 			if err := p.SetViewport(1400, 900); err != nil {
 				t.Fatal(err)
 			}
-			if shot := os.Getenv("LLMREC_SHOT"); shot != "" {
-				png, err := p.Viewshot()
-				if err == nil {
-					err = os.WriteFile(shot+"-"+name+".png", png, 0o644)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			viewshot(t, p, name)
 			type box struct{ Top, Bottom, Right float64 }
 			got, err := browsertest.Eval[map[string]box](p, `(function () {
 				window.scrollTo(0, 0);

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -23,21 +24,70 @@ const MaxDiffVisible = 40
 // MaxDiffCharts is the most charts the diff page draws.
 const MaxDiffCharts = 64
 
-// verdictText is a verdict in words with a sign for the eye.
+// verdictText is a verdict in plain words: no sign (an emoji renders as
+// an empty box where no emoji font is installed); the page colours it.
 func verdictText(v string) string {
-	switch v {
-	case diff.Better:
-		return "✅ better"
-	case diff.Worse:
-		return "❌ worse"
-	case diff.Same:
-		return "~"
-	case diff.Unlike:
-		return "⛔ unlike"
-	case diff.Insufficient:
-		return "❔ insufficient"
+	if v == diff.Same {
+		return "no change"
 	}
 	return v
+}
+
+// rowVerdictText is a row's verdict in words, with the phase length an
+// insufficient row's phase would need.
+func rowVerdictText(r *diff.Row) string {
+	if r.Verdict == diff.Insufficient && r.NeedSeconds > 0 {
+		return fmt.Sprintf("insufficient: needs a %s phase", secondsText(r.NeedSeconds))
+	}
+	return verdictText(r.Verdict)
+}
+
+// secondsText is a length in seconds, "50 s", "250 s".
+func secondsText(s float64) string {
+	return format(s) + " s"
+}
+
+// overall is the page's verdict in a word and its class: the worst of the
+// rows' (worse, then unlike, then insufficient), else better when a row
+// is, else no change; a blocking seam (a phase or target left out) keeps
+// the class from ok.
+func overall(rep *diff.Report) (string, string) {
+	n := map[string]int{}
+	for _, r := range rep.Rows {
+		n[r.Verdict]++
+	}
+	word, class := verdictText(diff.Same), ClassOK
+	switch {
+	case n[diff.Worse] > 0:
+		return diff.Worse, ClassFail
+	case len(rep.Rows) == 0:
+		return "nothing compared", ClassUnknown
+	case n[diff.Unlike] > 0:
+		word, class = diff.Unlike, ClassWarn
+	case n[diff.Insufficient] > 0:
+		word, class = diff.Insufficient, ClassWarn
+	case n[diff.Better] > 0:
+		word = diff.Better
+	}
+	if slices.ContainsFunc(rep.Seams, func(s diff.Seam) bool { return s.Blocks }) {
+		class = ClassWarn
+	}
+	return word, class
+}
+
+// needText says how many rows lack blocks for a phase too short, and the
+// longest phase length they need; "" when none does.
+func needText(rep *diff.Report) string {
+	k, need := 0, 0.0
+	for _, r := range rep.Rows {
+		if r.NeedSeconds > 0 {
+			k, need = k+1, max(need, r.NeedSeconds)
+		}
+	}
+	if k == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d row%s insufficient because a phase is too short for blocks: record phases of at least %s between good polls (50 poll intervals) to compare them", k, plural(k), secondsText(need))
 }
 
 func verdictClass(v string) string {
@@ -88,6 +138,14 @@ func quantityValue(x float64, unit string) string {
 	return format(x) + " " + unit
 }
 
+// pointsText is a shift of a 0–1 ratio in signed points, "+0.2".
+func pointsText(n rate.Num) string {
+	if !n.Valid {
+		return "?"
+	}
+	return fmt.Sprintf("%+.1f", 100*n.V)
+}
+
 func signed(n rate.Num) string {
 	if !n.Valid {
 		return "?"
@@ -95,8 +153,12 @@ func signed(n rate.Num) string {
 	return fmt.Sprintf("%+.1f%%", 100*n.V)
 }
 
-// changeText is the change with its interval, "−10.0% [−10.2%, −9.8%]".
+// changeText is the change with its interval, "−10.0% [−10.2%, −9.8%]";
+// a ratio compared in points in points, "+0.2 pt [+0.1, +0.3]".
 func changeText(r *diff.Row) string {
+	if r.Shift.Valid {
+		return fmt.Sprintf("%s pt [%s, %s]", pointsText(r.Shift), pointsText(r.ShiftLo), pointsText(r.ShiftHi))
+	}
 	if !r.Change.Valid {
 		return "—"
 	}
@@ -148,7 +210,7 @@ func DiffText(w io.Writer, rep *diff.Report) error {
 			group = g
 			p("\n%s · %s\t baseline\t candidate\t change [%g%% interval]\t p\t verdict\n", oneLine(r.Phase), oneLine(targetText(r)), 100*rep.Settings.Conf)
 		}
-		p("  %s\t %s\t %s\t %s\t %s\t %s\n", r.Label, sideText(r.Baseline, r.Unit), sideText(r.Candidate, r.Unit), changeText(r), pText(r.P), verdictText(r.Verdict))
+		p("  %s\t %s\t %s\t %s\t %s\t %s\n", r.Label, sideText(r.Baseline, r.Unit), sideText(r.Candidate, r.Unit), changeText(r), pText(r.P), rowVerdictText(r))
 	}
 	if len(rep.Rows) == 0 {
 		p("\nno rows: nothing was compared (see the seams)\n")
@@ -179,7 +241,11 @@ func DiffText(w io.Writer, rep *diff.Report) error {
 		}
 		p("%s (%d row%s)\n", oneLine(w), count[w], plural(count[w]))
 	}
-	p("\n%s\n", countsText(rep))
+	if n := needText(rep); n != "" {
+		p("%s\n", n)
+	}
+	word, _ := overall(rep)
+	p("\n%s: %s\n", word, countsText(rep))
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("render: write diff: %w", err)
 	}
@@ -206,8 +272,21 @@ func samplesText(rep *diff.Report) string {
 
 func thresholdText(t diff.Thresholds) string {
 	s := fmt.Sprintf("±%g%%", 100*t.Default)
+	inPoints := map[string]bool{}
+	for _, q := range diff.Quantities {
+		if q.Points > 0 {
+			inPoints[q.Key] = true
+			if _, given := t.By[q.Key]; !given {
+				s += fmt.Sprintf(", %s ±%g points", q.Key, 100*q.Points)
+			}
+		}
+	}
 	for _, k := range slices.Sorted(keys(t.By)) {
-		s += fmt.Sprintf(", %s ±%g%%", k, 100*t.By[k])
+		unit := "%"
+		if inPoints[k] {
+			unit = " points"
+		}
+		s += fmt.Sprintf(", %s ±%g%s", k, 100*t.By[k], unit)
 	}
 	return s
 }
@@ -232,20 +311,32 @@ func oneLine(s string) string {
 	}, s)
 }
 
-// countsText counts the rows by verdict.
+// countsText counts the rows by verdict in words: worse and better
+// always, the others when there are some, "7 worse, 2 better, 40 no
+// change, 3 insufficient (of 52 rows)".
 func countsText(rep *diff.Report) string {
+	if len(rep.Rows) == 0 {
+		return "no row was compared (see the seams)"
+	}
 	n := map[string]int{}
 	for _, r := range rep.Rows {
 		n[r.Verdict]++
 	}
-	return fmt.Sprintf("%d worse, %d better, %d ~, %d unlike, %d insufficient (of %d rows)", n[diff.Worse], n[diff.Better], n[diff.Same],
-		n[diff.Unlike], n[diff.Insufficient], len(rep.Rows))
+	parts := []string{fmt.Sprintf("%d worse", n[diff.Worse]), fmt.Sprintf("%d better", n[diff.Better])}
+	for _, v := range []string{diff.Same, diff.Unlike, diff.Insufficient} {
+		if n[v] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[v], verdictText(v)))
+		}
+	}
+	return fmt.Sprintf("%s (of %d rows)", strings.Join(parts, ", "), len(rep.Rows))
 }
 
-// DiffMarkdown writes the comparison for a pull request: the verdict table
-// first (worse, better and unlike rows; at most MaxDiffVisible lines
+// DiffMarkdown writes the comparison for a pull request: the verdict in a
+// word and the counts in words first, then the table of the worse, better
+// and unlike rows with their change (at most MaxDiffVisible lines
 // visible), then the seams, the remaining rows and the method folded in
-// <details>. Every string is escaped as text.
+// <details>. Verdicts are words, never signs. Every string is escaped as
+// text.
 func DiffMarkdown(w io.Writer, rep *diff.Report) error {
 	var b strings.Builder
 	visible := 0
@@ -265,25 +356,25 @@ func DiffMarkdown(w io.Writer, rep *diff.Report) error {
 			blocking++
 		}
 	}
+	word, _ := overall(rep)
 	line("## llmrec diff")
 	line("")
-	line(mdInline(countsText(rep)))
+	line(fmt.Sprintf("**Verdict: %s.** %s", mdInline(word), mdInline(countsText(rep))))
 	line("")
-	if blocking > 0 {
-		verb := "leaves"
-		if blocking > 1 {
-			verb = "leave"
-		}
-		line(fmt.Sprintf("⛔ %d seam%s %s rows without a verdict (see Seams below).", blocking, plural(blocking), verb))
+	if n := needText(rep); n != "" {
+		line(mdInline(n) + ".")
 		line("")
 	}
 	head := "| phase | target | quantity | baseline | candidate | change [interval] | verdict |\n|---|---|---|---|---|---|---|"
 	tableRow := func(r *diff.Row) string {
 		return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", mdInline(r.Phase), mdInline(targetText(r)), mdInline(r.Label),
-			mdInline(sideText(r.Baseline, r.Unit)), mdInline(sideText(r.Candidate, r.Unit)), mdInline(changeText(r)), mdInline(verdictText(r.Verdict)))
+			mdInline(sideText(r.Baseline, r.Unit)), mdInline(sideText(r.Candidate, r.Unit)), mdInline(changeText(r)), mdInline(rowVerdictText(r)))
 	}
 	// Room for the table's head, the folded parts' summaries and a note.
 	room := MaxDiffVisible - visible - 2 - 6
+	if blocking > 0 {
+		room -= 2 // the line under the table that names them
+	}
 	shown := 0
 	for _, r := range rows {
 		if rank(r.Verdict) > 2 || shown >= room {
@@ -299,9 +390,17 @@ func DiffMarkdown(w io.Writer, rep *diff.Report) error {
 	if shown == 0 {
 		line("No row is better, worse or unlike.")
 	}
+	if blocking > 0 {
+		verb := "leaves"
+		if blocking > 1 {
+			verb = "leave"
+		}
+		line("")
+		line(fmt.Sprintf("%d blocking seam%s %s rows without a verdict (see Seams below).", blocking, plural(blocking), verb))
+	}
 	if rest := len(rows) - shown; rest > 0 {
 		line("")
-		b.WriteString(fmt.Sprintf("<details><summary>%d more rows (~, insufficient%s)</summary>\n\n", rest, map[bool]string{true: ", and more", false: ""}[shown >= room]))
+		b.WriteString(fmt.Sprintf("<details><summary>%d more rows (no change, insufficient%s)</summary>\n\n", rest, map[bool]string{true: ", and more", false: ""}[shown >= room]))
 		visible++
 		b.WriteString(head + "\n")
 		for _, r := range rows[shown:] {
@@ -315,9 +414,9 @@ func DiffMarkdown(w io.Writer, rep *diff.Report) error {
 		for _, s := range rep.Seams {
 			mark := ""
 			if s.Blocks {
-				mark = "⛔ "
+				mark = " (blocking)"
 			}
-			b.WriteString(fmt.Sprintf("- %s**%s**: %s\n", mark, mdInline(s.Kind), mdInline(s.Detail)))
+			b.WriteString(fmt.Sprintf("- **%s**%s: %s\n", mdInline(s.Kind), mark, mdInline(s.Detail)))
 		}
 		b.WriteString("\n</details>\n")
 	}
@@ -346,18 +445,25 @@ func DiffMarkdown(w io.Writer, rep *diff.Report) error {
 	return nil
 }
 
-// DiffReport lays the comparison out as a page: the seams as the verdict
-// strip, the verdict table, then per aligned phase and target each
-// quantity's baseline and candidate overlaid on a phase-relative axis with
-// both runs' incidents. Write it with HTML.
+// DiffReport lays the comparison out as a page that opens with its
+// verdict: a banner with the verdict in a word and the counts in words,
+// coloured by the worst verdict; the worse and better rows with their
+// change; then the seams (the strip), the run facts, every row, and the
+// charts: first those of the worse and better rows, then per aligned
+// phase and target the rest, at most MaxDiffCharts, each axis from zero.
+// Write it with HTML.
 func DiffReport(rep *diff.Report) (Report, error) {
 	r := Report{Title: "llmrec diff", Generator: rep.Generator}
+	word, class := overall(rep)
+	r.Banner = &Verdict{Topic: word, Class: class, Text: countsText(rep), Href: "#verdicts", Prov: rep.Settings.Rule}
 	r.Header.Facts = []Fact{
 		{Name: "baseline", Value: text(fmt.Sprintf("%s (%d run%s)", strings.Join(rep.Baseline.Dirs, " "), rep.Baseline.Repeats, plural(rep.Baseline.Repeats)))},
 		{Name: "candidate", Value: text(fmt.Sprintf("%s (%d run%s)", strings.Join(rep.Candidate.Dirs, " "), rep.Candidate.Repeats, plural(rep.Candidate.Repeats)))},
 		{Name: "samples", Value: text(samplesText(rep))},
 		{Name: "test", Value: Cell{Text: fmt.Sprintf("alpha %g, intervals at %g, thresholds %s", rep.Settings.Alpha, rep.Settings.Conf, thresholdText(rep.Settings.Thresholds)), Prov: rep.Settings.Rule}},
-		{Name: "rows", Value: text(countsText(rep))},
+	}
+	if n := needText(rep); n != "" {
+		r.Verdicts = append(r.Verdicts, Verdict{Topic: "phase length", Class: ClassWarn, Text: n})
 	}
 	for _, s := range rep.Seams {
 		class := ClassWarn
@@ -366,53 +472,79 @@ func DiffReport(rep *diff.Report) (Report, error) {
 		}
 		r.Verdicts = append(r.Verdicts, Verdict{Topic: "seam: " + s.Kind, Class: class, Text: s.Detail, Prov: "baseline: " + s.Baseline + "; candidate: " + s.Candidate})
 	}
-	if len(r.Verdicts) == 0 {
+	if len(rep.Seams) == 0 {
 		r.Verdicts = append(r.Verdicts, Verdict{Topic: "seams", Class: ClassOK, Text: "none: same engines, versions, models, gates and cadence; every phase on both sides"})
 	}
-	tbl := Table{Title: "Verdicts", Summary: true, Columns: []Column{{Title: "phase"}, {Title: "target"}, {Title: "quantity"},
+	columns := []Column{{Title: "phase"}, {Title: "target"}, {Title: "quantity"},
 		{Title: "baseline", Num: true, Prov: "the samples' median ± its interval"}, {Title: "candidate", Num: true, Prov: "the samples' median ± its interval"},
-		{Title: "change [interval]", Num: true}, {Title: "p", Num: true}, {Title: "verdict"}}}
+		{Title: "change [interval]", Num: true}, {Title: "p", Num: true}, {Title: "verdict"}}
 	rows := make([]*diff.Row, 0, len(rep.Rows))
 	for i := range rep.Rows {
 		rows = append(rows, &rep.Rows[i])
 	}
 	slices.SortStableFunc(rows, func(x, y *diff.Row) int { return cmp.Compare(rank(x.Verdict), rank(y.Verdict)) })
-	for _, x := range rows {
-		tbl.Rows = append(tbl.Rows, []Cell{text(x.Phase), text(targetText(x)), text(x.Label),
+	cells := func(x *diff.Row) []Cell {
+		return []Cell{text(x.Phase), text(targetText(x)), text(x.Label),
 			{Text: sideText(x.Baseline, x.Unit), Prov: figureProv(x.Baseline)}, {Text: sideText(x.Candidate, x.Unit), Prov: figureProv(x.Candidate)},
 			{Text: changeText(x), Prov: x.Method}, text(pText(x.P)),
-			{Text: verdictText(x.Verdict), Class: verdictClass(x.Verdict), Prov: strings.Join(append([]string{x.Why}, x.Notes...), "; ")}})
+			{Text: rowVerdictText(x), Class: verdictClass(x.Verdict), Badge: true, Prov: strings.Join(append([]string{x.Why}, x.Notes...), "; ")}}
+	}
+	// The answer: the worse and better rows, worse first.
+	changed := Table{Title: "Worse and better rows", Columns: columns}
+	for _, x := range rows {
+		if x.Verdict == diff.Worse || x.Verdict == diff.Better {
+			changed.Rows = append(changed.Rows, cells(x))
+		}
+	}
+	if len(changed.Rows) > 0 {
+		r.Answer = changed
+	}
+	tbl := Table{Title: "Every row, by verdict", Summary: true, Columns: columns}
+	for _, x := range rows {
+		tbl.Rows = append(tbl.Rows, cells(x))
 	}
 	for _, n := range rep.NotCompared {
 		tbl.Notes = append(tbl.Notes, "not compared: "+n)
 	}
-	r.Sections = append(r.Sections, Section{ID: "verdicts", Title: "Verdicts", Tables: []Table{tbl}})
-	// The charts of the rows a reader looks at first, at most MaxDiffCharts.
-	order := make([]int, len(rep.Charts))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(rank(rep.Charts[x].Verdict), rank(rep.Charts[y].Verdict)) })
+	order := chartOrder(rep.Charts)
 	if len(order) > MaxDiffCharts {
 		tbl.Notes = append(tbl.Notes, fmt.Sprintf("%d of %d charts drawn: those of worse, better and unlike rows first (the JSON has every row)", MaxDiffCharts, len(order)))
 		order = order[:MaxDiffCharts]
-		slices.Sort(order)
 	}
-	r.Sections[0].Tables[0] = tbl
-	groups := map[string]int{}
+	r.Sections = append(r.Sections, Section{ID: "verdicts", Title: "Every row", Tables: []Table{tbl}})
+	// Worse and better rows' charts first, in their own section; the rest
+	// by phase and target in the comparison's order.
+	var first, rest []int
 	for _, k := range order {
+		if v := rep.Charts[k].Verdict; v == diff.Worse || v == diff.Better {
+			first = append(first, k)
+		} else {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	if len(first) > 0 {
+		r.Sections = append(r.Sections, Section{ID: "changed-charts", Title: "Charts of the worse and better rows",
+			Notes: []string{"Baseline and candidate overlaid, seconds from each phase's start, the axis from zero; each side's incidents marked."}})
+	}
+	groups := map[string]int{}
+	for _, k := range append(first, rest...) {
 		c := rep.Charts[k]
-		g := c.Phase + "\x00" + c.Target
-		gi, ok := groups[g]
-		if !ok {
-			gi = len(r.Sections)
-			groups[g] = gi
-			title := c.Phase + " · " + c.Target
-			if c.CandTarget != c.Target {
-				title += " ↔ " + c.CandTarget
+		where := c.Phase + " · " + c.Target
+		if c.CandTarget != c.Target {
+			where += " ↔ " + c.CandTarget
+		}
+		gi, title := 1, c.Quantity.Label+": "+where+" — "+chartVerdict(&c)
+		if v := c.Verdict; v != diff.Worse && v != diff.Better {
+			g := c.Phase + "\x00" + c.Target
+			var ok bool
+			if gi, ok = groups[g]; !ok {
+				gi = len(r.Sections)
+				groups[g] = gi
+				r.Sections = append(r.Sections, Section{ID: ID("phase", fmt.Sprint(len(groups)), c.Phase, c.Target), Title: where,
+					Notes: []string{"Baseline and candidate overlaid, seconds from each phase's start, the axis from zero; each side's incidents marked."}})
 			}
-			r.Sections = append(r.Sections, Section{ID: ID("phase", fmt.Sprint(len(groups)), c.Phase, c.Target), Title: title,
-				Notes: []string{"Baseline and candidate overlaid, seconds from each phase's start; each side's incidents marked."}})
+			title = c.Quantity.Label + " — " + chartVerdict(&c)
 		}
 		var marks []Mark
 		for _, s := range c.BaselineIncidents {
@@ -421,8 +553,8 @@ func DiffReport(rep *diff.Report) (Report, error) {
 		for _, s := range c.CandidateIncidents {
 			marks = append(marks, Mark{From: s.From, To: s.To, Class: ClassFail, Label: s.Label})
 		}
-		ts := TimeSeries{ID: ID("chart", fmt.Sprint(k), c.Quantity.Key), Title: c.Quantity.Label + " — " + verdictText(c.Verdict),
-			Unit: c.Quantity.Unit, Percent: c.Quantity.Unit == "ratio", Relative: true, Height: 220,
+		ts := TimeSeries{ID: ID("chart", fmt.Sprint(k), c.Quantity.Key), Title: title,
+			Unit: c.Quantity.Unit, Percent: c.Quantity.Unit == "ratio", Relative: true, Height: 220, YMin: rate.Some(0),
 			Series: []Series{{Name: "baseline", Points: points(c.Baseline)}, {Name: "candidate", Points: points(c.Candidate)}}, Marks: marks}
 		ch, err := ts.Chart()
 		if err != nil {
@@ -431,6 +563,62 @@ func DiffReport(rep *diff.Report) (Report, error) {
 		r.Sections[gi].Charts = append(r.Sections[gi].Charts, ch)
 	}
 	return r, nil
+}
+
+// chartOrder is the order charts are drawn in, MaxDiffCharts first: the
+// worse and better rows' (worse first), then the rest by verdict rank,
+// taking each rank's charts a phase and target at a time in turn, so that
+// a budget too small for all still gives every level a chart before any
+// gets a second (the last, highest load level got none).
+func chartOrder(charts []diff.Chart) []int {
+	byRank := map[int][][]int{} // rank → groups of chart indexes, in order
+	groupOf := map[string]int{}
+	for i, c := range charts {
+		k := rank(c.Verdict)
+		g := fmt.Sprint(k) + "\x00" + c.Phase + "\x00" + c.Target
+		gi, ok := groupOf[g]
+		if !ok {
+			gi = len(byRank[k])
+			groupOf[g] = gi
+			byRank[k] = append(byRank[k], nil)
+		}
+		byRank[k][gi] = append(byRank[k][gi], i)
+	}
+	out := make([]int, 0, len(charts))
+	for _, k := range slices.Sorted(maps.Keys(byRank)) {
+		groups := byRank[k]
+		if k <= rank(diff.Better) {
+			// Worse and better: all of them, in the comparison's order.
+			for _, g := range groups {
+				out = append(out, g...)
+			}
+			continue
+		}
+		for turn := 0; ; turn++ {
+			took := false
+			for _, g := range groups {
+				if turn < len(g) {
+					out, took = append(out, g[turn]), true
+				}
+			}
+			if !took {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// chartVerdict is a chart's verdict in words with its row's change,
+// "worse, -10.0%" or "no change, +0.2 points".
+func chartVerdict(c *diff.Chart) string {
+	switch {
+	case !c.Change.Valid:
+		return verdictText(c.Verdict)
+	case c.Points:
+		return verdictText(c.Verdict) + ", " + pointsText(c.Change) + " points"
+	}
+	return verdictText(c.Verdict) + ", " + signed(c.Change)
 }
 
 func figureProv(v diff.Value) string {

@@ -89,6 +89,7 @@ type page struct {
 	CSS              template.CSS
 	ECharts, JS      template.JS
 	EChartsVersion   string
+	Banner           *Verdict
 	Answer           *tableView // nil: the report has no answer table
 	Header           headerView
 	Verdicts         []Verdict
@@ -166,10 +167,19 @@ func (c *checker) id(id, what string) error {
 }
 
 func newPage(r Report, a *assets) (*page, error) {
-	c := &checker{ids: map[string]string{"prov-tip": "the page", "appendix": "the page", "answer": "the page", "run": "the page"}}
+	c := &checker{ids: map[string]string{"prov-tip": "the page", "appendix": "the page", "answer": "the page", "run": "the page", "banner": "the page"}}
 	p := &page{
 		Title: r.Title, Generator: r.Generator, CSP: a.csp,
 		CSS: a.css, ECharts: a.echarts, JS: a.js, EChartsVersion: templates.EChartsVersion,
+	}
+	if b := r.Banner; b != nil {
+		if err := checkClass(b.Class, "banner"); err != nil {
+			return nil, err
+		}
+		if err := checkHref(b.Href, "banner"); err != nil {
+			return nil, err
+		}
+		p.Banner = b
 	}
 	if len(r.Answer.Columns) > 0 {
 		tv, err := tableOf(r.Answer)
@@ -285,6 +295,9 @@ func cellOf(c Cell, num bool, where string) (cellView, error) {
 	if num {
 		classes = strings.TrimSpace(classes + " num")
 	}
+	if c.Badge {
+		classes = strings.TrimSpace(classes + " badge")
+	}
 	return cellView{Cell: c, Classes: classes}, nil
 }
 
@@ -357,6 +370,11 @@ func checkLinks(r Report, c *checker) error {
 	}
 	for _, v := range r.Verdicts {
 		if err := check(v.Href, "verdict "+v.Topic); err != nil {
+			return err
+		}
+	}
+	if r.Banner != nil {
+		if err := check(r.Banner.Href, "banner"); err != nil {
 			return err
 		}
 	}

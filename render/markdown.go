@@ -41,6 +41,9 @@ func Markdown(w io.Writer, r Report) error {
 		gen = fmt.Sprintf("Written by %s. %s", mdInline(r.Generator), gen)
 	}
 	d.block(gen+"\n\n", "the generator line")
+	if v := r.Banner; v != nil {
+		d.block(fmt.Sprintf("**%s**: %s\n\n", mdInline(v.Topic), mdInline(v.Text)), "the banner")
+	}
 	if len(r.Answer.Columns) > 0 {
 		d.table(r.Answer)
 	}

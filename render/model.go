@@ -7,6 +7,10 @@ package render
 type Report struct {
 	Title     string // the page title and the summary's heading
 	Generator string // "llmrec v0.3.0": the footer and <meta name=generator>
+	// Banner, if set, is the page's first line under the title: the
+	// overall verdict in a word (Topic, shown as a badge) and in a
+	// sentence (Text), its class the worst it sums up (the diff page's).
+	Banner *Verdict
 	// Answer is the first table: a row per target and one for the fleet,
 	// with the busy figures and a status and its reason.
 	Answer   Table
@@ -75,6 +79,9 @@ type Cell struct {
 	Prov  string // provenance: source, window, derived, reason; "" for plain text
 	Class string // one of the Class constants
 	Href  string // "#section-id" to link to, or ""
+	// Badge shows the cell as a badge of its class's colour: a verdict in
+	// a word, never a sign (an emoji renders as a box without a font).
+	Badge bool
 }
 
 // Classes of cells and verdicts. They style the value; the text must say

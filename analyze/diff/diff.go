@@ -231,9 +231,23 @@ type Row struct {
 	Method   string   `json:"method"`
 	// Samples is "repeats", "blocks" or, for the client's latency and
 	// error rows, "requests".
-	Samples   string  `json:"samples"`
+	Samples string `json:"samples"`
+	// Threshold is the quantity's noise threshold: a fraction of the
+	// baseline, or for a ratio compared in points (Quantity.Points) the
+	// points themselves (0.05: 5 points).
 	Threshold float64 `json:"threshold"`
-	Verdict   string  `json:"verdict"`
+	// Shift is the change in the quantity's own unit (candidate −
+	// baseline, the Hodges-Lehmann shift) with its interval, for a ratio
+	// compared in points; null for the others.
+	Shift   rate.Num `json:"shift"`
+	ShiftLo rate.Num `json:"shift_lo"`
+	ShiftHi rate.Num `json:"shift_hi"`
+	// NeedSeconds, for a row insufficient because a side's phase was too
+	// short for blocks, is the length between good polls the phase would
+	// need at its cadence (phases.Blocks.NeedSeconds, the longer side's);
+	// 0 otherwise.
+	NeedSeconds float64 `json:"need_seconds,omitempty"`
+	Verdict     string  `json:"verdict"`
 	// Why says what the verdict rests on, or what is missing.
 	Why string `json:"why"`
 	// Notes name the seams and incidents that touch the row.
@@ -257,7 +271,11 @@ type Chart struct {
 	Phase, Target, CandTarget string
 	Quantity                  Quantity
 	Verdict                   string
-	Baseline, Candidate       []Point
+	// Change is the row's, for the chart's title: relative, or in points
+	// (Shift) for a ratio compared in points.
+	Change              rate.Num
+	Points              bool
+	Baseline, Candidate []Point
 	// Incidents of each side inside the phase, phase-relative.
 	BaselineIncidents, CandidateIncidents []Span
 }
@@ -279,6 +297,11 @@ type unit struct {
 	Aligned
 	base, cand func(r *analyze.Result) *phases.Figures
 	fleet      bool
+	// client: a named phase the client's file cut (phases' Source
+	// "client"); repeats: the unit covers the same stretch of the same
+	// target as another named phase, so its charts would repeat that
+	// one's (see markRepeats).
+	client, repeats bool
 }
 
 // Compare compares cand with base. An error is a phase asked for that no
@@ -324,6 +347,7 @@ func Compare(base, cand Side, o Options) (*Report, error) {
 		}
 		units = kept
 	}
+	markRepeats(units)
 	for _, u := range units {
 		u.BaselineIncidents = incidentsIn(b0, u.Target, u.Baseline, u.fleet)
 		u.CandidateIncidents = incidentsIn(c0, u.CandTarget, u.Candidate, u.fleet)
@@ -500,6 +524,44 @@ func cadences(r *analyze.Result) string {
 	return strings.Join(slices.Compact(xs), ", ")
 }
 
+// clientSource is the Source of the phases a client file cuts
+// (analyze/client.Source).
+const clientSource = "client"
+
+// RepeatOverlap is how much of the longer of two named phases of one
+// target their overlap must cover, on both sides, for the client's phase
+// to repeat the other (a marked phase and the client's own cut of it,
+// renamed "client: NAME").
+const RepeatOverlap = 0.9
+
+// markRepeats marks the client's named phases that cover the stretch of
+// another named phase of the same target: both are compared, but only the
+// other's charts are drawn (the page drew "client: concurrency 2" beside
+// "concurrency 2", the same polls twice).
+func markRepeats(units []unit) {
+	for i := range units {
+		u := &units[i]
+		if !u.client {
+			continue
+		}
+		for _, v := range units {
+			if !v.client && v.By == ByName && v.Target == u.Target &&
+				overlaps(u.Baseline, v.Baseline) && overlaps(u.Candidate, v.Candidate) {
+				u.repeats = true
+				break
+			}
+		}
+	}
+}
+
+// overlaps reports whether a and b overlap by at least RepeatOverlap of
+// the longer.
+func overlaps(a, b [2]float64) bool {
+	in := min(a[1], b[1]) - max(a[0], b[0])
+	long := max(a[1]-a[0], b[1]-b[0])
+	return long > 0 && in >= RepeatOverlap*long
+}
+
 // named are a run's named phases.
 func named(r *analyze.Result) []*phases.Measured {
 	var out []*phases.Measured
@@ -574,7 +636,7 @@ func (rep *Report) alignNamed(bn, cn []*phases.Measured, pairs []pair) []unit {
 		for _, p := range pairs {
 			bt, ct := p.base.Name, p.cand.Name
 			out = append(out, unit{Aligned: Aligned{Name: name, CandName: name, By: ByName, Target: bt, CandTarget: ct,
-				Baseline: [2]float64{b.Start, b.End}, Candidate: [2]float64{c.Start, c.End}},
+				Baseline: [2]float64{b.Start, b.End}, Candidate: [2]float64{c.Start, c.End}}, client: b.Source == clientSource,
 				base: func(r *analyze.Result) *phases.Figures { return namedFigures(r, name, bt) },
 				cand: func(r *analyze.Result) *phases.Figures { return namedFigures(r, name, ct) }})
 		}
@@ -762,8 +824,23 @@ func (rep *Report) rows(u *unit, base, cand Side, o Options, th Thresholds, samp
 		row := Row{Phase: u.Name, Target: u.Target, CandTarget: u.CandTarget, Origin: OriginServer, Quantity: q.Key, Label: q.Label, Unit: q.Unit, Better: q.Better,
 			Baseline: value(bf, r.Base), Candidate: value(cf, r.Cand),
 			Change: num(r.Change), ChangeLo: num(r.ChangeLo), ChangeHi: num(r.ChangeHi), P: num(r.P), Method: r.Method,
-			Samples: samples, Threshold: th.Of(q.Key), Notes: []string{}}
+			Samples: samples, Threshold: th.For(q), Notes: []string{}}
 		row.Verdict, row.Why = verdict(r, q, row.Threshold, o.Alpha, blocking, samples, u.fleet)
+		// A ratio compared in points: its shift against ±Threshold points.
+		if q.Points > 0 && r.Insufficient == "" {
+			est, lo, hi := stat.Shift(bxs, cxs, o.Conf)
+			row.Shift, row.ShiftLo, row.ShiftHi = num(est), num(lo), num(hi)
+			if blocking == "" {
+				row.Verdict, row.Why = pointsVerdict(r, est, lo, hi, q, row.Threshold, o.Alpha)
+			}
+		}
+		// Too short for blocks: the length the phase would need.
+		if row.Verdict == Insufficient && samples == "blocks" && !u.fleet {
+			row.NeedSeconds = max(needSeconds(bf), needSeconds(cf))
+			if row.NeedSeconds > 0 {
+				row.Why = fmt.Sprintf("%s (blocks of the phase: it needs at least %s between good polls at its cadence)", r.Insufficient, secondsText(row.NeedSeconds))
+			}
+		}
 		if n := kinds(u.BaselineIncidents); n != "none" {
 			row.Notes = append(row.Notes, "baseline incidents inside: "+n)
 		}
@@ -774,8 +851,13 @@ func (rep *Report) rows(u *unit, base, cand Side, o Options, th Thresholds, samp
 			row.Notes = append(row.Notes, fmt.Sprintf("baseline %s aligned with candidate %s by %s", u.Name, u.CandName, u.By))
 		}
 		rep.Rows = append(rep.Rows, row)
-		if base.Polls != nil && cand.Polls != nil && q.Cell != "" && !u.fleet {
+		if base.Polls != nil && cand.Polls != nil && q.Cell != "" && !u.fleet && !u.repeats {
+			change := row.Change
+			if q.Points > 0 {
+				change = row.Shift
+			}
 			rep.Charts = append(rep.Charts, Chart{Phase: u.Name, Target: u.Target, CandTarget: u.CandTarget, Quantity: q, Verdict: row.Verdict,
+				Change: change, Points: q.Points > 0,
 				Baseline:           base.Polls.points(u.Target, q.Cell, u.Baseline),
 				Candidate:          cand.Polls.points(u.CandTarget, q.Cell, u.Candidate),
 				BaselineIncidents:  spans(base.Runs[0], u.Target, u.Baseline, "baseline"),
@@ -906,6 +988,55 @@ func verdict(r stat.Result, q Quantity, threshold, alpha float64, blocking, samp
 		return Better, why
 	}
 	return Worse, why
+}
+
+// pointsVerdict is the rule of the package comment for a ratio compared
+// in points: the test as for any row, and the shift's interval (est, lo,
+// hi, in the ratio's 0–1 unit) against ±floor.
+func pointsVerdict(r stat.Result, est, lo, hi float64, q Quantity, floor, alpha float64) (string, string) {
+	ci := fmt.Sprintf("%s [%s, %s] points", points(est), points(lo), points(hi))
+	dir := 0
+	switch {
+	case lo > floor:
+		dir = 1
+	case hi < -floor:
+		dir = -1
+	}
+	sig := r.Significant(alpha)
+	if !sig || dir == 0 {
+		why := fmt.Sprintf("%s, p=%.3g", ci, r.P)
+		if !sig {
+			return Same, why + fmt.Sprintf(": not significant at %g", alpha)
+		}
+		return Same, why + fmt.Sprintf(": the interval reaches inside ±%g points (a ratio is compared in points)", 100*floor)
+	}
+	why := fmt.Sprintf("%s, p=%.3g: beyond ±%g points, %s is better", ci, r.P, 100*floor, q.Better)
+	if (dir > 0) == (q.Better == Higher) {
+		return Better, why
+	}
+	return Worse, why
+}
+
+// points formats a shift of a 0–1 ratio in signed points, "+0.2".
+func points(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "?"
+	}
+	return fmt.Sprintf("%+.1f", 100*x)
+}
+
+// needSeconds is the phase length a figure's blocks would need; 0 when it
+// has blocks or none were cut.
+func needSeconds(f phases.Figure) float64 {
+	if f.Blocks == nil {
+		return 0
+	}
+	return f.Blocks.NeedSeconds
+}
+
+// secondsText is a length in whole seconds, "50 s", "250 s".
+func secondsText(s float64) string {
+	return fmt.Sprintf("%.0f s", math.Ceil(s))
 }
 
 // pct formats a fraction as a signed percentage.

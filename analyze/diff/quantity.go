@@ -26,7 +26,16 @@ type Quantity struct {
 	// Tokens is true for quantities counted in tokens: a tokenizer seam
 	// makes them unlike.
 	Tokens bool `json:"-"`
+	// Points, for a ratio, is its noise floor in absolute points of the
+	// 0–1 scale (0.05: 5 points): the ratio is compared by the shift of
+	// its values (candidate − baseline) and a verdict needs the shift's
+	// whole interval beyond ±Points, not a relative change (KV usage
+	// 2.4 % → 2.6 % is +8 % but 0.2 points). 0: compared relatively.
+	Points float64 `json:"points,omitempty"`
 }
+
+// DefaultPoints is the noise floor of the ratios: 5 points.
+const DefaultPoints = 0.05
 
 // Directions of Quantity.Better.
 const (
@@ -50,8 +59,8 @@ var Quantities = []Quantity{
 	{Key: "queue_p50", Figure: "request_queue_time_seconds__p50", Cell: "request_queue_time_seconds__p50", Label: "queue p50", Unit: "s", Better: Lower},
 	{Key: "queue_p99", Figure: "request_queue_time_seconds__p99", Cell: "request_queue_time_seconds__p99", Label: "queue p99", Unit: "s", Better: Lower},
 	{Key: "preemptions", Figure: "preemptions_per_second", Cell: "preemptions_per_second", Label: "preemptions/s", Unit: "/s", Better: Lower},
-	{Key: "kv_max", Figure: "kv_cache_usage_ratio__max", Cell: "kv_cache_usage_ratio", Label: "max KV usage", Unit: "ratio", Better: Lower},
-	{Key: "prefix_hit", Figure: "prefix_cache_hit_ratio", Cell: "prefix_cache_hit_ratio", Label: "prefix-hit ratio", Unit: "ratio", Better: Higher, Tokens: true},
+	{Key: "kv_max", Figure: "kv_cache_usage_ratio__max", Cell: "kv_cache_usage_ratio", Label: "max KV usage", Unit: "ratio", Better: Lower, Points: DefaultPoints},
+	{Key: "prefix_hit", Figure: "prefix_cache_hit_ratio", Cell: "prefix_cache_hit_ratio", Label: "prefix-hit ratio", Unit: "ratio", Better: Higher, Tokens: true, Points: DefaultPoints},
 }
 
 // QuantityKeys are the keys of Quantities, in order.
@@ -89,6 +98,18 @@ type Thresholds struct {
 func (t Thresholds) Of(key string) float64 {
 	if v, ok := t.By[key]; ok {
 		return v
+	}
+	return t.Default
+}
+
+// For is the threshold of q: the one given for its key, else its floor in
+// points for a ratio compared in points, else the default.
+func (t Thresholds) For(q Quantity) float64 {
+	if v, ok := t.By[q.Key]; ok {
+		return v
+	}
+	if q.Points > 0 {
+		return q.Points
 	}
 	return t.Default
 }

@@ -45,6 +45,11 @@ type Blocks struct {
 	Values []rate.Num `json:"values"`
 	// Method says how the blocks were cut, and what broke or left them out.
 	Method string `json:"method"`
+	// NeedSeconds, when the phase was too short for blocks, is the length
+	// between good polls it would need at its cadence: MinBlocks ×
+	// MinBlockIntervals poll intervals (more where restarts or holes cut
+	// it); 0 otherwise.
+	NeedSeconds float64 `json:"need_seconds,omitempty"`
 }
 
 // The block rule's constants.
@@ -64,21 +69,23 @@ type block struct {
 
 // blocker marks the blocks' boundaries while a window is summed.
 type blocker struct {
-	in       *Input
-	need     float64 // a block's length in seconds, less half a cadence
-	seconds  float64
-	ivs      int // intervals a base block is meant to hold
-	short    string
-	snaps    [][]float64
-	blocks   []block
-	segs     []int // by base block: its process segment
-	seg      int
-	from     int // the open block's first poll; -1 none
-	snap     int
-	hole     bool
-	partial  int
-	holes    int
-	restarts int
+	in   *Input
+	need float64 // a block's length in seconds, less half a cadence
+	// needSeconds is the phase length blocks would need, when too short.
+	needSeconds float64
+	seconds     float64
+	ivs         int // intervals a base block is meant to hold
+	short       string
+	snaps       [][]float64
+	blocks      []block
+	segs        []int // by base block: its process segment
+	seg         int
+	from        int // the open block's first poll; -1 none
+	snap        int
+	hole        bool
+	partial     int
+	holes       int
+	restarts    int
 }
 
 // newBlocker sizes the blocks of a window whose first and last good polls
@@ -87,6 +94,7 @@ func newBlocker(in *Input, a, z int) *blocker {
 	bl := &blocker{in: in, from: -1, seg: -1}
 	n := z - a // poll intervals from the first good poll to the last
 	if a < 0 || n < MinBlocks*MinBlockIntervals {
+		bl.needSeconds = MinBlocks * MinBlockIntervals * in.cadence
 		bl.short = fmt.Sprintf("no blocks: the phase holds %d poll intervals between good polls, %d needed for %d blocks of %d",
 			max(n, 0), MinBlocks*MinBlockIntervals, MinBlocks, MinBlockIntervals)
 		return bl
@@ -180,8 +188,14 @@ func (in *Input) blockFigures(s *sums, figs []Figure) {
 		if why == "" {
 			why = fmt.Sprintf("no blocks: %s of %s between good polls, %d needed%s", plural(len(bl.blocks), "block"), blockSecs(bl.seconds), MinBlocks, bl.breaks())
 		}
+		need := bl.needSeconds
+		if need == 0 {
+			// Long enough but cut by restarts or remainders: at least
+			// MinBlocks blocks of their length, uncut.
+			need = MinBlocks * bl.seconds
+		}
 		for k := range figs {
-			figs[k].Blocks = &Blocks{Seconds: bl.seconds, Values: []rate.Num{}, Method: why}
+			figs[k].Blocks = &Blocks{Seconds: bl.seconds, Values: []rate.Num{}, Method: why, NeedSeconds: need}
 		}
 		return
 	}

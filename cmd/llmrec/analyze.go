@@ -307,7 +307,7 @@ func analysisFlags(fs *flag.FlagSet, stderr io.Writer) (build func(cmd string, d
 }
 
 func analyzeRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("analyze", analyzeUsage, stderr)
+	fs := newFlags("analyze", analyzeUsage, stdout)
 	jsonPath := fs.String("json", "", `write the analysis as JSON to FILE ("-": stdout, and the summary goes to stderr)`)
 	build := analysisFlags(fs, stderr)
 	if err := parseFlags(fs, interleave(args, map[string]bool{"quiet": true})); err != nil {

@@ -126,13 +126,13 @@ func TestAnalyzeUsage(t *testing.T) {
 			t.Errorf("%v: %v, want a usage error with %q", c.args, err, c.want)
 		}
 	}
-	_, stderr, err := runCLI("analyze", "-h")
+	help, _, err := runCLI("analyze", "-h")
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Usage: llmrec analyze", "--spans D,D", "--cap [ENGINE.]CELL=MAX", "incidents", "host_stall",
 		"settle poll", "spans = [\"2s\", \"10s\"]", "\"llamacpp.decode\" = 300.0", "Examples:"} {
-		if !strings.Contains(stderr, want) {
+		if !strings.Contains(help, want) {
 			t.Errorf("analyze -h lacks %q", want)
 		}
 	}

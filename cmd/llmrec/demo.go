@@ -37,7 +37,7 @@ Examples:
 `
 
 func demoRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("demo", demoUsage, stderr)
+	fs := newFlags("demo", demoUsage, stdout)
 	out := fs.String("out", "llmrec-demo", "folder to record into (replaced when it holds an earlier demo)")
 	fs.StringVar(out, "o", "llmrec-demo", "short for --out")
 	interval := fs.Duration("interval", time.Second, "scrape cadence")
@@ -96,7 +96,7 @@ func demoRun(ctx context.Context, stdout, stderr io.Writer, args []string) error
 	if err != nil {
 		return err
 	}
-	html, md := filepath.Join(*out, "report.html"), filepath.Join(*out, "summary.md")
+	html, md := filepath.Join(*out, capture.ReportFile), filepath.Join(*out, capture.SummaryFile)
 	if err := writeReport(in, html, md); err != nil {
 		return err
 	}
@@ -118,10 +118,8 @@ func freshDemoFolder(dir string, stderr io.Writer) error {
 	if len(r.Live) > 0 {
 		return fmt.Errorf("%w: demo: %s is being recorded into now; give another -o", errUsage, dir)
 	}
-	for _, f := range r.Foreign {
-		if f != "report.html" && f != "summary.md" {
-			return fmt.Errorf("%w: demo: %s holds a recording and %s, which is not the demo's; give another -o", errUsage, dir, f)
-		}
+	if len(r.Foreign) > 0 {
+		return fmt.Errorf("%w: demo: %s holds a recording and %s, which is not the demo's; give another -o", errUsage, dir, r.Foreign[0])
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("demo: replace the earlier demo in %s: %w", dir, err)

@@ -142,7 +142,7 @@ func splitSides(args []string, bools map[string]bool) (flags, base, cand []strin
 }
 
 func diffRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("diff", strings.Replace(diffUsage, "QUANTITIES", strings.Join(diff.QuantityKeys(), ", "), 1), stderr)
+	fs := newFlags("diff", strings.Replace(diffUsage, "QUANTITIES", strings.Join(diff.QuantityKeys(), ", "), 1), stdout)
 	phase := fs.String("phase", "", "compare only the aligned phase of this name")
 	match := fs.String("match", diff.MatchName, "match targets by name or by engine")
 	var thresholds multiFlag

@@ -47,7 +47,7 @@ func TestDiffExitCodes(t *testing.T) {
 	if exitCode(err) != 0 {
 		t.Fatalf("no --fail-on: %v", err)
 	}
-	if !strings.Contains(out, "decode tokens/s") || !strings.Contains(out, "❌ worse") {
+	if !strings.Contains(out, "decode tokens/s") || !strings.Contains(out, " worse\n") {
 		t.Errorf("table:\n%s", out)
 	}
 	_, _, err = runCLI(args("--fail-on", "worse")...)
@@ -198,7 +198,7 @@ func TestDiffClientFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "the client's latency and error rows: each request") || !strings.Contains(out, "profiling · client") || !strings.Contains(out, "client TTFT p50") || !strings.Contains(out, "❌ worse") {
+	if !strings.Contains(out, "the client's latency and error rows: each request") || !strings.Contains(out, "profiling · client") || !strings.Contains(out, "client TTFT p50") || !strings.Contains(out, " worse\n") {
 		t.Errorf("table:\n%s", out)
 	}
 	hout, herr, _ := runCLI("diff", "--help")

@@ -35,7 +35,7 @@ Examples:
 `
 
 func exportRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("export", exportUsage, stderr)
+	fs := newFlags("export", exportUsage, stdout)
 	target := fs.String("target", "", "target name (required; with --openmetrics, only this target)")
 	seq := fs.Int64("seq", -1, "tick number of the scrape (required)")
 	endpoint := fs.String("endpoint", capture.EndpointMetrics, `endpoint: "metrics" or an extra endpoint's path`)

@@ -46,12 +46,12 @@ Examples:
 func importRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	if len(args) == 0 || args[0] != "prometheus" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprint(stderr, importUsage)
+			fmt.Fprint(stdout, importUsage)
 			return nil
 		}
 		return fmt.Errorf("%w: import: want \"import prometheus\" (the one store it reads); see %s import -h", errUsage, self)
 	}
-	fs := newFlags("import prometheus", importUsage, stderr)
+	fs := newFlags("import prometheus", importUsage, stdout)
 	rawURL := fs.String("url", "", "the store's base URL (http://host:9090); user information is sent as basic auth and never written")
 	var match multiFlag
 	fs.Var(&match, "match", "a series selector (repeatable): '{job=\"vllm\"}', 'vllm:num_requests_running'")

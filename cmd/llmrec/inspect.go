@@ -33,7 +33,7 @@ Examples:
 `
 
 func inspectRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("inspect", inspectUsage, stderr)
+	fs := newFlags("inspect", inspectUsage, stdout)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := parseFlags(fs, interleave(args, map[string]bool{"json": true})); err != nil {
 		return err

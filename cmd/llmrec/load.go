@@ -14,7 +14,8 @@ import (
 const loadUsage = `Usage: llmrec load --url URL --out FILE [--concurrency N --duration D | --stages N:D,...] [flags]
 
 Sends streaming completion requests to an OpenAI-compatible engine on this
-machine (llmrec sim, vLLM, llama-server) at fixed concurrency levels and
+machine (llmrec sim, vLLM, llama-server), or with --allow-remote on any host
+(an engine on a GPU node, over http or https), at fixed concurrency levels and
 writes one record per request as the client saw it: start, first token and
 end (Unix epoch ns), time to first token, inter-token latency, tokens in and
 out, status. The records are AIPerf's profile_export.jsonl (its 0.3 schema,
@@ -40,12 +41,14 @@ Examples:
   llmrec load --url http://127.0.0.1:8000 --stages 1:30s,4:30s,8:30s --warmup 10s \
     --mark http://127.0.0.1:9464/mark -o profile_export.jsonl
   llmrec load --url http://127.0.0.1:8080/v1/chat/completions --stages 4:20s --format jsonl -o requests.jsonl
+  llmrec load --allow-remote --url http://gpu-node-3:8000 --stages 2:60s,8:60s -o profile_export.jsonl
 `
 
 // loadRun implements "llmrec load".
 func loadRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("load", loadUsage, stderr)
-	url := fs.String("url", "", "the engine's base URL, or its /v1/completions or /v1/chat/completions URL (loopback only)")
+	fs := newFlags("load", loadUsage, stdout)
+	url := fs.String("url", "", "the engine's base URL, or its /v1/completions or /v1/chat/completions URL (loopback unless --allow-remote)")
+	remote := fs.Bool("allow-remote", false, "let --url name another host than this machine (http or https)")
 	conc := fs.Int("concurrency", 1, "requests in flight (one stage of --duration; see --stages)")
 	dur := fs.Duration("duration", 0, "how long the one stage lasts, e.g. 60s")
 	stages := fs.String("stages", "", "stages as CONCURRENCY:DURATION, comma-separated, e.g. 1:30s,4:30s (instead of --concurrency and --duration)")
@@ -68,7 +71,7 @@ func loadRun(ctx context.Context, stdout, stderr io.Writer, args []string) error
 		return fmt.Errorf("%w: load: --out FILE is required", errUsage)
 	}
 	opts := load.Options{URL: *url, Warmup: *warmup, PromptTokens: *promptTok, OutputTokens: *outTok, Model: *model,
-		Grace: *grace, Format: *format}
+		Grace: *grace, Format: *format, AllowRemote: *remote}
 	switch {
 	case *stages != "" && *dur != 0:
 		return fmt.Errorf("%w: load: --stages and --duration exclude each other", errUsage)
@@ -114,15 +117,15 @@ func loadRun(ctx context.Context, stdout, stderr io.Writer, args []string) error
 		err = fmt.Errorf("load: %w", cerr)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (engine at %s)", err, opts.Host())
 	}
 	n, okN := 0, 0
 	for _, p := range sum.Phases {
 		n, okN = n+p.Requests, okN+p.OK
 	}
 	if okN == 0 {
-		return fmt.Errorf("load: none of %d requests succeeded; see the records in %s", n, *out)
+		return fmt.Errorf("load: none of %d requests to %s succeeded; see the records in %s", n, opts.Host(), *out)
 	}
-	_, err = fmt.Fprintf(stdout, "%d requests in %d phases (%d ok) written to %s\n", n, len(sum.Phases), okN, *out)
+	_, err = fmt.Fprintf(stdout, "%d requests to %s in %d phases (%d ok) written to %s\n", n, opts.Host(), len(sum.Phases), okN, *out)
 	return err
 }

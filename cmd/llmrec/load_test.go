@@ -342,9 +342,20 @@ func clientFig(t *testing.T, f *client.Figures, name string) float64 {
 
 // llmrec load -h teaches: usage, examples, every flag.
 func TestLoadHelp(t *testing.T) {
-	_, stderr, err := runCLI("load", "-h")
-	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "Usage: llmrec load") || !strings.Contains(stderr, "Examples:") ||
-		!strings.Contains(stderr, "-stages") || !strings.Contains(stderr, "-mark") {
-		t.Errorf("load -h: %v\n%s", err, stderr)
+	help, _, err := runCLI("load", "-h")
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(help, "Usage: llmrec load") || !strings.Contains(help, "Examples:") ||
+		!strings.Contains(help, "-stages") || !strings.Contains(help, "-mark") || !strings.Contains(help, "-allow-remote") {
+		t.Errorf("load -h: %v\n%s", err, help)
+	}
+}
+
+// --allow-remote takes the URL as given, and an engine that answers no
+// request is named by its host in the error.
+func TestLoadAllowRemoteNamesHost(t *testing.T) {
+	host := freeAddr(t) // nothing listens: every request fails to connect
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	_, _, err := runCLI("load", "--allow-remote", "--url", "http://"+host, "--duration", "200ms", "--warmup", "0", "--grace", "100ms", "-o", out)
+	if exitCode(err) != 1 || !strings.Contains(err.Error(), "none of") || !strings.Contains(err.Error(), "requests to "+host+" succeeded") {
+		t.Errorf("load of a closed port: exit %d, %v; want exit 1 naming %s", exitCode(err), err, host)
 	}
 }

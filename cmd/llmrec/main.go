@@ -5,10 +5,10 @@
 //	llmrec record   scrape engines on a fixed cadence into Parquet
 //	llmrec inspect  summarise a recording: segments, counts, errors
 //	llmrec export   print one captured body byte-exact
-//	llmrec repair   seal a crashed recording's journals (only record and repair write a folder)
+//	llmrec repair   seal a crashed recording's journals (only record and repair write captures)
 //	llmrec mark     mark the start or end of a named phase while recording
 //	llmrec analyze  replay captures through the engine readers and the gated estimator
-//	llmrec render   one offline HTML report and a Markdown summary
+//	llmrec render   one offline HTML report and a Markdown summary (of one run: into its folder)
 //	llmrec diff     compare a candidate's runs with a baseline's: better, worse or ~, and how sure
 //	llmrec sim      serve simulated engines on loopback
 //	llmrec load     send streaming requests at fixed concurrency and record the client's side
@@ -74,18 +74,24 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Run \"%s COMMAND -h\" for a command's flags and examples.\n", self)
+	fmt.Fprintf(w, "Run \"%s COMMAND -h\" (or \"%[1]s help COMMAND\") for a command's flags and examples.\n", self)
 }
 
 // errUsage marks errors that are the caller's words, answered with exit 2.
 var errUsage = errors.New("usage")
 
 func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	// No command is a usage error: the usage goes where errors go.
+	if len(args) == 0 {
+		usage(stderr)
+		return errUsage
+	}
+	// "help CMD" is "CMD -h"; help asked for goes to stdout.
+	if args[0] == "help" && len(args) > 1 {
+		args = []string{args[1], "-h"}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
-		if len(args) == 0 {
-			return errUsage
-		}
 		return nil
 	}
 	if args[0] == "--version" || args[0] == "-version" {
@@ -93,13 +99,25 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	}
 	c, ok := commands()[args[0]]
 	if !ok {
-		usage(stderr)
-		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+		return fmt.Errorf("%w: unknown command %q%s; see %s -h", errUsage, args[0], commandHint(args[0]), self)
 	}
 	if err := c.run(ctx, stdout, stderr, args[1:]); err != nil {
 		return redactedError{err}
 	}
 	return nil
+}
+
+// commandHint names the command closest to a mistyped one, as
+// " (did you mean record?)"; "" when none is close.
+func commandHint(name string) string {
+	var names []string
+	for n := range commands() {
+		names = append(names, n)
+	}
+	if best := suggest.Closest(name, names); best != "" {
+		return " (did you mean " + best + "?)"
+	}
+	return ""
 }
 
 // redactedError is an error as it may be printed: URLs and user
@@ -205,14 +223,15 @@ func versionLine(bi *debug.BuildInfo, ok bool) string {
 	return fmt.Sprintf("llmrec %s (revision %.12s of %s%s; %s)", v, rev, at, modified, bi.GoVersion)
 }
 
-// newFlags returns a flag set that prints usage text to stderr and returns
-// errors instead of exiting.
-func newFlags(name, usageText string, stderr io.Writer) *flag.FlagSet {
+// newFlags returns a flag set that prints its help (usage text and flags)
+// to stdout, for -h only (a mistake is one line on stderr, see
+// parseFlags), and returns errors instead of exiting.
+func newFlags(name, usageText string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usageText)
-		fmt.Fprintln(stderr, "\nFlags:")
+		fmt.Fprint(stdout, usageText)
+		fmt.Fprintln(stdout, "\nFlags:")
 		fs.PrintDefaults()
 	}
 	return fs

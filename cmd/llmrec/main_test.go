@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -57,20 +58,73 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"sim", "--replay", "x", "--scenario", "s.toml"}, "it takes no --scenario"},
 		{[]string{"load", "--url", "http://127.0.0.1:9", "--duration", "1s"}, "--out FILE is required"},
 		{[]string{"load", "--url", "http://127.0.0.1:9", "-o", "x"}, "--duration D (e.g. 60s) or --stages N:D,... is required"},
-		{[]string{"load", "--url", "http://10.0.0.1:9", "-o", "x", "--duration", "1s"}, "10.0.0.1 is not a loopback address"},
+		{[]string{"load", "--url", "http://10.0.0.1:9", "-o", "x", "--duration", "1s"}, "10.0.0.1 is not a loopback address (llmrec load drives engines on this machine unless --allow-remote)"},
+		{[]string{"load", "--allow-remote", "--url", "ftp://gpu-node:9", "-o", "x", "--duration", "1s"}, "want http(s)://HOST:PORT"},
 		{[]string{"load", "--url", "http://127.0.0.1:9", "-o", "x", "--stages", "4"}, "--stages: stage 1 \"4\": want CONCURRENCY:DURATION"},
 		{[]string{"load", "--url", "http://127.0.0.1:9", "-o", "x", "--stages", "1:1s", "--duration", "1s"}, "exclude each other"},
 		{[]string{"load", "--url", "http://127.0.0.1:9", "-o", "x", "--duration", "1s", "--format", "csv"}, `format: "csv" is not aiperf or jsonl`},
 		{[]string{"load", "--concurency", "2"}, "(did you mean --concurrency?)"},
 	}
 	for _, c := range cases {
-		_, stderr, err := runCLI(c.args...)
+		stdout, stderr, err := runCLI(c.args...)
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("llmrec %v: error %v, want a usage error with %q", c.args, err, c.want)
 		}
 		// The help is for -h: a mistake prints no page of it.
-		if len(c.args) > 0 && strings.Contains(stderr, "Flags:") {
-			t.Errorf("llmrec %v printed the help:\n%s", c.args, stderr)
+		if len(c.args) > 0 && (strings.Contains(stderr, "Flags:") || strings.Contains(stdout, "Flags:")) {
+			t.Errorf("llmrec %v printed the help:\n%s%s", c.args, stdout, stderr)
+		}
+	}
+}
+
+// Help asked for goes to stdout with exit 0 ("llmrec record -h | less"
+// shows it); "help CMD" is "CMD -h"; no command at all is a usage error
+// whose usage goes to stderr.
+func TestHelpStdoutAndHelpCommand(t *testing.T) {
+	for _, args := range [][]string{{"record", "-h"}, {"help", "record"}, {"record", "--help"}, {"help", "import"}, {"import", "-h"}} {
+		out, errOut, err := runCLI(args...)
+		cmd := args[0]
+		if cmd == "help" {
+			cmd = args[1]
+		}
+		if exitCode(err) != 0 || !strings.Contains(out, "Usage: llmrec "+cmd) || errOut != "" {
+			t.Errorf("llmrec %v: exit %d (%v); stdout %d bytes, stderr %q; want the %s help on stdout only", args, exitCode(err), err, len(out), errOut, cmd)
+		}
+	}
+	h1, _, _ := runCLI("help", "diff")
+	h2, _, _ := runCLI("diff", "-h")
+	if h1 != h2 || h1 == "" {
+		t.Errorf("help diff and diff -h differ:\n%s\n---\n%s", h1, h2)
+	}
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		out, errOut, err := runCLI(args...)
+		if exitCode(err) != 0 || !strings.Contains(out, "Commands:") || errOut != "" {
+			t.Errorf("llmrec %v: exit %d; want the usage on stdout", args, exitCode(err))
+		}
+	}
+	out, errOut, err := runCLI()
+	if exitCode(err) != 2 || out != "" || !strings.Contains(errOut, "Commands:") {
+		t.Errorf("llmrec without a command: exit %d, stdout %q; want exit 2 and the usage on stderr", exitCode(err), out)
+	}
+}
+
+// A mistyped command gets one line naming the nearest, and no usage page.
+func TestUnknownCommandSuggests(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"recrod"}, `unknown command "recrod" (did you mean record?); see llmrec -h`},
+		{[]string{"help", "rendr"}, `unknown command "rendr" (did you mean render?)`},
+		{[]string{"imp"}, `(did you mean import?)`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"; see llmrec -h`},
+	} {
+		out, errOut, err := runCLI(c.args...)
+		if exitCode(err) != 2 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("llmrec %v: exit %d, %v; want 2 with %q", c.args, exitCode(err), err, c.want)
+		}
+		if out != "" || errOut != "" {
+			t.Errorf("llmrec %v printed more than its one error line:\n%s%s", c.args, out, errOut)
 		}
 	}
 }
@@ -81,9 +135,9 @@ func TestHelpTeaches(t *testing.T) {
 		t.Fatalf("help: %v\n%s", err, out)
 	}
 	for _, cmd := range []string{"record", "inspect", "export", "demo", "sim", "analyze", "render", "diff"} {
-		_, stderr, err := runCLI(cmd, "-h")
-		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "Examples:") || !strings.Contains(stderr, "Usage: llmrec "+cmd) {
-			t.Errorf("%s -h: %v\n%s", cmd, err, stderr)
+		help, _, err := runCLI(cmd, "-h")
+		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(help, "Examples:") || !strings.Contains(help, "Usage: llmrec "+cmd) {
+			t.Errorf("%s -h: %v\n%s", cmd, err, help)
 		}
 	}
 	if out, _, _ := runCLI("version"); !strings.HasPrefix(out, "llmrec ") {
@@ -274,5 +328,41 @@ func TestRecordSaysATargetNeverAnswered(t *testing.T) {
 	}
 	if n := strings.Count(stderr, "warning: wrong (http://127.0.0.1:9/metrics): first scrape failed: "); n != 1 || strings.Contains(stderr, "warning: up ") {
 		t.Errorf("stderr says the first failure %d times:\n%s", n, stderr)
+	}
+}
+
+// freeAddr is a loopback address nothing listens on: a port the system
+// gave and that was closed again.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// sim --listen puts an engine at the address given and prints it; a list,
+// a bare address for a many-engine scenario and a name twice are read or
+// refused as the help says.
+func TestSimListen(t *testing.T) {
+	addr := freeAddr(t)
+	out, _, err := runCLI("sim", "--listen", "vllm-0="+addr, "--duration", "200ms")
+	if err != nil || !strings.Contains(out, "vllm-0 http://"+addr+"/metrics\n") {
+		t.Errorf("sim --listen vllm-0=%s: %v, stdout %q", addr, err, out)
+	}
+	sc := sim.DefaultScenario()
+	m, err := parseListen([]string{"vllm-0=127.0.0.1:8000,llamacpp-0=127.0.0.1:8080"}, sc)
+	if err != nil || m["vllm-0"] != "127.0.0.1:8000" || m["llamacpp-0"] != "127.0.0.1:8080" {
+		t.Errorf("a list: %v %v", m, err)
+	}
+	for _, bad := range [][]string{{"127.0.0.1:8000"}, {"vllm-0=127.0.0.1:1", "vllm-0=127.0.0.1:2"}} {
+		if _, err := parseListen(bad, sc); !errors.Is(err, errUsage) {
+			t.Errorf("--listen %v: %v, want a usage error", bad, err)
+		}
+	}
+	if _, _, err := runCLI("sim", "--listen", "nope=127.0.0.1:0", "--duration", "200ms"); err == nil || !strings.Contains(err.Error(), `no engine "nope"`) {
+		t.Errorf("an unknown engine: %v", err)
 	}
 }

@@ -31,7 +31,7 @@ In DuckDB: SELECT * FROM read_json('DIR/marks.jsonl', format = 'newline_delimite
 `
 
 func markRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("mark", markUsage, stderr)
+	fs := newFlags("mark", markUsage, stdout)
 	end := fs.Bool("end", false, "end the phase instead of starting it")
 	if err := parseFlags(fs, interleave(args, map[string]bool{"end": true})); err != nil {
 		return err

@@ -118,7 +118,7 @@ Afterwards: llmrec inspect DIR; query with DuckDB: SELECT * FROM read_parquet('D
 `
 
 func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("record", recordUsage, stderr)
+	fs := newFlags("record", recordUsage, stdout)
 	out := fs.String("out", "", "run folder to write (created if missing; one that holds a recording needs --append)")
 	fs.StringVar(out, "o", "", "short for --out")
 	appendTo := fs.Bool("append", false, "record another session into a folder that already holds a recording")

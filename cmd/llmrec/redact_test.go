@@ -281,9 +281,9 @@ func TestUsageErrorRedacted(t *testing.T) {
 
 // record -h documents --follow-redirects and what is redacted.
 func TestRecordHelpRedirectsAndRedaction(t *testing.T) {
-	_, stderr, _ := runCLI("record", "-h")
+	help, _, _ := runCLI("record", "-h")
 	for _, want := range []string{"-follow-redirects", "follow_redirects = false", "same scheme, host and port", "<redacted sha256:"} {
-		if !strings.Contains(stderr, want) {
+		if !strings.Contains(help, want) {
 			t.Errorf("record -h lacks %q", want)
 		}
 	}

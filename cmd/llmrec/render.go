@@ -11,10 +11,11 @@ import (
 	"path/filepath"
 
 	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/render"
 )
 
-const renderUsage = `Usage: llmrec render RUN... -o report.html [--md summary.md] [analysis flags]
+const renderUsage = `Usage: llmrec render RUN... [-o report.html] [--md summary.md] [analysis flags]
 
 Reads the captures of one or more run folders, analyses them (as "llmrec
 analyze" does) and writes one self-contained HTML report that works offline
@@ -25,7 +26,9 @@ percentiles, cache and speculative ratios, and an appendix with each
 target's series catalog. Every number shows its provenance on hover.
 
 --md also writes a GitHub-flavoured Markdown summary (at most 60,000
-characters) to attach to a pull request.
+characters) to attach to a pull request. Of one run folder without -o, the
+report is RUN/report.html and the summary RUN/summary.md, beside the
+captures (which are never changed); of several, -o is required.
 
 The analysis flags (--span, --min-window, --spans, --cap, --config,
 --phases, --client, --client-tz, --client-anchor) are those of "llmrec
@@ -35,22 +38,31 @@ the requests' latency by start (errors marked), the client's throughput
 beside the fleet's decode, and TTFT client vs server.
 
 Examples:
+  llmrec render runs/bench1
   llmrec render runs/bench1 -o report.html --md summary.md
   llmrec render runs/bench1 -o report.html --span 2s --cap decode=5000
   llmrec render runs/bench1 -o report.html --client profile_export.jsonl
 `
 
 func renderRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("render", renderUsage, stderr)
-	out := fs.String("out", "", "HTML report to write (required)")
+	fs := newFlags("render", renderUsage, stdout)
+	out := fs.String("out", "", "HTML report to write (default: RUN/report.html, and --md RUN/summary.md, of one run folder)")
 	fs.StringVar(out, "o", "", "short for --out")
 	md := fs.String("md", "", "Markdown summary to write")
 	build := analysisFlags(fs, stderr)
 	if err := parseFlags(fs, interleave(args, map[string]bool{"quiet": true})); err != nil {
 		return err
 	}
-	if *out == "" {
-		return fmt.Errorf("%w: render: -o report.html is required", errUsage)
+	// Of one run folder, the report and the summary go beside its captures.
+	switch {
+	case *out != "" || fs.NArg() == 0:
+	case fs.NArg() > 1:
+		return fmt.Errorf("%w: render: -o report.html is required with %d run folders (one folder's report defaults to RUN/report.html)", errUsage, fs.NArg())
+	default:
+		*out = filepath.Join(fs.Arg(0), capture.ReportFile)
+		if *md == "" {
+			*md = filepath.Join(fs.Arg(0), capture.SummaryFile)
+		}
 	}
 	opts, err := build("render", fs.Args())
 	if err != nil {

@@ -34,7 +34,7 @@ Examples:
 `
 
 func repairRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("repair", repairUsage, stderr)
+	fs := newFlags("repair", repairUsage, stdout)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -136,9 +136,9 @@ func TestRepair(t *testing.T) {
 }
 
 func TestRepairUsage(t *testing.T) {
-	_, stderr, err := runCLI("repair", "-h")
-	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "Examples:") || !strings.Contains(stderr, "Usage: llmrec repair") {
-		t.Errorf("repair -h: %v\n%s", err, stderr)
+	help, _, err := runCLI("repair", "-h")
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(help, "Examples:") || !strings.Contains(help, "Usage: llmrec repair") {
+		t.Errorf("repair -h: %v\n%s", err, help)
 	}
 	if _, _, err := runCLI("repair"); !errors.Is(err, errUsage) {
 		t.Errorf("repair without a folder: %v", err)

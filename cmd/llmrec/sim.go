@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,6 +39,11 @@ front_threads, a queue of HTTP threads before the engine that the engine's
 waiting gauge never sees (llama.cpp's); see -print-scenario. llmrec load
 drives these endpoints.
 
+--listen NAME=ADDR gives an engine a fixed loopback address instead of a
+port the system picks (repeatable, or a comma-separated list; a bare ADDR
+when the scenario has one engine), so a recorder's config and a load
+generator can name it before the simulator starts.
+
 Replay (--replay DIR):
   Serve a recording again, a real engine's included, as a scenario for
   tests and dashboards. Each recorded target gets its own port and answers
@@ -69,6 +75,7 @@ Examples:
   llmrec sim -duration 30s -truth truth.jsonl
   llmrec sim -print-scenario > my.toml
   llmrec sim -scenario my.toml -listen-host 127.0.0.2
+  llmrec sim --listen vllm-0=127.0.0.1:8000 --listen llamacpp-0=127.0.0.1:8080
   llmrec sim -generate runs/day -engines 8 -duration 24h
   llmrec sim -replay runs/bench1 -speed 20
   llmrec sim -replay runs/bench1 -listen 127.0.0.1:9100 -loop
@@ -77,7 +84,7 @@ Examples:
 
 // simRun implements "llmrec sim".
 func simRun(stdout, stderr io.Writer, args []string) error {
-	fs := newFlags("sim", simUsage, stderr)
+	fs := newFlags("sim", simUsage, stdout)
 	scenarioPath := fs.String("scenario", "", "scenario in TOML (default: the built-in 30 s scenario of a vLLM and a llama.cpp engine)")
 	host := fs.String("listen-host", "127.0.0.1", "loopback address to listen on")
 	truthPath := fs.String("truth", "", "write the truth log to this file: one JSON line per request with its times, status, size and the true counters the body carried")
@@ -89,10 +96,11 @@ func simRun(stdout, stderr io.Writer, args []string) error {
 	seed := fs.Int64("seed", 1, "with --generate: seed of the synthetic scenario and latencies")
 	replayDir := fs.String("replay", "", "serve the recording in this folder again: each target's recorded answers on the recording's own timeline (see above)")
 	speed := fs.Float64("speed", 1, "with --replay: recording seconds per wall second (20 plays a minute in 3 s)")
-	listen := fs.String("listen", "", "with --replay: loopback HOST or HOST:PORT (the targets take PORT, PORT+1, ... in name order; default 127.0.0.1, free ports)")
 	loop := fs.Bool("loop", false, "with --replay: start over after the recording's end instead of holding its last answers")
 	from := fs.Duration("from", 0, "with --replay: begin this far into the recording, e.g. 90s")
 	now := fs.Bool("now", false, "with --replay: start the timeline at once, not with the first request")
+	var listen multiFlag
+	fs.Var(&listen, "listen", "an engine's address, NAME=127.0.0.1:PORT (repeatable or comma-separated; a bare ADDR for a one-engine scenario); with --replay: loopback HOST or HOST:PORT (the targets take PORT, PORT+1, ... in name order; default 127.0.0.1, free ports)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -109,10 +117,13 @@ func simRun(stdout, stderr io.Writer, args []string) error {
 		if *scenarioPath != "" || *generate != "" || *truthPath != "" {
 			return fmt.Errorf("%w: sim: --replay serves a recording: it takes no --scenario, --generate or --truth", errUsage)
 		}
-		return simReplay(stdout, stderr, *replayDir, replay.Options{Listen: *listen, Speed: *speed, Loop: *loop, From: *from, Now: *now}, *duration)
+		if len(listen) > 1 || strings.Contains(listen.String(), "=") {
+			return fmt.Errorf("%w: sim: --replay takes one --listen HOST or HOST:PORT (its targets take PORT, PORT+1, ...), not %q", errUsage, listen.String())
+		}
+		return simReplay(stdout, stderr, *replayDir, replay.Options{Listen: listen.String(), Speed: *speed, Loop: *loop, From: *from, Now: *now}, *duration)
 	}
-	if *speed != 1 || *listen != "" || *loop || *from != 0 || *now {
-		return fmt.Errorf("%w: sim: --speed, --listen, --loop, --from and --now go with --replay DIR", errUsage)
+	if *speed != 1 || *loop || *from != 0 || *now {
+		return fmt.Errorf("%w: sim: --speed, --loop, --from and --now go with --replay DIR", errUsage)
 	}
 	if *printScenario {
 		_, err := io.WriteString(stdout, sim.DefaultScenarioTOML())
@@ -147,7 +158,11 @@ func simRun(stdout, stderr io.Writer, args []string) error {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
-	srv, err := sim.Serve(ctx, sc, sim.Options{Host: *host, Truth: truth, NoMemoryLog: true})
+	addrs, err := parseListen(listen, sc)
+	if err != nil {
+		return err
+	}
+	srv, err := sim.Serve(ctx, sc, sim.Options{Host: *host, Truth: truth, NoMemoryLog: true, Listen: addrs})
 	if err != nil {
 		return err
 	}
@@ -214,4 +229,32 @@ func simGenerate(stdout, stderr io.Writer, dir, scenarioPath string, engines int
 		st.RunID, st.Scrapes, len(sc.Engines), st.Samples, byteCount(st.BodyBytes), byteCount(st.DiskBytes), st.Segments,
 		float64(st.BodyBytes)/float64(max(st.DiskBytes, 1)), time.Since(began).Round(time.Millisecond))
 	return err
+}
+
+// parseListen reads --listen: NAME=ADDR entries, repeated or
+// comma-separated; a bare ADDR names the one engine of a one-engine
+// scenario. Which names and hosts are allowed is sim.Serve's to say.
+func parseListen(vals []string, sc *sim.Scenario) (map[string]string, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, v := range vals {
+		for _, part := range strings.Split(v, ",") {
+			part = strings.TrimSpace(part)
+			name, addr, ok := strings.Cut(part, "=")
+			if !ok {
+				// A bare address: the one engine's.
+				if len(sc.Engines) != 1 {
+					return nil, fmt.Errorf("%w: sim: --listen %q: want NAME=ADDR with %d engines", errUsage, part, len(sc.Engines))
+				}
+				name, addr = sc.Engines[0].Name, part
+			}
+			if _, dup := out[name]; dup {
+				return nil, fmt.Errorf("%w: sim: --listen: engine %q given twice", errUsage, name)
+			}
+			out[name] = addr
+		}
+	}
+	return out, nil
 }

@@ -62,26 +62,42 @@ func (g *Group) Stop() {
 // errors), on port+i when port > 0, else on a free port, and serves them
 // until the group stops; it returns their base URLs (http://HOST:PORT) in
 // order. On an error nothing listens and the group is stopped. Call it
-// once.
+// once (Serve or ServeAt).
 func (g *Group) Serve(host string, port int, names []string, handlers []http.Handler) ([]string, error) {
-	if err := Check(host); err != nil {
-		g.abandon()
-		return nil, err
-	}
-	var lns []net.Listener
-	var urls []string
+	addrs := make([]string, len(handlers))
 	for i := range handlers {
 		p := 0
 		if port > 0 {
 			p = port + i
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		addrs[i] = net.JoinHostPort(host, strconv.Itoa(p))
+	}
+	return g.ServeAt(addrs, names, handlers)
+}
+
+// ServeAt is Serve with each handler's own HOST:PORT (port 0: a free one);
+// every host must be loopback.
+func (g *Group) ServeAt(addrs, names []string, handlers []http.Handler) ([]string, error) {
+	for i, a := range addrs {
+		h, _, err := net.SplitHostPort(a)
+		if err == nil {
+			err = Check(h)
+		}
+		if err != nil {
+			g.abandon()
+			return nil, fmt.Errorf("listen for %s: %w", names[i], err)
+		}
+	}
+	var lns []net.Listener
+	var urls []string
+	for i, a := range addrs {
+		ln, err := net.Listen("tcp", a)
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
 			}
 			g.abandon()
-			return nil, fmt.Errorf("listen for %s: %w", names[i], err)
+			return nil, fmt.Errorf("listen for %s on %s: %w", names[i], a, err)
 		}
 		lns = append(lns, ln)
 		urls = append(urls, "http://"+ln.Addr().String())

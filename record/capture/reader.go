@@ -30,10 +30,19 @@ type Run struct {
 	Foreign []string
 }
 
+// ReportFile and SummaryFile are the names llmrec render (and demo) give
+// the page and the summary it writes into a run folder by default; Open
+// passes over them (neither captures nor foreign).
+const (
+	ReportFile  = "report.html"
+	SummaryFile = "summary.md"
+)
+
 // Open lists what dir holds, without changing it: a crashed session's
 // journal is read in memory, a file a merged file covers is skipped,
-// temporary files are ignored and foreign files listed. A folder with no
-// segment, journal or manifest is an error that names it.
+// temporary files and llmrec's own reports are ignored and foreign files
+// listed. A folder with no segment, journal or manifest is an error that
+// names it.
 func Open(dir string) (*Run, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -54,6 +63,8 @@ func Open(dir string) (*Run, error) {
 		n, ok := parseOwnName(name)
 		path := filepath.Join(dir, name)
 		switch {
+		case !ok && (name == ReportFile || name == SummaryFile):
+			// llmrec render's page and summary of the folder: not captures.
 		case !ok:
 			r.Foreign = append(r.Foreign, name)
 		case cov[name]:

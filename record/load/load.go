@@ -60,8 +60,11 @@ const (
 type Options struct {
 	// URL is the engine's base URL (http://127.0.0.1:8000) or its
 	// /v1/completions or /v1/chat/completions URL; the host must be a
-	// loopback address.
+	// loopback address unless AllowRemote is set.
 	URL string
+	// AllowRemote lets URL name any host (an engine on a GPU node), over
+	// http or https.
+	AllowRemote bool
 	// Stages are the concurrency levels, in order.
 	Stages []Stage
 	// Warmup is how long to send at the first stage's concurrency before
@@ -132,22 +135,37 @@ func (o *Options) Check() error {
 			return fmt.Errorf("stage %d: want a concurrency >= 1 and a positive duration, got %d:%s", i+1, s.Concurrency, s.Duration)
 		}
 	}
-	_, _, err := endpoint(o.URL)
+	_, _, err := endpoint(o.URL, o.AllowRemote)
 	return err
 }
 
-// endpoint is the completions URL of u and whether it is the chat one.
-func endpoint(raw string) (string, bool, error) {
+// Host is the host (and port) of the engine's URL, as errors name it;
+// "" when the URL does not parse.
+func (o *Options) Host() string {
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// endpoint is the completions URL of u and whether it is the chat one:
+// a loopback http URL, or with remote any http(s) URL with a host.
+func endpoint(raw string, remote bool) (string, bool, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", false, fmt.Errorf("url: %w", err)
 	}
-	if u.Scheme != "http" {
-		return "", false, fmt.Errorf("url %s: want http://HOST:PORT on this machine", redact.URL(raw))
-	}
 	host := u.Hostname()
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return "", false, fmt.Errorf("url %s: %s is not a loopback address (llmrec load drives engines on this machine only)", redact.URL(raw), host)
+	switch {
+	case remote && (u.Scheme == "http" || u.Scheme == "https") && host != "":
+	case remote:
+		return "", false, fmt.Errorf("url %s: want http(s)://HOST:PORT", redact.URL(raw))
+	case u.Scheme != "http":
+		return "", false, fmt.Errorf("url %s: want http://HOST:PORT on this machine (or --allow-remote for another host)", redact.URL(raw))
+	}
+	if ip := net.ParseIP(host); !remote && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", false, fmt.Errorf("url %s: %s is not a loopback address (llmrec load drives engines on this machine unless --allow-remote)", redact.URL(raw), host)
 	}
 	u.RawQuery, u.Fragment, u.User = "", "", nil
 	switch strings.TrimSuffix(u.Path, "/") {
@@ -253,7 +271,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err := o.Check(); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	target, chat, _ := endpoint(o.URL)
+	target, chat, _ := endpoint(o.URL, o.AllowRemote)
 	maxC := 1
 	for _, s := range o.Stages {
 		maxC = max(maxC, s.Concurrency)

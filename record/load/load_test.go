@@ -235,6 +235,21 @@ func TestOptionErrors(t *testing.T) {
 	if err := ok.Check(); err != nil {
 		t.Error(err)
 	}
+	// --allow-remote: any host, http or https; still a URL with a host.
+	for raw, want := range map[string]string{
+		"http://gpu-node-3:8000": "", "https://10.1.2.3:8000/v1/chat/completions": "", "http://[2001:db8::1]:8000": "",
+		"ftp://gpu-node-3:8000": "want http(s)://HOST:PORT", "http:///v1": "want http(s)://HOST:PORT",
+	} {
+		o := ok
+		o.URL, o.AllowRemote = raw, true
+		err := o.Check()
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("allow remote %s: %v, want %q", raw, err, want)
+		}
+	}
+	if o := (Options{URL: "http://user:pw@gpu-node-3:8000/v1"}); o.Host() != "gpu-node-3:8000" {
+		t.Errorf("Host() = %q", o.Host())
+	}
 	for in, want := range map[string]string{"1:30s,4:1m": "", "4": "want CONCURRENCY:DURATION", "0:1s": "whole number >= 1", "2:-1s": "positive duration"} {
 		st, err := ParseStages(in)
 		if want == "" {

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +27,10 @@ type Options struct {
 	// NoMemoryLog stops the server keeping the entries for [Server.Log],
 	// for long runs.
 	NoMemoryLog bool
+	// Listen gives engines (by name) a fixed address, "127.0.0.1:8000";
+	// its host must be loopback or "localhost". The others listen on Host
+	// at a port the system picks.
+	Listen map[string]string
 }
 
 // Target is one served engine.
@@ -90,6 +96,32 @@ type Server struct {
 
 var errServerClosed = errors.New("sim: server closed")
 
+// listenAddrs is each engine's listen address: its Listen entry, else
+// host at port 0. A Listen name no engine has, or a host not loopback, is
+// an error naming it.
+func listenAddrs(sc *Scenario, host string, listen map[string]string) (map[string]string, error) {
+	addrs := map[string]string{}
+	var names []string
+	for _, e := range sc.Engines {
+		addrs[e.Name] = net.JoinHostPort(host, "0")
+		names = append(names, e.Name)
+	}
+	for name, a := range listen {
+		if _, ok := addrs[name]; !ok {
+			return nil, fmt.Errorf("sim: listen: no engine %q in the scenario (its engines: %s)", name, strings.Join(names, ", "))
+		}
+		h, _, err := net.SplitHostPort(a)
+		if err != nil {
+			return nil, fmt.Errorf("sim: listen %s=%s: want HOST:PORT such as 127.0.0.1:8000", name, a)
+		}
+		if ip := net.ParseIP(h); h != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return nil, fmt.Errorf("sim: listen %s=%s: %q is not a loopback address", name, a, h)
+		}
+		addrs[name] = a
+	}
+	return addrs, nil
+}
+
 // Serve starts one HTTP listener per engine of sc on a loopback address and
 // returns at once. Offsets run on the wall clock from the moment Serve is
 // called. The server stops when ctx is done or Close is called.
@@ -104,6 +136,10 @@ func Serve(ctx context.Context, sc *Scenario, opts Options) (*Server, error) {
 	host := cmp.Or(opts.Host, "127.0.0.1")
 	if err := loopback.Check(host); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
+	}
+	addrs, err := listenAddrs(sc, host, opts.Listen)
+	if err != nil {
+		return nil, err
 	}
 	s := &Server{start: time.Now(), truth: opts.Truth, keep: !opts.NoMemoryLog}
 	engines, err := sc.Build(s.start)
@@ -121,7 +157,11 @@ func Serve(ctx context.Context, sc *Scenario, opts Options) (*Server, error) {
 		names = append(names, e.Name())
 		handlers = append(handlers, s.handler(e))
 	}
-	urls, err := s.group.Serve(host, 0, names, handlers)
+	var at []string
+	for _, e := range engines {
+		at = append(at, addrs[e.Name()])
+	}
+	urls, err := s.group.ServeAt(at, names, handlers)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -360,5 +361,45 @@ func TestServeConcurrentLog(t *testing.T) {
 	}
 	if n != 16 || len(srv.Log()) != 16 {
 		t.Errorf("%d truth lines, %d entries, want 16", n, len(srv.Log()))
+	}
+}
+
+// Options.Listen puts an engine at the address given (the others at ports
+// the system picks); a name not in the scenario or a host not loopback is
+// refused, naming it, before anything listens.
+func TestServeListenFixedAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv, err := Serve(t.Context(), serverScenario(t, ""), Options{Listen: map[string]string{"v": addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	tg := srv.Targets()
+	if tg[0].Name != "v" || tg[0].URL != "http://"+addr || tg[1].URL == tg[0].URL {
+		t.Fatalf("targets %+v, want v at %s", tg, addr)
+	}
+	resp, err := rawClient.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "vllm:") {
+		t.Errorf("GET %s/metrics: %s", addr, resp.Status)
+	}
+	for listen, want := range map[string]string{"nope=127.0.0.1:0": `no engine "nope" in the scenario (its engines: v, `,
+		"v=10.0.0.1:8000": `"10.0.0.1" is not a loopback address`, "v=8000": "want HOST:PORT"} {
+		name, a, _ := strings.Cut(listen, "=")
+		if srv, err := Serve(t.Context(), serverScenario(t, ""), Options{Listen: map[string]string{name: a}}); err == nil {
+			srv.Close()
+			t.Errorf("listen %s accepted", listen)
+		} else if !strings.Contains(err.Error(), want) {
+			t.Errorf("listen %s: %v, want %q", listen, err, want)
+		}
 	}
 }

@@ -364,3 +364,21 @@ func median(xs []float64) float64 {
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
 }
+
+// Shift is the Hodges-Lehmann shift of cand over base in the values' own
+// unit (candidate − baseline) with its Moses interval at conf (0.95 when
+// outside (0, 1)): the change of a quantity compared in absolute points,
+// such as a ratio. NaNs and infinities are dropped; all three are NaN when
+// a side has fewer than MinValues values.
+func Shift(base, cand []float64, conf float64) (est, lo, hi float64) {
+	if !(conf > 0 && conf < 1) {
+		conf = DefaultConf
+	}
+	b, _ := finite(base)
+	c, _ := finite(cand)
+	if len(b) < MinValues || len(c) < MinValues {
+		return math.NaN(), math.NaN(), math.NaN()
+	}
+	est, lo, hi, _ = shift(b, c, conf)
+	return est, lo, hi
+}
