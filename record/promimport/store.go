@@ -15,6 +15,7 @@ package promimport
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmrec/llmrec/record"
+	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/redact"
 )
 
@@ -33,9 +36,13 @@ type store struct {
 	base  *url.URL // the URL as given, credentials included (never printed)
 	shown string   // the URL as it may be printed
 	hc    *http.Client
+	// secrets are the URL's own credentials (its password, user and
+	// query values, and the basic-auth header made of them): a store or
+	// proxy that echoes a request in its error text has them taken out.
+	secrets []string
 }
 
-func newStore(raw string, hc *http.Client) (*store, error) {
+func newStore(raw string, hc *http.Client, follow bool) (*store, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--url %s: want http:// or https:// and a host", redact.URL(raw))
@@ -43,18 +50,103 @@ func newStore(raw string, hc *http.Client) (*store, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &store{base: u, shown: redact.URL(raw), hc: hc}, nil
+	// The caller's client with this import's redirect policy: a redirect
+	// is not followed unless asked for, and then only to the same scheme,
+	// host and port (the recorder's rule), so the basic-auth header never
+	// reaches another origin or goes down from https to http.
+	c := *hc
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !follow || len(via) >= maxRedirects || !record.SameOrigin(req.URL, via[0].URL) {
+			return http.ErrUseLastResponse
+		}
+		req.Header.Del("Referer")
+		return nil
+	}
+	return &store{base: u, shown: redact.URL(raw), hc: &c, secrets: secretsOf(u)}, nil
 }
 
-// maxAnswer bounds one answer's body: a page of the range holds what the
-// store's own query limits let through (50 M samples by default); this is
-// far above a page at the default chunk.
-const maxAnswer = 4 << 30
+// maxRedirects bounds a chain of followed (same-origin) redirects.
+const maxRedirects = 5
 
-// get asks the API at path with the query q and decodes its data into v.
-// An error says what the store said (its errorType and error), never the
-// URL with its credentials.
-func (s *store) get(ctx context.Context, path string, q url.Values, v any) error {
+// secretsOf are the credentials a URL carries, as they may be echoed.
+func secretsOf(u *url.URL) []string {
+	var out []string
+	add := func(v string) {
+		// A value of a few characters would blank out ordinary words.
+		if len(v) >= 4 {
+			out = append(out, v, url.QueryEscape(v))
+		}
+	}
+	if u.User != nil {
+		p, _ := u.User.Password()
+		add(p)
+		add(u.User.Username())
+		add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p)))
+	}
+	for _, vs := range u.Query() {
+		for _, v := range vs {
+			add(v)
+		}
+	}
+	return out
+}
+
+// scrub is text the store sent, as it may be printed: the URL's own
+// credentials taken out wherever they appear, then every URL and user@host
+// redacted.
+func (s *store) scrub(text string) string {
+	for _, v := range s.secrets {
+		text = strings.ReplaceAll(text, v, redact.Mark)
+	}
+	return redact.Text(text)
+}
+
+// Budget bounds what one chunk's answers may hold, every selector's
+// together: past any bound the import stops with an error naming it,
+// before the samples are held.
+type Budget struct {
+	// Bytes bounds one answer's JSON (decompressed).
+	Bytes int64
+	// Series and Samples bound the series and samples of one chunk.
+	Series, Samples int
+}
+
+// DefaultBudget is the budget of an import given none. Series is the
+// recorder's own cap on one page's series (capture.DefaultLimits); Samples
+// is twice what eight engines of 500 series scraped every second put in a
+// chunk of the default 2 min, which cost 187 MB (see DefaultChunk), so a
+// chunk holds about 400 MB at most; Bytes is far above what so many
+// samples print as (about 30 bytes each) and ends an endless answer.
+var DefaultBudget = Budget{Bytes: 512 << 20, Series: capture.DefaultLimits.MaxSeries, Samples: 1_000_000}
+
+// errBudget is an answer past its budget.
+var errBudget = errors.New("over the import's budget")
+
+// budgetReader reads at most n bytes, then fails with errBudget.
+type budgetReader struct {
+	r   io.Reader
+	n   int64
+	max int64
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, fmt.Errorf("%w: the answer is over %d bytes (a shorter --chunk or a narrower --match)", errBudget, b.max)
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.r.Read(p)
+	b.n -= int64(n)
+	return n, err
+}
+
+// get asks the API at path with the query q and reads its answer's data
+// with data, which is handed the decoder positioned at the data's value.
+// The answer is streamed, never held whole: its bytes are bounded by
+// maxBytes. An error says what the store said (its errorType and error),
+// scrubbed of credentials, never the URL with them.
+func (s *store) get(ctx context.Context, path string, q url.Values, maxBytes int64, data func(*json.Decoder) error) error {
 	u := *s.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	// A query the URL carries (a token some proxies want) goes with every request.
@@ -78,35 +170,37 @@ func (s *store) get(ctx context.Context, path string, q url.Values, v any) error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("%s: %s", s.shown+path, redact.Text(err.Error()))
+		return fmt.Errorf("%s: %s", s.shown+path, s.scrub(err.Error()))
 	}
 	defer resp.Body.Close()
-	// The data is decoded in place, never held as raw JSON first: a
-	// chunk's answer is the bulk of an import's memory.
-	doc := struct {
-		Status    string `json:"status"`
-		ErrorType string `json:"errorType"`
-		Error     string `json:"error"`
-		Data      any    `json:"data"`
-	}{Data: v}
-	dec := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer))
-	derr := dec.Decode(&doc)
-	if doc.Status == "error" || doc.Error != "" {
-		return &apiError{where: s.shown + path, status: resp.StatusCode, kind: doc.ErrorType, msg: doc.Error}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		loc := resp.Header.Get("Location")
+		if l, err := resp.Location(); err == nil {
+			loc = l.String()
+		}
+		return &apiError{where: s.shown + path, status: resp.StatusCode,
+			msg: fmt.Sprintf("HTTP %d: redirect to %q not followed (an import follows none unless --follow-redirects, and then only to the same scheme, host and port)", resp.StatusCode, s.scrub(redact.URL(loc)))}
+	}
+	st, derr := readAnswer(json.NewDecoder(&budgetReader{r: resp.Body, n: maxBytes, max: maxBytes}), data)
+	if st.Status == "error" || st.Error != "" {
+		return &apiError{where: s.shown + path, status: resp.StatusCode, kind: s.scrub(st.ErrorType), msg: s.scrub(st.Error)}
+	}
+	if errors.Is(derr, errBudget) {
+		return fmt.Errorf("%s: %w", s.shown+path, derr)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return &apiError{where: s.shown + path, status: resp.StatusCode, msg: "HTTP " + resp.Status}
+		return &apiError{where: s.shown + path, status: resp.StatusCode, msg: "HTTP " + s.scrub(resp.Status)}
 	}
 	if derr != nil {
-		return fmt.Errorf("%s: the answer is not the Prometheus API's JSON: %w", s.shown+path, derr)
+		return fmt.Errorf("%s: the answer is not the Prometheus API's JSON: %s", s.shown+path, s.scrub(derr.Error()))
 	}
-	if doc.Status != "success" {
-		return fmt.Errorf("%s: status %q", s.shown+path, doc.Status)
+	if st.Status != "success" {
+		return fmt.Errorf("%s: status %q", s.shown+path, s.scrub(st.Status))
 	}
 	return nil
 }
 
-// apiError is the store's own refusal, passed on in its words.
+// apiError is the store's own refusal, passed on in its words (scrubbed).
 type apiError struct {
 	where  string
 	status int
@@ -119,6 +213,105 @@ func (e *apiError) Error() string {
 		return fmt.Sprintf("%s: %s", e.where, redact.Text(e.msg))
 	}
 	return fmt.Sprintf("%s: %s: %s", e.where, e.kind, redact.Text(e.msg))
+}
+
+// answerStatus is the envelope of an API answer.
+type answerStatus struct {
+	Status, ErrorType, Error string
+}
+
+// maxText bounds a string of the envelope (status, errorType, error).
+const maxText = 64 << 10
+
+// readAnswer walks the API's envelope {"status", "errorType", "error",
+// "data"} token by token, handing data's value to data; other keys are
+// skipped without being held.
+func readAnswer(dec *json.Decoder, data func(*json.Decoder) error) (answerStatus, error) {
+	var st answerStatus
+	if err := expectDelim(dec, '{'); err != nil {
+		return st, err
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return st, err
+		}
+		switch k {
+		case "status", "errorType", "error":
+			tok, err := dec.Token()
+			if err != nil {
+				return st, err
+			}
+			v, ok := tok.(string)
+			if !ok {
+				return st, fmt.Errorf("%s is not a string", k)
+			}
+			v = v[:min(len(v), maxText)]
+			switch k {
+			case "status":
+				st.Status = v
+			case "errorType":
+				st.ErrorType = v
+			default:
+				st.Error = v
+			}
+		case "data":
+			if err := data(dec); err != nil {
+				return st, err
+			}
+		default:
+			if err := skipValue(dec); err != nil {
+				return st, err
+			}
+		}
+	}
+	return st, expectDelim(dec, '}')
+}
+
+// expectDelim reads one token, which must be d.
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != d {
+		return fmt.Errorf("want %v, found %v", d, describeToken(tok))
+	}
+	return nil
+}
+
+// describeToken names a token's kind, never its text (a store's text may
+// echo a credential).
+func describeToken(tok json.Token) string {
+	switch d := tok.(type) {
+	case json.Delim:
+		return d.String()
+	case string:
+		return "a string"
+	case nil:
+		return "null"
+	}
+	return "a scalar"
+}
+
+// skipValue reads one value token by token, holding none of it.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }
 
 // series is one series of a range-vector answer.
@@ -149,22 +342,144 @@ func (p *pair) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// raw returns every sample of the series sel selects with a timestamp in
-// (from, to], milliseconds: an instant query at to over sel[to−from].
-func (s *store) raw(ctx context.Context, sel string, from, to int64) ([]series, error) {
-	var data struct {
-		ResultType string   `json:"resultType"`
-		Result     []series `json:"result"`
+// tally counts what a chunk's answers have held against its budget.
+type tally struct {
+	budget          Budget
+	series, samples int
+}
+
+// readMatrix reads a range-vector answer's data, {"resultType": "matrix",
+// "result": [{"metric": {...}, "values": [[t, "v"], ...]}, ...]}, series
+// by series and sample by sample, counting each against the budget; past
+// it, it stops at once with errBudget. Other keys (a native histogram's
+// "histograms") are skipped.
+func readMatrix(dec *json.Decoder, tl *tally, out *[]series) (resultType string, err error) {
+	if err := expectDelim(dec, '{'); err != nil {
+		return "", err
 	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		switch k {
+		case "resultType":
+			tok, err := dec.Token()
+			if err != nil {
+				return "", err
+			}
+			resultType, _ = tok.(string)
+			resultType = resultType[:min(len(resultType), maxText)]
+		case "result":
+			if err := readResult(dec, tl, out); err != nil {
+				return "", err
+			}
+		default:
+			if err := skipValue(dec); err != nil {
+				return "", err
+			}
+		}
+	}
+	return resultType, expectDelim(dec, '}')
+}
+
+func readResult(dec *json.Decoder, tl *tally, out *[]series) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		return nil
+	}
+	if tok != json.Delim('[') {
+		return fmt.Errorf("result: want a list, found %s", describeToken(tok))
+	}
+	for dec.More() {
+		tl.series++
+		if tl.series > tl.budget.Series {
+			return fmt.Errorf("%w: more than %d series in one chunk (a narrower --match, or a higher --max-series)", errBudget, tl.budget.Series)
+		}
+		var s series
+		if err := readSeries(dec, tl, &s); err != nil {
+			return err
+		}
+		*out = append(*out, s)
+	}
+	return expectDelim(dec, ']')
+}
+
+func readSeries(dec *json.Decoder, tl *tally, s *series) error {
+	if err := expectDelim(dec, '{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch k {
+		case "metric":
+			if err := dec.Decode(&s.Metric); err != nil {
+				return err
+			}
+		case "values":
+			tok, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			if tok == nil {
+				continue
+			}
+			if tok != json.Delim('[') {
+				return fmt.Errorf("values: want a list, found %s", describeToken(tok))
+			}
+			for dec.More() {
+				tl.samples++
+				if tl.samples > tl.budget.Samples {
+					return fmt.Errorf("%w: more than %d samples in one chunk (a shorter --chunk, or a higher --max-samples)", errBudget, tl.budget.Samples)
+				}
+				var p pair
+				if err := dec.Decode(&p); err != nil {
+					return err
+				}
+				s.Values = append(s.Values, p)
+			}
+			if err := expectDelim(dec, ']'); err != nil {
+				return err
+			}
+		default:
+			if err := skipValue(dec); err != nil {
+				return err
+			}
+		}
+	}
+	return expectDelim(dec, '}')
+}
+
+// raw returns every sample of the series sel selects with a timestamp in
+// (from, to], milliseconds: an instant query at to over sel[to−from]. The
+// series and samples count against tl.
+func (s *store) raw(ctx context.Context, sel string, from, to int64, tl *tally) ([]series, error) {
+	var out []series
+	var rt string
 	q := url.Values{"query": {fmt.Sprintf("%s[%dms]", sel, to-from)}, "time": {msText(to)}}
-	if err := s.get(ctx, "/api/v1/query", q, &data); err != nil {
+	err := s.get(ctx, "/api/v1/query", q, tl.budget.Bytes, func(dec *json.Decoder) error {
+		var err error
+		rt, err = readMatrix(dec, tl, &out)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	if data.ResultType != "matrix" {
-		return nil, fmt.Errorf("%s: %q answered %s, not raw samples: give a series selector", s.shown, sel, data.ResultType)
+	if rt != "matrix" {
+		return nil, fmt.Errorf("%s: %q answered %s, not raw samples: give a series selector", s.shown, sel, s.scrub(rt))
 	}
-	return data.Result, nil
+	return out, nil
 }
+
+// maxMetadata bounds the metadata answer, held whole while it is decoded
+// (a store of 10,000 families serves about 2 MB).
+const maxMetadata = 64 << 20
 
 // metadata is a family's type and help as the store saw them.
 type metadata struct {
@@ -177,7 +492,7 @@ type metadata struct {
 // reached is an error; one that answers without metadata is not.
 func (s *store) metadata(ctx context.Context) (map[string]metadata, error) {
 	var data map[string][]metadata
-	err := s.get(ctx, "/api/v1/metadata", nil, &data)
+	err := s.get(ctx, "/api/v1/metadata", nil, maxMetadata, func(dec *json.Decoder) error { return dec.Decode(&data) })
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return nil, nil
