@@ -89,10 +89,12 @@ func targetAnswer(t *Target, incidents []findings.Incident) AnswerRow {
 	row := statusOf(t, incidents)
 	// Rule: what a partial import lacks was never read: no verdict of "ok".
 	if t.Imported != nil && t.Imported.Partial != "" {
+		partial := "the import is partial: " + t.Imported.Partial
 		if row.Status == StatusOK {
-			row.Status = StatusDegraded
+			row.Status, row.Reason = StatusDegraded, partial
+			return row
 		}
-		row.Reason += "; the import is partial: " + t.Imported.Partial
+		row.Reason += "; " + partial
 	}
 	return row
 }
