@@ -25,6 +25,9 @@ import (
 //     (one caught mid-write) keeps its last good targets and is warned of
 //     once, naming the file and line; a file that is gone (or a pattern
 //     that matches none any more) names no target;
+//   - a set past the recorder's capacity (MaxTargets, MaxScrapeRate),
+//     is not taken: the last good set is kept and a warning names the
+//     files, on stderr and in the manifest;
 //   - each target with resolve_dns whose URL names a host is one target
 //     per address the name resolves to now, named NAME@ADDRESS, its URL
 //     holding the address and the name sent as the Host header and as the
@@ -58,6 +61,10 @@ type discovery struct {
 	addrs    map[string][]string // the last addresses of each host name
 	warn     io.Writer
 	warned   map[string]string // the last warning of each file, pattern or name
+	// last is the last set taken; refused, when set, says why the set
+	// found now was not.
+	last    []Target
+	refused string
 }
 
 // sdFile is the last good reading of one file_sd file.
@@ -132,6 +139,28 @@ func (d *discovery) targets(ctx context.Context) []Target {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Target) int { return strings.Compare(a.Name, b.Name) })
+	// Rule: a set past the recorder's capacity is not taken: the last
+	// good set is kept, and the warning names the files (the start has
+	// no last set: Run refuses it).
+	if err := checkCapacity(out); err != nil && d.last != nil {
+		d.refused = fmt.Sprintf("file_sd %s: %v; the last good %d targets are kept", strings.Join(d.sources(out), ", "), err, len(d.last))
+		d.say("capacity", d.refused)
+		return d.last
+	}
+	d.refused = ""
+	d.say("capacity", "")
+	d.last = out
+	return out
+}
+
+// sources are the files the targets came from.
+func (d *discovery) sources(ts []Target) []string {
+	var out []string
+	for _, t := range ts {
+		if t.FileSD != "" && !slices.Contains(out, t.FileSD) {
+			out = append(out, t.FileSD)
+		}
+	}
 	return out
 }
 
@@ -164,9 +193,9 @@ func (d *discovery) readFile(path string) []Target {
 		return last.targets
 	}
 	readAt := time.Now()
-	b, err := os.ReadFile(path)
+	b, err := readSDFile(path)
 	if err != nil {
-		d.say("file:"+path, fmt.Sprintf("file_sd: %v; its last targets are kept", plainFileError(err)))
+		d.say("file:"+path, fmt.Sprintf("%v; its last targets are kept", err))
 		return lastTargets(last)
 	}
 	sum := sha256.Sum256(b)

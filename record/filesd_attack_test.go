@@ -1,0 +1,219 @@
+package record
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+// fleetFile is a file_sd file of n targets on loopback ports.
+func fleetFile(n int, labels map[string]string) string {
+	g := targetGroup{Labels: labels}
+	for i := range n {
+		g.Targets = append(g.Targets, fmt.Sprintf("127.0.0.%d:%d", 1+i/60000, 1024+i%60000))
+	}
+	b, _ := json.Marshal([]targetGroup{g})
+	return string(b)
+}
+
+// within fails the test when f has not returned after d: a reading that
+// hangs is a failure, not a test that never ends.
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s: still running after %s", what, d)
+	}
+}
+
+// Only regular files are read: a FIFO or /dev/zero the pattern matches is
+// refused at once, named, at start and while following (where the other
+// files' targets are taken); a file over the size cap is refused before it
+// is read.
+func TestFileSDOnlyRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.json"), fleetFile(1, nil))
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.json"), 0o644); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero.json")); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, MaxFileSDBytes+1); err != nil { // sparse: no bytes written
+		t.Fatal(err)
+	}
+	for _, name := range []string{"fifo.json", "zero.json", "big.json"} {
+		within(t, 5*time.Second, name, func() {
+			_, err := fileSDTargets([]string{filepath.Join(dir, name)})
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s: err %v, want a refusal naming it", name, err)
+			}
+		})
+	}
+	cfg := &Config{FileSD: []string{filepath.Join(dir, "a.json")}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.FileSD = []string{filepath.Join(dir, "*.json")}
+	warn := &lockedBuffer{}
+	d := newDiscovery(cfg, nil, warn)
+	within(t, 5*time.Second, "discovery", func() {
+		if ts := d.targets(context.Background()); len(ts) != 1 {
+			t.Errorf("%d targets, want a.json's one", len(ts))
+		}
+	})
+	for _, want := range []string{"fifo.json: not a regular file", "zero.json: not a regular file", "big.json: "} {
+		if !strings.Contains(warn.String(), want) {
+			t.Errorf("warnings lack %q:\n%s", want, warn)
+		}
+	}
+}
+
+// The recorder's capacity holds at start and at every reload: a file of
+// more targets than one recorder takes is refused at start; a file growing
+// mid-run past the target cap, or past the scrape-rate cap, keeps the last
+// good set, warned of with the file's name, and the manifest says so.
+func TestFileSDCapacityAtEveryReload(t *testing.T) {
+	dir := t.TempDir()
+	sd := filepath.Join(dir, "fleet.json")
+	writeFile(t, sd, fleetFile(5000, nil))
+	cfg := &Config{Interval: Duration(10 * time.Second), FileSD: []string{sd}}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "fleet.json") || !strings.Contains(err.Error(), fmt.Sprint(MaxTargets)) {
+		t.Errorf("5,000 targets at start: %v, want refused naming the file", err)
+	}
+
+	writeFile(t, sd, fleetFile(1, nil))
+	cfg = &Config{Interval: Duration(100 * time.Millisecond), FileSD: []string{sd}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	warn := &lockedBuffer{}
+	d := newDiscovery(cfg, nil, warn)
+	if ts := d.targets(context.Background()); len(ts) != 1 {
+		t.Fatalf("%d targets at start", len(ts))
+	}
+	// Past the target cap: the file is refused before its targets are made.
+	writeAtomic(t, sd, fleetFile(MaxTargets+1, nil))
+	if ts := d.targets(context.Background()); len(ts) != 1 {
+		t.Errorf("%d targets after the file grew past the cap, want the last good 1", len(ts))
+	}
+	if w := warn.String(); !strings.Contains(w, "fleet.json") || !strings.Contains(w, fmt.Sprintf("more than the %d", MaxTargets)) {
+		t.Errorf("warnings:\n%s", w)
+	}
+	// Past the rate cap (101 targets every 100 ms): the set is refused.
+	writeAtomic(t, sd, fleetFile(101, nil))
+	if ts := d.targets(context.Background()); len(ts) != 1 {
+		t.Errorf("%d targets past the rate cap, want the last good 1", len(ts))
+	}
+	if !strings.Contains(d.refused, "fleet.json") || !strings.Contains(d.refused, "scrapes per second") {
+		t.Errorf("refused %q", d.refused)
+	}
+	// Back under: taken.
+	writeAtomic(t, sd, fleetFile(3, nil))
+	if ts := d.targets(context.Background()); len(ts) != 3 || d.refused != "" {
+		t.Errorf("%d targets back under the caps (refused %q)", len(ts), d.refused)
+	}
+
+	// While recording, the refusal reaches the manifest.
+	a := newUpServer(t)
+	writeFile(t, sd, `[{"targets": ["`+a.addr()+`"]}]`)
+	cfg = &Config{Interval: Duration(20 * time.Millisecond), Timeout: Duration(time.Second), FileSD: []string{sd}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	stop := recordAsync(t, cfg, Options{Dir: out, Warnings: &lockedBuffer{}})
+	waitManifest(t, out, "a present", func(m capture.Manifest) bool { return len(m.Targets) == 1 })
+	writeAtomic(t, sd, fleetFile(21, nil)) // 1,050 scrapes per second
+	waitManifest(t, out, "the refusal", func(m capture.Manifest) bool {
+		return len(m.Warnings) > 0 && strings.Contains(strings.Join(m.Warnings, " "), "fleet.json")
+	})
+	if s := stop(); len(s.Targets) != 1 {
+		t.Errorf("%d targets recorded, want the last good 1", len(s.Targets))
+	}
+}
+
+// __scheme__ is http or https only, and its refusal does not quote it; a
+// YAML error names the file and line and quotes none of its bytes.
+func TestFileSDSchemeAndYAMLError(t *testing.T) {
+	for _, scheme := range []string{"http://reader:hunter2@evil.example", "ftp", "file"} {
+		_, err := parseFileSD("fleet.json", []byte(`[{"targets": ["10.0.0.7:8000"], "labels": {"__scheme__": "`+scheme+`"}}]`))
+		if err == nil || !strings.Contains(err.Error(), "__scheme__") || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("__scheme__ %q: %v", scheme, err)
+		}
+	}
+	for _, text := range []string{
+		"- targets: hunter2-s3cret\n",
+		"- targets: [a:1]\n  labels: {pool: hunter2-s3cret, x: [1]}\n",
+		"hunter2-s3cret: [\n",
+	} {
+		_, err := parseFileSD("fleet.yml", []byte(text))
+		if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "fleet.yml:") {
+			t.Errorf("%q: %v, want the file and line without its bytes", text, err)
+		}
+	}
+}
+
+// A label that looks like a credential is written as a digest, a URL in a
+// label is redacted; other labels stay as they are (the manifest's
+// config, and so analyze's JSON and the report).
+func TestFileSDLabelsRedacted(t *testing.T) {
+	sd := filepath.Join(t.TempDir(), "fleet.json")
+	writeFile(t, sd, fleetFile(1, map[string]string{"api_key": "hunter2-key", "AuthToken": "hunter2-tok",
+		"dashboard": "https://reader:hunter2-pw@grafana.example/d?token=hunter2-q", "pool": "a"}))
+	cfg := &Config{FileSD: []string{sd}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(cfg.Redacted())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "hunter2") || !strings.Contains(string(b), `"pool":"a"`) || !strings.Contains(string(b), "grafana.example/d") {
+		t.Errorf("redacted config: %s", b)
+	}
+}
+
+// --duration holds while the start resolves names: a resolver that never
+// answers does not hold the run past it (each lookup's own bound is 5 s).
+func TestStartHonoursDuration(t *testing.T) {
+	a := newUpServer(t)
+	resolve := true
+	cfg := &Config{Interval: Duration(50 * time.Millisecond), Targets: []Target{{Name: "a", URL: "http://engine.invalid:" + a.URL[strings.LastIndexByte(a.URL, ':')+1:] + "/metrics", ResolveDNS: &resolve}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	within(t, 4*time.Second, "Run", func() {
+		_, _ = Run(context.Background(), cfg, Options{Dir: t.TempDir(), Duration: 300 * time.Millisecond, Resolver: hangingResolver{}})
+	})
+	if d := time.Since(began); d > 3*time.Second {
+		t.Errorf("Run took %s with --duration 300ms", d)
+	}
+}
+
+// hangingResolver answers only when its context ends.
+type hangingResolver struct{}
+
+func (hangingResolver) LookupHost(ctx context.Context, _ string) ([]string, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
