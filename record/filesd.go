@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/llmrec/llmrec/record/redact"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -181,7 +183,7 @@ func parseFileSD(path string, b []byte) ([]Target, error) {
 		}
 		path := cmp.Or(g.Labels["__metrics_path__"], "/metrics")
 		if !strings.HasPrefix(path, "/") {
-			return nil, fmt.Errorf("file_sd %s: group %d: __metrics_path__ %q must start with /", base, i+1, path)
+			return nil, fmt.Errorf("file_sd %s: group %d: __metrics_path__ %q must start with /", base, i+1, redact.URL(path))
 		}
 		if len(g.Targets) > 1 && g.Labels[FileSDNameLabel] != "" {
 			return nil, fmt.Errorf("file_sd %s: group %d: %s names one target, the group has %d", base, i+1, FileSDNameLabel, len(g.Targets))
@@ -194,7 +196,7 @@ func parseFileSD(path string, b []byte) ([]Target, error) {
 		}
 		for _, addr := range g.Targets {
 			if addr == "" || strings.ContainsAny(addr, "/?#@") {
-				return nil, fmt.Errorf("file_sd %s: group %d: target %q is not host:port", base, i+1, addr)
+				return nil, fmt.Errorf("file_sd %s: group %d: target %q is not host:port", base, i+1, redact.Text(addr))
 			}
 			t := Target{
 				Name:   cmp.Or(g.Labels[FileSDNameLabel], unnameable.ReplaceAllString(addr, "_")),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -216,4 +217,39 @@ type hangingResolver struct{}
 func (hangingResolver) LookupHost(ctx context.Context, _ string) ([]string, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
+}
+
+// A file_sd file, JSON or YAML, whatever it holds, is read without
+// panicking and within the caps: never more than MaxTargets targets, each
+// an http or https URL; a YAML error is the file and line alone.
+func FuzzFileSD(f *testing.F) {
+	for _, s := range []string{
+		`[{"targets": ["10.0.0.7:8000", "[::1]:8080"], "labels": {"llmrec_engine": "vllm", "__scheme__": "https", "__metrics_path__": "/m", "pool": "a"}}]`,
+		`[{"targets": ["a:1"], "labels": {"llmrec_name": "x", "api_key": "k"}}]`,
+		"- targets: [a:1, b:2]\n  labels: {pool: a, __scheme__: http}\n",
+		"- targets: hunter2\n", "a: &a [*a, *a]\n", "[", "null", `[{"targets": null}]`,
+		"- &x {targets: [a:1]}\n- *x\n",
+	} {
+		f.Add([]byte(s))
+	}
+	yamlErr := regexp.MustCompile(`^file_sd f\.yaml(:[0-9]+)?: not a YAML list of target groups$`)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, name := range []string{"f.json", "f.yaml"} {
+			ts, err := parseFileSD(name, b)
+			if err != nil {
+				if name == "f.yaml" && strings.Contains(err.Error(), "YAML") && !yamlErr.MatchString(err.Error()) {
+					t.Fatalf("YAML error %q says more than the file and line", err)
+				}
+				continue
+			}
+			if len(ts) > MaxTargets {
+				t.Fatalf("%s: %d targets, over the cap", name, len(ts))
+			}
+			for _, tg := range ts {
+				if !strings.HasPrefix(tg.URL, "http://") && !strings.HasPrefix(tg.URL, "https://") {
+					t.Fatalf("%s: target URL %q", name, tg.URL)
+				}
+			}
+		}
+	})
 }
