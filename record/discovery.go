@@ -1,6 +1,7 @@
 package record
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -124,7 +125,16 @@ func newDiscovery(cfg *Config, r Resolver, warn io.Writer) *discovery {
 func (d *discovery) targets(ctx context.Context) []Target {
 	all := slices.Clone(d.own)
 	for _, p := range d.cfg.FileSD {
-		all = append(all, d.fileTargets(p)...)
+		// Past the cap no more files are read: the set is refused below,
+		// and memory holds no more than the cap and one file.
+		if len(all) > MaxTargets {
+			break
+		}
+		all = append(all, d.fileTargets(p, MaxTargets-len(all))...)
+	}
+	var over error
+	if len(all) > MaxTargets {
+		over = fmt.Errorf("more than %d targets; one recorder takes at most %d (several recorders, each with a part of the fleet)", MaxTargets, MaxTargets)
 	}
 	var out []Target
 	seen := map[string]bool{}
@@ -142,8 +152,12 @@ func (d *discovery) targets(ctx context.Context) []Target {
 	// Rule: a set past the recorder's capacity is not taken: the last
 	// good set is kept, and the warning names the files (the start has
 	// no last set: Run refuses it).
-	if err := checkCapacity(out); err != nil && d.last != nil {
-		d.refused = fmt.Sprintf("file_sd %s: %v; the last good %d targets are kept", strings.Join(d.sources(out), ", "), err, len(d.last))
+	if err := cmp.Or(over, checkCapacity(out)); err != nil {
+		d.refused = fmt.Sprintf("file_sd %s: %v", strings.Join(d.sources(out), ", "), err)
+		if d.last == nil {
+			return out
+		}
+		d.refused += fmt.Sprintf("; the last good %d targets are kept", len(d.last))
 		d.say("capacity", d.refused)
 		return d.last
 	}
@@ -164,8 +178,9 @@ func (d *discovery) sources(ts []Target) []string {
 	return out
 }
 
-// fileTargets are the targets of the files pattern matches now.
-func (d *discovery) fileTargets(pattern string) []Target {
+// fileTargets are the targets of the files pattern matches now; it stops
+// reading files once they hold more than room.
+func (d *discovery) fileTargets(pattern string, room int) []Target {
 	files, err := filepath.Glob(pattern)
 	if err != nil || len(files) == 0 {
 		d.say("pattern:"+pattern, fmt.Sprintf("file_sd %s: no file matches; its targets leave", filepath.Base(pattern)))
@@ -174,6 +189,9 @@ func (d *discovery) fileTargets(pattern string) []Target {
 	d.say("pattern:"+pattern, "")
 	var out []Target
 	for _, f := range files {
+		if len(out) > room {
+			break
+		}
 		out = append(out, d.readFile(f)...)
 	}
 	return out

@@ -87,6 +87,10 @@ func fileSDTargets(patterns []string) ([]Target, error) {
 				return nil, err
 			}
 			out = append(out, ts...)
+			// Rule: past the cap no more files are read.
+			if len(out) > MaxTargets {
+				return nil, fmt.Errorf("file_sd %s: the files read so far name %d targets; one recorder takes at most %d", filepath.Base(f), len(out), MaxTargets)
+			}
 		}
 	}
 	return out, nil

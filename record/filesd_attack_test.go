@@ -16,9 +16,12 @@ import (
 )
 
 // fleetFile is a file_sd file of n targets on loopback ports.
-func fleetFile(n int, labels map[string]string) string {
+func fleetFile(n int, labels map[string]string) string { return fleetFileAt(0, n, labels) }
+
+// fleetFileAt is a file_sd file of n targets from the from-th address on.
+func fleetFileAt(from, n int, labels map[string]string) string {
 	g := targetGroup{Labels: labels}
-	for i := range n {
+	for i := from; i < from+n; i++ {
 		g.Targets = append(g.Targets, fmt.Sprintf("127.0.0.%d:%d", 1+i/60000, 1024+i%60000))
 	}
 	b, _ := json.Marshal([]targetGroup{g})
@@ -252,4 +255,28 @@ func FuzzFileSD(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Many files, each under the cap, together past it: the set is refused
+// and the files past the cap are not read at all.
+func TestFileSDManyFilesStopAtTheCap(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.json"), fleetFile(1, nil))
+	cfg := &Config{Interval: Duration(10 * time.Second), FileSD: []string{filepath.Join(dir, "*.json")}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := newDiscovery(cfg, nil, &lockedBuffer{})
+	if ts := d.targets(context.Background()); len(ts) != 1 {
+		t.Fatalf("%d targets", len(ts))
+	}
+	for i := range 4 {
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("b%d.json", i)), fleetFileAt(1+i*MaxTargets, MaxTargets/2+1, nil))
+	}
+	if ts := d.targets(context.Background()); len(ts) != 1 || !strings.Contains(d.refused, "more than") && !strings.Contains(d.refused, "at most") {
+		t.Errorf("%d targets (refused %q), want the last good 1", len(ts), d.refused)
+	}
+	if _, read := d.files[filepath.Join(dir, "b3.json")]; read {
+		t.Errorf("a file past the cap was read")
+	}
 }

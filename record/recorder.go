@@ -158,8 +158,8 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	if cfg.discovers() {
 		disc = newDiscovery(cfg, opt.Resolver, opt.Warnings)
 		targets = disc.targets(ctx)
-		if err := checkCapacity(targets); err != nil {
-			return nil, fmt.Errorf("the targets found at start: %w", err)
+		if disc.refused != "" {
+			return nil, fmt.Errorf("the targets found at start: %s", disc.refused)
 		}
 	}
 	hc, err := clients(targets)
