@@ -228,44 +228,64 @@ const maxText = 64 << 10
 // skipped without being held.
 func readAnswer(dec *json.Decoder, data func(*json.Decoder) error) (answerStatus, error) {
 	var st answerStatus
+	err := readObject(dec, func(k string) (bool, error) {
+		var to *string
+		switch k {
+		case "status":
+			to = &st.Status
+		case "errorType":
+			to = &st.ErrorType
+		case "error":
+			to = &st.Error
+		case "data":
+			return true, data(dec)
+		default:
+			return false, nil
+		}
+		v, err := readString(dec, k)
+		*to = v
+		return true, err
+	})
+	return st, err
+}
+
+// readObject walks one JSON object token by token, handing each key to
+// field, which reads its value and says so; a value field did not read
+// is skipped without being held.
+func readObject(dec *json.Decoder, field func(key string) (bool, error)) error {
 	if err := expectDelim(dec, '{'); err != nil {
-		return st, err
+		return err
 	}
 	for dec.More() {
-		k, err := dec.Token()
+		tok, err := dec.Token()
 		if err != nil {
-			return st, err
+			return err
 		}
-		switch k {
-		case "status", "errorType", "error":
-			tok, err := dec.Token()
-			if err != nil {
-				return st, err
-			}
-			v, ok := tok.(string)
-			if !ok {
-				return st, fmt.Errorf("%s is not a string", k)
-			}
-			v = v[:min(len(v), maxText)]
-			switch k {
-			case "status":
-				st.Status = v
-			case "errorType":
-				st.ErrorType = v
-			default:
-				st.Error = v
-			}
-		case "data":
-			if err := data(dec); err != nil {
-				return st, err
-			}
-		default:
+		k, _ := tok.(string)
+		read, err := field(k)
+		if err != nil {
+			return err
+		}
+		if !read {
 			if err := skipValue(dec); err != nil {
-				return st, err
+				return err
 			}
 		}
 	}
-	return st, expectDelim(dec, '}')
+	return expectDelim(dec, '}')
+}
+
+// readString reads a string value of key, cut at maxText.
+func readString(dec *json.Decoder, key string) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	v, ok := tok.(string)
+	if !ok {
+		return "", fmt.Errorf("%s is not a string", key)
+	}
+	return v[:min(len(v), maxText)], nil
 }
 
 // expectDelim reads one token, which must be d.
@@ -354,33 +374,18 @@ type tally struct {
 // it, it stops at once with errBudget. Other keys (a native histogram's
 // "histograms") are skipped.
 func readMatrix(dec *json.Decoder, tl *tally, out *[]series) (resultType string, err error) {
-	if err := expectDelim(dec, '{'); err != nil {
-		return "", err
-	}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return "", err
-		}
+	err = readObject(dec, func(k string) (bool, error) {
 		switch k {
 		case "resultType":
-			tok, err := dec.Token()
-			if err != nil {
-				return "", err
-			}
-			resultType, _ = tok.(string)
-			resultType = resultType[:min(len(resultType), maxText)]
+			var err error
+			resultType, err = readString(dec, k)
+			return true, err
 		case "result":
-			if err := readResult(dec, tl, out); err != nil {
-				return "", err
-			}
-		default:
-			if err := skipValue(dec); err != nil {
-				return "", err
-			}
+			return true, readResult(dec, tl, out)
 		}
-	}
-	return resultType, expectDelim(dec, '}')
+		return false, nil
+	})
+	return resultType, err
 }
 
 func readResult(dec *json.Decoder, tl *tally, out *[]series) error {
@@ -409,51 +414,39 @@ func readResult(dec *json.Decoder, tl *tally, out *[]series) error {
 }
 
 func readSeries(dec *json.Decoder, tl *tally, s *series) error {
-	if err := expectDelim(dec, '{'); err != nil {
-		return err
-	}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return err
-		}
+	return readObject(dec, func(k string) (bool, error) {
 		switch k {
 		case "metric":
-			if err := dec.Decode(&s.Metric); err != nil {
-				return err
-			}
+			return true, dec.Decode(&s.Metric)
 		case "values":
-			tok, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			if tok == nil {
-				continue
-			}
-			if tok != json.Delim('[') {
-				return fmt.Errorf("values: want a list, found %s", describeToken(tok))
-			}
-			for dec.More() {
-				tl.samples++
-				if tl.samples > tl.budget.Samples {
-					return fmt.Errorf("%w: more than %d samples in one chunk (a shorter --chunk, or a higher --max-samples)", errBudget, tl.budget.Samples)
-				}
-				var p pair
-				if err := dec.Decode(&p); err != nil {
-					return err
-				}
-				s.Values = append(s.Values, p)
-			}
-			if err := expectDelim(dec, ']'); err != nil {
-				return err
-			}
-		default:
-			if err := skipValue(dec); err != nil {
-				return err
-			}
+			return true, readValues(dec, tl, s)
 		}
+		return false, nil
+	})
+}
+
+// readValues reads a series' samples one by one, each counted against
+// the budget before it is held.
+func readValues(dec *json.Decoder, tl *tally, s *series) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
 	}
-	return expectDelim(dec, '}')
+	if tok != json.Delim('[') {
+		return fmt.Errorf("values: want a list, found %s", describeToken(tok))
+	}
+	for dec.More() {
+		tl.samples++
+		if tl.samples > tl.budget.Samples {
+			return fmt.Errorf("%w: more than %d samples in one chunk (a shorter --chunk, or a higher --max-samples)", errBudget, tl.budget.Samples)
+		}
+		var p pair
+		if err := dec.Decode(&p); err != nil {
+			return err
+		}
+		s.Values = append(s.Values, p)
+	}
+	return expectDelim(dec, ']')
 }
 
 // raw returns every sample of the series sel selects with a timestamp in
