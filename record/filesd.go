@@ -151,7 +151,7 @@ func regularSD(base string, st os.FileInfo) error {
 	return nil
 }
 
-// yamlLine is the first "line N" of a YAML error; 0 when it names none.
+// yamlLine finds the first "line N" of a YAML error.
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
 // parseFileSD reads the groups of one target file's content: YAML when
