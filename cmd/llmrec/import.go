@@ -33,7 +33,7 @@ serves them, else from the names (a _bucket series with le is a histogram).
 Bounds: a redirect is an error unless --follow-redirects, which follows
 only one to the same scheme, host and port (credentials never go
 elsewhere); each chunk's answers are read as a stream and stop with an
-error past --max-series, --max-samples or 512 MiB of JSON; an import makes
+error past --max-series, --max-samples or 256 MiB of JSON; an import makes
 at most 10,000 targets. A chunk that fails after others were written
 leaves the folder marked partial (its manifest, and every later read, say
 so and why); an import that finds not one sample is an error.

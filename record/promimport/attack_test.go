@@ -202,6 +202,13 @@ func TestImportEndlessAnswers(t *testing.T) {
 			t.Errorf("%s: a failed first chunk left %s", c.name, out)
 		}
 	}
+	// One endless value stops at the bound of one value held, far below
+	// the answer's.
+	s0 := serve(t, endless(head+`{"metric":{"__name__":"`, "aaaaaaaaaaaaaaaa", true))
+	_, err0 := importFrom(s0.URL, time.Minute, Options{Out: filepath.Join(t.TempDir(), "x")})
+	if !errors.Is(err0, errBudget) || !strings.Contains(err0.Error(), fmt.Sprintf("one value of the answer is over %d bytes", maxValue)) {
+		t.Errorf("endless value, default budget: err %v", err0)
+	}
 	// The default budget holds too: an endless list of series stops at
 	// the recorder's series cap.
 	s := serve(t, endless(head+`{"metric":{"__name__":"m","job":"a","instance":"i"},"values":[]}`,

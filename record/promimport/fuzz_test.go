@@ -60,7 +60,9 @@ func FuzzImportJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tl := &tally{budget: budget}
 		var out []series
-		dec := json.NewDecoder(&budgetReader{r: bytes.NewReader(b), n: budget.Bytes, max: budget.Bytes})
+		br := &budgetReader{r: bytes.NewReader(b), n: budget.Bytes, max: budget.Bytes, pending: 1 << 10}
+		br.dec = json.NewDecoder(br)
+		dec := br.dec
 		_, err := readAnswer(dec, func(dec *json.Decoder) error {
 			_, err := readMatrix(dec, tl, &out)
 			return err

@@ -117,36 +117,50 @@ type Budget struct {
 // chunk of the default 2 min, which cost 187 MB (see DefaultChunk), so a
 // chunk holds about 400 MB at most; Bytes is far above what so many
 // samples print as (about 30 bytes each) and ends an endless answer.
-var DefaultBudget = Budget{Bytes: 512 << 20, Series: capture.DefaultLimits.MaxSeries, Samples: 1_000_000}
+var DefaultBudget = Budget{Bytes: 256 << 20, Series: capture.DefaultLimits.MaxSeries, Samples: 1_000_000}
 
 // errBudget is an answer past its budget.
 var errBudget = errors.New("over the import's budget")
 
-// budgetReader reads at most n bytes, then fails with errBudget.
+// budgetReader reads at most n bytes, then fails with errBudget. Once
+// dec is set it also fails when the decoder holds more than pending bytes
+// not yet consumed: one JSON value (an endless string) is buffered whole
+// by encoding/json before it is returned.
 type budgetReader struct {
-	r   io.Reader
-	n   int64
-	max int64
+	r       io.Reader
+	n, max  int64
+	read    int64
+	dec     *json.Decoder
+	pending int64
 }
 
 func (b *budgetReader) Read(p []byte) (int, error) {
 	if b.n <= 0 {
 		return 0, fmt.Errorf("%w: the answer is over %d bytes (a shorter --chunk or a narrower --match)", errBudget, b.max)
 	}
+	if b.dec != nil && b.read-b.dec.InputOffset() > b.pending {
+		return 0, fmt.Errorf("%w: one value of the answer is over %d bytes", errBudget, b.pending)
+	}
 	if int64(len(p)) > b.n {
 		p = p[:b.n]
 	}
 	n, err := b.r.Read(p)
 	b.n -= int64(n)
+	b.read += int64(n)
 	return n, err
 }
+
+// maxValue bounds one JSON value of a query's answer held while it is
+// decoded (a series' label set, one sample, one string): far above any
+// label set a page holds, far below the answer's budget.
+const maxValue = 8 << 20
 
 // get asks the API at path with the query q and reads its answer's data
 // with data, which is handed the decoder positioned at the data's value.
 // The answer is streamed, never held whole: its bytes are bounded by
-// maxBytes. An error says what the store said (its errorType and error),
+// maxBytes, one value held at once by maxValue. An error says what the store said (its errorType and error),
 // scrubbed of credentials, never the URL with them.
-func (s *store) get(ctx context.Context, path string, q url.Values, maxBytes int64, data func(*json.Decoder) error) error {
+func (s *store) get(ctx context.Context, path string, q url.Values, maxBytes, maxValue int64, data func(*json.Decoder) error) error {
 	u := *s.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	// A query the URL carries (a token some proxies want) goes with every request.
@@ -181,7 +195,9 @@ func (s *store) get(ctx context.Context, path string, q url.Values, maxBytes int
 		return &apiError{where: s.shown + path, status: resp.StatusCode,
 			msg: fmt.Sprintf("HTTP %d: redirect to %q not followed (an import follows none unless --follow-redirects, and then only to the same scheme, host and port)", resp.StatusCode, s.scrub(redact.URL(loc)))}
 	}
-	st, derr := readAnswer(json.NewDecoder(&budgetReader{r: resp.Body, n: maxBytes, max: maxBytes}), data)
+	br := &budgetReader{r: resp.Body, n: maxBytes, max: maxBytes, pending: maxValue}
+	br.dec = json.NewDecoder(br)
+	st, derr := readAnswer(br.dec, data)
 	if st.Status == "error" || st.Error != "" {
 		return &apiError{where: s.shown + path, status: resp.StatusCode, kind: s.scrub(st.ErrorType), msg: s.scrub(st.Error)}
 	}
@@ -456,7 +472,7 @@ func (s *store) raw(ctx context.Context, sel string, from, to int64, tl *tally) 
 	var out []series
 	var rt string
 	q := url.Values{"query": {fmt.Sprintf("%s[%dms]", sel, to-from)}, "time": {msText(to)}}
-	err := s.get(ctx, "/api/v1/query", q, tl.budget.Bytes, func(dec *json.Decoder) error {
+	err := s.get(ctx, "/api/v1/query", q, tl.budget.Bytes, maxValue, func(dec *json.Decoder) error {
 		var err error
 		rt, err = readMatrix(dec, tl, &out)
 		return err
@@ -485,7 +501,7 @@ type metadata struct {
 // reached is an error; one that answers without metadata is not.
 func (s *store) metadata(ctx context.Context) (map[string]metadata, error) {
 	var data map[string][]metadata
-	err := s.get(ctx, "/api/v1/metadata", nil, maxMetadata, func(dec *json.Decoder) error { return dec.Decode(&data) })
+	err := s.get(ctx, "/api/v1/metadata", nil, maxMetadata, maxMetadata, func(dec *json.Decoder) error { return dec.Decode(&data) })
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return nil, nil
