@@ -405,17 +405,7 @@ func readMatrix(dec *json.Decoder, tl *tally, out *[]series) (resultType string,
 }
 
 func readResult(dec *json.Decoder, tl *tally, out *[]series) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok == nil {
-		return nil
-	}
-	if tok != json.Delim('[') {
-		return fmt.Errorf("result: want a list, found %s", describeToken(tok))
-	}
-	for dec.More() {
+	return readList(dec, "result", func() error {
 		tl.series++
 		if tl.series > tl.budget.Series {
 			return fmt.Errorf("%w: more than %d series in one chunk (a narrower --match, or a higher --max-series)", errBudget, tl.budget.Series)
@@ -425,6 +415,24 @@ func readResult(dec *json.Decoder, tl *tally, out *[]series) error {
 			return err
 		}
 		*out = append(*out, s)
+		return nil
+	})
+}
+
+// readList walks one JSON list (null is an empty one), calling each at
+// every element, which reads it.
+func readList(dec *json.Decoder, what string, each func() error) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if tok != json.Delim('[') {
+		return fmt.Errorf("%s: want a list, found %s", what, describeToken(tok))
+	}
+	for dec.More() {
+		if err := each(); err != nil {
+			return err
+		}
 	}
 	return expectDelim(dec, ']')
 }
@@ -444,14 +452,7 @@ func readSeries(dec *json.Decoder, tl *tally, s *series) error {
 // readValues reads a series' samples one by one, each counted against
 // the budget before it is held.
 func readValues(dec *json.Decoder, tl *tally, s *series) error {
-	tok, err := dec.Token()
-	if err != nil || tok == nil {
-		return err
-	}
-	if tok != json.Delim('[') {
-		return fmt.Errorf("values: want a list, found %s", describeToken(tok))
-	}
-	for dec.More() {
+	return readList(dec, "values", func() error {
 		tl.samples++
 		if tl.samples > tl.budget.Samples {
 			return fmt.Errorf("%w: more than %d samples in one chunk (a shorter --chunk, or a higher --max-samples)", errBudget, tl.budget.Samples)
@@ -461,8 +462,8 @@ func readValues(dec *json.Decoder, tl *tally, s *series) error {
 			return err
 		}
 		s.Values = append(s.Values, p)
-	}
-	return expectDelim(dec, ']')
+		return nil
+	})
 }
 
 // raw returns every sample of the series sel selects with a timestamp in
