@@ -83,9 +83,24 @@ func (r *Result) answer() Answer {
 	return a
 }
 
-// targetAnswer is one target's row: its status by the first rule that
-// holds.
+// targetAnswer is one target's row; an import that is partial is never
+// ok, and says so whatever its status.
 func targetAnswer(t *Target, incidents []findings.Incident) AnswerRow {
+	row := statusOf(t, incidents)
+	// Rule: what a partial import lacks was never read: no verdict of "ok".
+	if t.Imported != nil && t.Imported.Partial != "" {
+		partial := "the import is partial: " + t.Imported.Partial
+		if row.Status == StatusOK {
+			row.Status, row.Reason = StatusDegraded, partial
+			return row
+		}
+		row.Reason += "; " + partial
+	}
+	return row
+}
+
+// statusOf is one target's row: its status by the first rule that holds.
+func statusOf(t *Target, incidents []findings.Incident) AnswerRow {
 	row := AnswerRow{Target: t.Name}
 	kinds := map[string]int{}
 	for _, in := range incidents {

@@ -23,6 +23,9 @@ type Imported struct {
 	// rows, each "not applicable: imported" with why. None of them is a
 	// pass: a count of their refusals or incidents (0) says nothing.
 	NotApplicable []NotApplicable `json:"not_applicable"`
+	// Partial, when set, says the import lacks samples it asked for and
+	// why (capture.Import.Partial, of every session that says so).
+	Partial string `json:"partial,omitempty"`
 }
 
 // NotApplicable is one check an import cannot carry.
@@ -50,8 +53,11 @@ func importedOf(imps []*capture.Import) *Imported {
 	if len(imps) == 0 {
 		return nil
 	}
-	var urls, types []string
+	var urls, types, partial []string
 	for _, im := range imps {
+		if p := redact.Text(im.Partial); p != "" && !slices.Contains(partial, p) {
+			partial = append(partial, p)
+		}
 		if u := redact.URL(im.URL); !slices.Contains(urls, u) {
 			urls = append(urls, u)
 		}
@@ -59,7 +65,8 @@ func importedOf(imps []*capture.Import) *Imported {
 			types = append(types, im.Types)
 		}
 	}
-	out := &Imported{Source: imps[0].Source, URL: strings.Join(urls, ", "), Types: strings.Join(types, "; "), Bodies: "absent"}
+	out := &Imported{Source: imps[0].Source, URL: strings.Join(urls, ", "), Types: strings.Join(types, "; "), Bodies: "absent",
+		Partial: strings.Join(partial, "; ")}
 	for _, c := range importedChecks {
 		c.Status = StatusImported
 		out.NotApplicable = append(out.NotApplicable, c)
@@ -74,8 +81,12 @@ func (im *Imported) Text() string {
 	for i, c := range im.NotApplicable {
 		checks[i] = c.Check
 	}
-	return "imported from " + im.Source + " at " + im.URL + " (types from " + im.Types + "): bodies absent; " +
+	out := "imported from " + im.Source + " at " + im.URL + " (types from " + im.Types + "): bodies absent; " +
 		StatusImported + ": " + strings.Join(checks, ", ")
+	if im.Partial != "" {
+		out += "; PARTIAL: " + im.Partial
+	}
+	return out
 }
 
 // redactedImport is an import record with its URL redacted again.
@@ -85,5 +96,6 @@ func redactedImport(im *capture.Import) *capture.Import {
 	}
 	c := *im
 	c.URL = redact.URL(c.URL)
+	c.Partial = redact.Text(c.Partial)
 	return &c
 }

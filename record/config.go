@@ -223,7 +223,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 	}
-	return c.checkRate()
+	return checkCapacity(c.Targets)
 }
 
 // checkTarget checks one target and fills its defaults from the config.
@@ -316,6 +316,7 @@ func (c Config) Redacted() Config {
 	for i, t := range c.Targets {
 		t.URL = redact.URL(t.URL)
 		t.Headers = redact.Headers(t.Headers)
+		t.Labels = redact.Labels(t.Labels)
 		t.TLS = t.TLS.redacted()
 		out.Targets[i] = t
 	}

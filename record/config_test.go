@@ -141,21 +141,25 @@ func FuzzParseConfig(f *testing.F) {
 	})
 }
 
-// 10,000 targets at 1 s are refused with the limit, not recorded as a
-// wall of "recorder stalled"; at 10 s they are taken on.
+// 1,500 targets at 1 s are refused with the limit, not recorded as a
+// wall of "recorder stalled"; at 2 s they are taken on. 10,000 targets
+// are refused at any interval (MaxTargets): at 10 s they passed silently.
 func TestScrapeRateLimit(t *testing.T) {
-	cfg := func(interval time.Duration) *Config {
+	cfg := func(n int, interval time.Duration) *Config {
 		c := &Config{Interval: Duration(interval)}
-		for i := range 10000 {
+		for i := range n {
 			c.Targets = append(c.Targets, Target{Name: fmt.Sprintf("t%d", i), URL: "http://127.0.0.1:9/metrics"})
 		}
 		return c
 	}
-	err := cfg(time.Second).Validate()
-	if err == nil || !strings.Contains(err.Error(), "10000 targets ask for 10000 scrapes per second; one recorder takes at most 1000") {
-		t.Fatalf("10,000 targets at 1 s: %v", err)
+	err := cfg(1500, time.Second).Validate()
+	if err == nil || !strings.Contains(err.Error(), "1500 targets ask for 1500 scrapes per second; one recorder takes at most 1000") {
+		t.Fatalf("1,500 targets at 1 s: %v", err)
 	}
-	if err := cfg(10 * time.Second).Validate(); err != nil {
+	if err := cfg(1500, 2*time.Second).Validate(); err != nil {
+		t.Fatalf("1,500 targets at 2 s: %v", err)
+	}
+	if err := cfg(10000, 10*time.Second).Validate(); err == nil || !strings.Contains(err.Error(), "10000 targets; one recorder takes at most 2000") {
 		t.Fatalf("10,000 targets at 10 s: %v", err)
 	}
 	// Extra endpoints on the cadence count; once-only ones do not.

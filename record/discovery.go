@@ -1,6 +1,7 @@
 package record
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -25,6 +26,9 @@ import (
 //     (one caught mid-write) keeps its last good targets and is warned of
 //     once, naming the file and line; a file that is gone (or a pattern
 //     that matches none any more) names no target;
+//   - a set past the recorder's capacity (MaxTargets, MaxScrapeRate),
+//     is not taken: the last good set is kept and a warning names the
+//     files, on stderr and in the manifest;
 //   - each target with resolve_dns whose URL names a host is one target
 //     per address the name resolves to now, named NAME@ADDRESS, its URL
 //     holding the address and the name sent as the Host header and as the
@@ -58,6 +62,10 @@ type discovery struct {
 	addrs    map[string][]string // the last addresses of each host name
 	warn     io.Writer
 	warned   map[string]string // the last warning of each file, pattern or name
+	// last is the last set taken; refused, when set, says why the set
+	// found now was not.
+	last    []Target
+	refused string
 }
 
 // sdFile is the last good reading of one file_sd file.
@@ -117,7 +125,16 @@ func newDiscovery(cfg *Config, r Resolver, warn io.Writer) *discovery {
 func (d *discovery) targets(ctx context.Context) []Target {
 	all := slices.Clone(d.own)
 	for _, p := range d.cfg.FileSD {
-		all = append(all, d.fileTargets(p)...)
+		// Past the cap no more files are read: the set is refused below,
+		// and memory holds no more than the cap and one file.
+		if len(all) > MaxTargets {
+			break
+		}
+		all = append(all, d.fileTargets(p, MaxTargets-len(all))...)
+	}
+	var over error
+	if len(all) > MaxTargets {
+		over = fmt.Errorf("more than %d targets; one recorder takes at most %d (several recorders, each with a part of the fleet)", MaxTargets, MaxTargets)
 	}
 	var out []Target
 	seen := map[string]bool{}
@@ -132,11 +149,38 @@ func (d *discovery) targets(ctx context.Context) []Target {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Target) int { return strings.Compare(a.Name, b.Name) })
+	// Rule: a set past the recorder's capacity is not taken: the last
+	// good set is kept, and the warning names the files (the start has
+	// no last set: Run refuses it).
+	if err := cmp.Or(over, checkCapacity(out)); err != nil {
+		d.refused = fmt.Sprintf("file_sd %s: %v", strings.Join(d.sources(out), ", "), err)
+		if d.last == nil {
+			return out
+		}
+		d.refused += fmt.Sprintf("; the last good %d targets are kept", len(d.last))
+		d.say("capacity", d.refused)
+		return d.last
+	}
+	d.refused = ""
+	d.say("capacity", "")
+	d.last = out
 	return out
 }
 
-// fileTargets are the targets of the files pattern matches now.
-func (d *discovery) fileTargets(pattern string) []Target {
+// sources are the files the targets came from.
+func (d *discovery) sources(ts []Target) []string {
+	var out []string
+	for _, t := range ts {
+		if t.FileSD != "" && !slices.Contains(out, t.FileSD) {
+			out = append(out, t.FileSD)
+		}
+	}
+	return out
+}
+
+// fileTargets are the targets of the files pattern matches now; it stops
+// reading files once they hold more than room.
+func (d *discovery) fileTargets(pattern string, room int) []Target {
 	files, err := filepath.Glob(pattern)
 	if err != nil || len(files) == 0 {
 		d.say("pattern:"+pattern, fmt.Sprintf("file_sd %s: no file matches; its targets leave", filepath.Base(pattern)))
@@ -145,6 +189,9 @@ func (d *discovery) fileTargets(pattern string) []Target {
 	d.say("pattern:"+pattern, "")
 	var out []Target
 	for _, f := range files {
+		if len(out) > room {
+			break
+		}
 		out = append(out, d.readFile(f)...)
 	}
 	return out
@@ -164,9 +211,9 @@ func (d *discovery) readFile(path string) []Target {
 		return last.targets
 	}
 	readAt := time.Now()
-	b, err := os.ReadFile(path)
+	b, err := readSDFile(path)
 	if err != nil {
-		d.say("file:"+path, fmt.Sprintf("file_sd: %v; its last targets are kept", plainFileError(err)))
+		d.say("file:"+path, fmt.Sprintf("%v; its last targets are kept", err))
 		return lastTargets(last)
 	}
 	sum := sha256.Sum256(b)

@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
+
+	"github.com/llmrec/llmrec/record/redact"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -34,7 +38,15 @@ import (
 //   - every other option (interval, timeout, TLS) is the config's default;
 //   - a pattern matches files as filepath.Glob does; at start one that
 //     matches none is an error, as is a file that is not a list of groups
-//     (JSON, or YAML for a name ending .yml or .yaml), named with its line.
+//     (JSON, or YAML for a name ending .yml or .yaml), named with its line
+//     (never quoting its bytes: a file_sd file may hold credentials);
+//   - only regular files are read (a FIFO, a device or a folder the
+//     pattern matches is refused, never opened to wait on), at most
+//     MaxFileSDBytes of each, and at most MaxTargets targets of a file;
+//   - __scheme__ is http or https, nothing else;
+//   - labels are written down as a configuration's headers are: a label
+//     whose name looks like a credential (key, token, secret, password,
+//     auth, ...) becomes a digest, and every value has its URLs redacted.
 //
 // The files are read when the config is validated, then again while
 // recording whenever one changes (see discovery.go): targets added join
@@ -45,6 +57,10 @@ const (
 	FileSDNameLabel   = "llmrec_name"
 	FileSDEngineLabel = "llmrec_engine"
 )
+
+// MaxFileSDBytes bounds one file_sd file: 2,000 targets with a few labels
+// each take about 1 MB.
+const MaxFileSDBytes = 4 << 20
 
 // targetGroup is one group of a file_sd file.
 type targetGroup struct {
@@ -71,6 +87,10 @@ func fileSDTargets(patterns []string) ([]Target, error) {
 				return nil, err
 			}
 			out = append(out, ts...)
+			// Rule: past the cap no more files are read.
+			if len(out) > MaxTargets {
+				return nil, fmt.Errorf("file_sd %s: the files read so far name %d targets; one recorder takes at most %d", filepath.Base(f), len(out), MaxTargets)
+			}
 		}
 	}
 	return out, nil
@@ -79,12 +99,60 @@ func fileSDTargets(patterns []string) ([]Target, error) {
 // readFileSD reads one target file. Errors name the file by its base name
 // (a path may name a user) and the group.
 func readFileSD(path string) ([]Target, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSDFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("file_sd: %w", plainFileError(err))
+		return nil, err
 	}
 	return parseFileSD(path, b)
 }
+
+// readSDFile reads a file_sd file when it is a regular file of at most
+// MaxFileSDBytes. It is opened without blocking (a FIFO swapped in after
+// the check is not waited on) and checked again once open.
+func readSDFile(path string) ([]byte, error) {
+	base := filepath.Base(path)
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("file_sd: %w", plainFileError(err))
+	}
+	if err := regularSD(base, st); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("file_sd: %w", plainFileError(err))
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("file_sd: %w", plainFileError(err))
+	}
+	if err := regularSD(base, st); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSDBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("file_sd %s: %w", base, plainFileError(err))
+	}
+	if len(b) > MaxFileSDBytes {
+		return nil, fmt.Errorf("file_sd %s: larger than %d bytes, the most a target file may hold", base, MaxFileSDBytes)
+	}
+	return b, nil
+}
+
+// regularSD refuses a file_sd file that is not a regular file or is over
+// the size cap.
+func regularSD(base string, st os.FileInfo) error {
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("file_sd %s: not a regular file (%s): not read", base, st.Mode().Type())
+	}
+	if st.Size() > MaxFileSDBytes {
+		return fmt.Errorf("file_sd %s: %d bytes, larger than %d, the most a target file may hold", base, st.Size(), MaxFileSDBytes)
+	}
+	return nil
+}
+
+// yamlLine finds the first "line N" of a YAML error.
+var yamlLine = regexp.MustCompile(`line (\d+)`)
 
 // parseFileSD reads the groups of one target file's content: YAML when
 // its name ends .yml or .yaml, else JSON. A syntax error names the line.
@@ -92,19 +160,34 @@ func parseFileSD(path string, b []byte) ([]Target, error) {
 	base := filepath.Base(path)
 	var groups []targetGroup
 	if ext := strings.ToLower(filepath.Ext(path)); ext == ".yml" || ext == ".yaml" {
-		// yaml's errors say "yaml: line N: ...".
+		// yaml's errors say "line N: ..." and may quote the file's
+		// bytes (cannot unmarshal !!str `...`): only the line is said.
 		if err := yaml.Unmarshal(b, &groups); err != nil {
-			return nil, fmt.Errorf("file_sd %s: not a YAML list of target groups (%v)", base, err)
+			where := base
+			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+				where += ":" + m[1]
+			}
+			return nil, fmt.Errorf("file_sd %s: not a YAML list of target groups", where)
 		}
 	} else if err := json.Unmarshal(b, &groups); err != nil {
 		return nil, fmt.Errorf("file_sd %s:%d: not a JSON list of target groups (%v)", base, jsonLine(b, err), err)
 	}
+	n := 0
+	for _, g := range groups {
+		n += len(g.Targets)
+	}
+	if n > MaxTargets {
+		return nil, fmt.Errorf("file_sd %s: %d targets, more than the %d one recorder takes", base, n, MaxTargets)
+	}
 	var out []Target
 	for i, g := range groups {
 		scheme := cmp.Or(g.Labels["__scheme__"], "http")
+		if scheme != "http" && scheme != "https" {
+			return nil, fmt.Errorf("file_sd %s: group %d: __scheme__ is neither http nor https (it is not quoted: it may hold a URL with credentials)", base, i+1)
+		}
 		path := cmp.Or(g.Labels["__metrics_path__"], "/metrics")
 		if !strings.HasPrefix(path, "/") {
-			return nil, fmt.Errorf("file_sd %s: group %d: __metrics_path__ %q must start with /", base, i+1, path)
+			return nil, fmt.Errorf("file_sd %s: group %d: __metrics_path__ %q must start with /", base, i+1, redact.URL(path))
 		}
 		if len(g.Targets) > 1 && g.Labels[FileSDNameLabel] != "" {
 			return nil, fmt.Errorf("file_sd %s: group %d: %s names one target, the group has %d", base, i+1, FileSDNameLabel, len(g.Targets))
@@ -117,7 +200,7 @@ func parseFileSD(path string, b []byte) ([]Target, error) {
 		}
 		for _, addr := range g.Targets {
 			if addr == "" || strings.ContainsAny(addr, "/?#@") {
-				return nil, fmt.Errorf("file_sd %s: group %d: target %q is not host:port", base, i+1, addr)
+				return nil, fmt.Errorf("file_sd %s: group %d: target %q is not host:port", base, i+1, redact.Text(addr))
 			}
 			t := Target{
 				Name:   cmp.Or(g.Labels[FileSDNameLabel], unnameable.ReplaceAllString(addr, "_")),

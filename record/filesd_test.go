@@ -70,7 +70,7 @@ func TestFileSDErrors(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ file, text, want string }{
 		{"none-*.json", "", `file_sd "` + filepath.Join(dir, "none-*.json") + `": no file matches`},
-		{"t.yml", "- targets: [a:1\n- labels: {}\n", "file_sd t.yml: not a YAML list of target groups (yaml: line"},
+		{"t.yml", "- targets: [a:1\n- labels: {}\n", "file_sd t.yml:1: not a YAML list of target groups"},
 		{"bad.json", `{"targets": []}`, "file_sd bad.json:1: not a JSON list of target groups"},
 		{"line.json", "[\n {\"targets\": [\"a:1\"]},\n {\"targets\": [\"b:2\"],}\n]", "file_sd line.json:3: not a JSON list of target groups"},
 		{"named.json", `[{"targets": ["a:1", "b:2"], "labels": {"llmrec_name": "x"}}]`, "file_sd named.json: group 1: llmrec_name names one target, the group has 2"},

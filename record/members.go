@@ -151,6 +151,9 @@ func (ms *members) apply(m *capture.Manifest, found []Target, now time.Time) (ch
 	return changed, joined
 }
 
+// maxManifestWarnings bounds the warnings discovery adds to the manifest.
+const maxManifestWarnings = 64
+
 // follow computes the target set every interval and applies it, writing
 // the manifest at each change, until ctx is done.
 func (ms *members) follow(ctx context.Context, d *discovery, every time.Duration, dir string, m *capture.Manifest, mu *sync.Mutex) {
@@ -168,6 +171,12 @@ func (ms *members) follow(ctx context.Context, d *discovery, every time.Duration
 		}
 		mu.Lock()
 		changed, joined := ms.apply(m, found, time.Now())
+		// A set refused for capacity is said in the manifest too (its
+		// warnings bounded: a file growing each tick words each anew).
+		if w := d.refused; w != "" && !slices.Contains(m.Warnings, w) && len(m.Warnings) < maxManifestWarnings {
+			m.Warnings = append(m.Warnings, w)
+			changed = true
+		}
 		var err error
 		if changed {
 			err = capture.WriteManifest(dir, *m)

@@ -142,6 +142,15 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	if len(cfg.Targets) == 0 {
 		return nil, errors.New("no targets: give --target NAME=URL or a config file with [[target]] tables")
 	}
+	// --duration and the first SIGINT hold from here: every step of the
+	// start (names resolved, files read) ends with ctx.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if opt.Duration > 0 {
+		var c2 context.CancelFunc
+		ctx, c2 = context.WithTimeout(ctx, opt.Duration)
+		defer c2()
+	}
 	// With discovery the targets of the start are those found now (names
 	// resolved), and the set is followed while recording.
 	targets := cfg.Targets
@@ -149,6 +158,9 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	if cfg.discovers() {
 		disc = newDiscovery(cfg, opt.Resolver, opt.Warnings)
 		targets = disc.targets(ctx)
+		if disc.refused != "" {
+			return nil, fmt.Errorf("the targets found at start: %s", disc.refused)
+		}
 	}
 	hc, err := clients(targets)
 	if err != nil {
@@ -174,13 +186,6 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	}
 	phases := Phases(targets)
 	m.Targets = []capture.ManifestTarget{}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if opt.Duration > 0 {
-		var c2 context.CancelFunc
-		ctx, c2 = context.WithTimeout(ctx, opt.Duration)
-		defer c2()
-	}
 	// Scrapes run on their own context: the end of the run cancels them
 	// only after StopGrace (or at once on Abort), with a cause.
 	scrapeCtx, stopScrapes := context.WithCancelCause(context.WithoutCancel(ctx))

@@ -78,16 +78,16 @@ func withRedirects(ctx context.Context, follow bool) context.Context {
 // Otherwise the redirect itself is the response (a row with its status).
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	follow, _ := req.Context().Value(followKey{}).(bool)
-	if !follow || len(via) >= maxRedirects || !sameOrigin(req.URL, via[0].URL) {
+	if !follow || len(via) >= maxRedirects || !SameOrigin(req.URL, via[0].URL) {
 		return http.ErrUseLastResponse
 	}
 	req.Header.Del("Referer")
 	return nil
 }
 
-// sameOrigin compares scheme, host name and port (the scheme's default
+// SameOrigin compares scheme, host name and port (the scheme's default
 // when absent). localhost and 127.0.0.1 are different hosts.
-func sameOrigin(a, b *url.URL) bool {
+func SameOrigin(a, b *url.URL) bool {
 	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
@@ -116,7 +116,7 @@ func redirectError(resp *http.Response, follow bool) error {
 		loc = u.String()
 		switch {
 		case !follow:
-		case !sameOrigin(u, resp.Request.URL):
+		case !SameOrigin(u, resp.Request.URL):
 			why = "another origin (only the same scheme, host and port are followed)"
 		default:
 			why = fmt.Sprintf("more than %d redirects", maxRedirects)

@@ -10,6 +10,9 @@ import (
 // came from and each check that cannot apply, with why.
 func importedNote(im *analyze.Imported) string {
 	var b strings.Builder
+	if im.Partial != "" {
+		b.WriteString("PARTIAL import: " + im.Partial + ". ")
+	}
 	b.WriteString("Imported from " + im.Source + " at " + im.URL + " (types from " + im.Types + "): the bodies are absent. ")
 	for i, c := range im.NotApplicable {
 		if i > 0 {

@@ -30,6 +30,14 @@ values of --target-label; those labels are taken out of the samples, as a
 scraped page has none. Types come from the store's /api/v1/metadata where it
 serves them, else from the names (a _bucket series with le is a histogram).
 
+Bounds: a redirect is an error unless --follow-redirects, which follows
+only one to the same scheme, host and port (credentials never go
+elsewhere); each chunk's answers are read as a stream and stop with an
+error past --max-series, --max-samples or 256 MiB of JSON; an import makes
+at most 10,000 targets. A chunk that fails after others were written
+leaves the folder marked partial (its manifest, and every later read, say
+so and why); an import that finds not one sample is an error.
+
 Limits: the store keeps one sample per scrape interval (its resolution, not
 the engine's), no staleness markers come back, and a failed scrape is known
 only when up is among the series matched.
@@ -62,6 +70,9 @@ func importRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	label := fs.String("target-label", "", "group series into targets by this label (default: job and instance)")
 	chunk := fs.Duration("chunk", promimport.DefaultChunk, "time read by one query: memory holds one chunk's samples")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long one query may take")
+	follow := fs.Bool("follow-redirects", false, "follow a redirect to the same scheme, host and port (never elsewhere); by default a redirect is an error")
+	maxSeries := fs.Int("max-series", promimport.DefaultBudget.Series, "the most series one chunk's answers may hold")
+	maxSamples := fs.Int("max-samples", promimport.DefaultBudget.Samples, "the most samples one chunk's answers may hold (memory: about 400 bytes each)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -94,8 +105,12 @@ func importRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if *chunk < time.Second || *timeout <= 0 {
 		return fmt.Errorf("%w: import prometheus: --chunk must be at least 1s and --timeout positive", errUsage)
 	}
+	if *maxSeries <= 0 || *maxSamples <= 0 {
+		return fmt.Errorf("%w: import prometheus: --max-series and --max-samples must be positive", errUsage)
+	}
 	opts := promimport.Options{URL: *rawURL, Match: match, Start: t0, End: t1, Chunk: *chunk, TargetLabel: *label,
-		Out: *out, Client: &http.Client{Timeout: *timeout}}
+		Out: *out, Client: &http.Client{Timeout: *timeout}, FollowRedirects: *follow,
+		Budget: promimport.Budget{Series: *maxSeries, Samples: *maxSamples}}
 	shown := redact.URL(*rawURL)
 	fmt.Fprintf(stderr, "importing from %s: %s, %s .. %s\n", shown, strings.Join(match, " "),
 		t0.UTC().Format(time.RFC3339), t1.UTC().Format(time.RFC3339))

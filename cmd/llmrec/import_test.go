@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -394,5 +398,67 @@ func TestImportPrometheusLive(t *testing.T) {
 	}
 	if gauges == 0 {
 		t.Error("no gauge imported: types did not come from the metadata")
+	}
+}
+
+// An import whose second chunk fails exits non-zero, and the folder it
+// leaves reads as partial in inspect, analyze (never "ok") and render,
+// with the store's reason, never as "nothing went wrong".
+func TestImportPartialReadsPartial(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/metadata") {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		calls++
+		k := calls
+		mu.Unlock()
+		if k >= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"status":"error","errorType":"unavailable","error":"the store is restarting"}`)
+			return
+		}
+		q := r.URL.Query()
+		var at, ms int64
+		fmt.Sscanf(q.Get("time"), "%d", &at)
+		fmt.Sscanf(q.Get("query")[strings.IndexByte(q.Get("query"), '[')+1:], "%dms", &ms)
+		var b strings.Builder
+		b.WriteString(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"requests_total","job":"a","instance":"i"},"values":[`)
+		for s := at - ms/1000 + 1; s <= at; s++ {
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "[") {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `[%d,"%d"]`, s, s)
+		}
+		b.WriteString("]}]}}")
+		io.WriteString(w, b.String())
+	}))
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "x")
+	_, _, err := runCLI("import", "prometheus", "--url", srv.URL, "--match", "requests_total",
+		"--start", "1796216000", "--end", "1796216180", "--chunk", "1m", "-o", out)
+	if err == nil || !strings.Contains(err.Error(), "partial") {
+		t.Fatalf("import: %v, want an error saying partial", err)
+	}
+	insp, _, _ := runCLI("inspect", out)
+	if !strings.Contains(insp, "PARTIAL") || !strings.Contains(insp, "restarting") {
+		t.Errorf("inspect does not say partial:\n%s", insp)
+	}
+	an, _, _ := runCLI("analyze", out, "--quiet")
+	if !strings.Contains(an, "PARTIAL") || !strings.Contains(an, "the import is partial") || strings.Contains(an, "nothing went wrong") {
+		t.Errorf("analyze does not say partial:\n%s", an)
+	}
+	html, md := filepath.Join(t.TempDir(), "r.html"), filepath.Join(t.TempDir(), "r.md")
+	if _, _, err := runCLI("render", out, "--quiet", "-o", html, "--md", md); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{html, md} {
+		b, _ := os.ReadFile(f)
+		if !strings.Contains(string(b), "partial") || strings.Contains(string(b), "nothing went wrong") {
+			t.Errorf("%s does not say partial", filepath.Base(f))
+		}
 	}
 }

@@ -174,6 +174,9 @@ func printImports(w io.Writer, r *capture.Run) {
 		if im := m.Import; im != nil {
 			fmt.Fprintf(w, "imported   %s from %s at %s (%s, types from %s): samples only, no bodies\n",
 				m.RunID, im.Source, redact.URL(im.URL), strings.Join(im.Match, " "), im.Types)
+			if im.Partial != "" {
+				fmt.Fprintf(w, "PARTIAL    %s: %s\n", m.RunID, redact.Text(im.Partial))
+			}
 		}
 	}
 }

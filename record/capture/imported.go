@@ -32,6 +32,11 @@ type Import struct {
 	// Notes say what the import could not carry over (staleness markers,
 	// the store's own series such as up).
 	Notes []string `json:"notes,omitempty"`
+	// Partial, when set, says the session lacks samples the import asked
+	// for and why: a chunk failed (the store's error, redacted), the
+	// import was stopped or killed before its end, or no sample was
+	// imported. Every reader shows it.
+	Partial string `json:"partial,omitempty"`
 }
 
 // WriteSegment writes rows, their samples already filled, as segment seg

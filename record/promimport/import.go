@@ -16,6 +16,7 @@ import (
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/expo"
 	"github.com/llmrec/llmrec/record/openmetrics"
+	"github.com/llmrec/llmrec/record/redact"
 )
 
 // Options configure Import.
@@ -31,7 +32,14 @@ type Options struct {
 	// job and instance, as Prometheus names a scrape target.
 	TargetLabel string
 	Out         string       // the run folder to write
-	Client      *http.Client // nil: http.DefaultClient
+	Client      *http.Client // nil: http.DefaultClient; its redirect policy is replaced
+	// FollowRedirects follows a redirect to the same scheme, host and port
+	// (never elsewhere); by default a redirect is an error.
+	FollowRedirects bool
+	// Budget bounds one chunk's answers; a zero field takes DefaultBudget's.
+	Budget Budget
+	// MaxTargets bounds the targets of the import (0: DefaultMaxTargets).
+	MaxTargets int
 	// Progress, when set, is called after each chunk.
 	Progress func(Progress)
 }
@@ -42,6 +50,12 @@ type Options struct {
 // engines of 500 series scraped every second fill a chunk of 2 min with
 // 480,000.
 const DefaultChunk = 2 * time.Minute
+
+// DefaultMaxTargets bounds the targets one import makes: each holds its
+// rows' state for the whole import, and a store answering for every
+// instance of a fleet (150,000 of them) ran out of memory. Ten times what
+// one recorder scrapes at 1 s (record.MaxScrapeRate).
+const DefaultMaxTargets = 10 * record.MaxScrapeRate
 
 // Progress says how far an import has read.
 type Progress struct {
@@ -93,7 +107,11 @@ func Import(ctx context.Context, opts Options) (*Summary, error) {
 	if chunk < time.Millisecond {
 		return nil, fmt.Errorf("--chunk %s: want at least 1ms", chunk)
 	}
-	st, err := newStore(opts.URL, opts.Client)
+	d := DefaultBudget
+	opts.Budget = Budget{Bytes: cmp.Or(opts.Budget.Bytes, d.Bytes), Series: cmp.Or(opts.Budget.Series, d.Series),
+		Samples: cmp.Or(opts.Budget.Samples, d.Samples)}
+	opts.MaxTargets = cmp.Or(opts.MaxTargets, DefaultMaxTargets)
+	st, err := newStore(opts.URL, opts.Client, opts.FollowRedirects)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +125,7 @@ func Import(ctx context.Context, opts Options) (*Summary, error) {
 	im := &importer{opts: opts, st: st, meta: meta, runID: record.NewRunID(opts.Start),
 		targets: map[string]*target{}, labels: targetLabels(opts.TargetLabel)}
 	if err := im.run(ctx, chunk); err != nil {
-		return nil, err
+		return nil, im.fail(err)
 	}
 	return im.finish()
 }
@@ -151,6 +169,12 @@ type importer struct {
 	targets map[string]*target
 	seg     int
 	wrote   bool // the manifest is on disk
+	// failedAt is the start of the chunk that failed (ms).
+	failedAt int64
+	// parseErrs counts the rows whose samples did not parse; parseErr is
+	// the first one's error.
+	parseErrs int64
+	parseErr  string
 
 	rows, failed, samples int64
 	// unlabelled counts series without the target labels (not imported);
@@ -191,6 +215,7 @@ func (im *importer) run(ctx context.Context, chunk time.Duration) error {
 	for from := start - 1; from < end; {
 		to := min(from+chunk.Milliseconds(), end)
 		if err := im.chunk(ctx, from, to); err != nil {
+			im.failedAt = from
 			return err
 		}
 		from = to
@@ -210,8 +235,9 @@ func (im *importer) chunk(ctx context.Context, from, to int64) error {
 	byTarget := map[string]map[int64][]point{}
 	up := map[string]map[int64]float64{}
 	var all []series
+	tl := &tally{budget: im.opts.Budget}
 	for _, sel := range im.opts.Match {
-		ss, err := im.st.raw(ctx, sel, from, to)
+		ss, err := im.st.raw(ctx, sel, from, to, tl)
 		if err != nil {
 			return err
 		}
@@ -276,6 +302,16 @@ func (im *importer) chunk(ctx context.Context, from, to int64) error {
 			}
 		}
 	}
+	// Rule: targets past the cap are refused before any row is made.
+	fresh := 0
+	for tname := range byTarget {
+		if im.targets[tname] == nil {
+			fresh++
+		}
+	}
+	if len(im.targets)+fresh > im.opts.MaxTargets {
+		return fmt.Errorf("more than %d targets (named by %s): a narrower --match, or a --target-label grouping fewer", im.opts.MaxTargets, strings.Join(im.labels, ", "))
+	}
 	var rows []capture.Scrape
 	for _, tname := range sortedKeys(byTarget) {
 		t := im.target(tname)
@@ -298,7 +334,9 @@ func (im *importer) chunk(ctx context.Context, from, to int64) error {
 		if err := os.MkdirAll(im.opts.Out, 0o755); err != nil {
 			return fmt.Errorf("create run folder: %w", err)
 		}
-		if err := im.writeManifest(false); err != nil {
+		// Until it is done the manifest says the import is partial: a
+		// process killed now leaves a folder that reads as one.
+		if err := im.writeManifest(time.Time{}, partialUnfinished); err != nil {
 			return err
 		}
 		im.wrote = true
@@ -307,7 +345,8 @@ func (im *importer) chunk(ctx context.Context, from, to int64) error {
 	if _, err := capture.WriteSegment(im.opts.Out, im.runID, im.seg, rows); err != nil {
 		return err
 	}
-	return nil
+	// Written again with the chunk's targets: still partial until done.
+	return im.writeManifest(time.Time{}, partialUnfinished)
 }
 
 // targetName names the target of a series by its target labels; false
@@ -378,6 +417,9 @@ func (im *importer) row(t *target, ms int64, pts []point, lines []line, failed b
 	if s.ParseError != nil {
 		msg := "imported samples did not parse as one page: " + *s.ParseError
 		s.ParseError = &msg
+		if im.parseErrs++; im.parseErr == "" {
+			im.parseErr = *s.ParseError
+		}
 	}
 	im.rows++
 	im.samples += int64(len(s.Samples))
@@ -559,28 +601,55 @@ func (im *importer) notes() []string {
 	return notes
 }
 
-func (im *importer) writeManifest(done bool) error {
+// partialUnfinished is the manifest's word while an import runs.
+const partialUnfinished = "the import did not finish: it was stopped or killed before its last chunk, and the samples after its last segment are missing"
+
+// writeManifest writes the session's manifest. end, when set, is the time
+// up to which the samples were read (o.End when every chunk was);
+// partial, when set, says what is missing and why.
+func (im *importer) writeManifest(end time.Time, partial string) error {
 	o := im.opts
 	m := capture.Manifest{SchemaVersion: capture.SchemaVersion, RunID: im.runID,
 		Start: o.Start.UTC().Format(time.RFC3339Nano), StartNs: o.Start.UnixNano(), Host: "imported", Version: capture.Version,
 		Config: map[string]any{"imported": "prometheus"}, Targets: []capture.ManifestTarget{},
 		Import: &capture.Import{Source: "prometheus", URL: im.st.shown, Match: o.Match,
 			Start: o.Start.UTC().Format(time.RFC3339Nano), End: o.End.UTC().Format(time.RFC3339Nano),
-			TargetLabels: im.labels, Types: im.types(), Notes: im.notes()}}
-	if done {
-		end := o.End.UTC().Format(time.RFC3339Nano)
-		endNs := o.End.UnixNano()
-		m.End, m.EndNs = &end, &endNs
-		for _, name := range sortedKeys(im.targets) {
-			t := im.targets[name]
-			iv := t.interval()
-			if iv <= 0 {
-				continue
-			}
-			m.Targets = append(m.Targets, capture.ManifestTarget{Name: name, URL: im.st.shown, IntervalNs: int64(iv), TimeoutNs: int64(iv)})
+			TargetLabels: im.labels, Types: im.types(), Notes: im.notes(), Partial: partial}}
+	if !end.IsZero() {
+		e := end.UTC().Format(time.RFC3339Nano)
+		endNs := end.UnixNano()
+		m.End, m.EndNs = &e, &endNs
+	}
+	// The targets so far, at every write: a reader of a folder whose
+	// import was killed knows them as imported (and partial).
+	for _, name := range sortedKeys(im.targets) {
+		t := im.targets[name]
+		iv := t.interval()
+		if iv <= 0 {
+			continue
 		}
+		m.Targets = append(m.Targets, capture.ManifestTarget{Name: name, URL: im.st.shown, IntervalNs: int64(iv), TimeoutNs: int64(iv)})
 	}
 	return capture.WriteManifest(o.Out, m)
+}
+
+// fail ends an import that stopped at a chunk: with nothing written it
+// is the error alone; otherwise the folder's manifest says the import is
+// partial, up to when and why, so that every later read says so too.
+func (im *importer) fail(err error) error {
+	if !im.wrote {
+		return err
+	}
+	ms := func(v int64) string { return time.UnixMilli(v).UTC().Format(time.RFC3339Nano) }
+	why := redact.Text(err.Error())
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		why = "the import was interrupted"
+	}
+	partial := fmt.Sprintf("the chunk after %s failed (%s): nothing after %s was imported", ms(im.failedAt), why, ms(im.failedAt))
+	if werr := im.writeManifest(time.UnixMilli(im.failedAt), partial); werr != nil {
+		return fmt.Errorf("%w (and marking %s partial failed: %w)", err, im.opts.Out, werr)
+	}
+	return fmt.Errorf("%w; %s holds the samples up to %s, marked partial", err, im.opts.Out, ms(im.failedAt))
 }
 
 // interval is the median spacing of a target's scrapes; 0 with one.
@@ -598,7 +667,20 @@ func (im *importer) finish() (*Summary, error) {
 		return nil, fmt.Errorf("%w: %s holds nothing for %s in [%s, %s]", errNoSamples, im.st.shown,
 			strings.Join(im.opts.Match, " "), im.opts.Start.UTC().Format(time.RFC3339), im.opts.End.UTC().Format(time.RFC3339))
 	}
-	if err := im.writeManifest(true); err != nil {
+	// Rule: rows without one sample are no import (a target whose pages
+	// were over the series cap parsed to nothing).
+	if im.samples == 0 {
+		why := "every scrape the store kept failed (up = 0)"
+		if im.parseErr != "" {
+			why = fmt.Sprintf("%d scrape(s) did not parse, the first: %s", im.parseErrs, im.parseErr)
+		}
+		err := fmt.Errorf("%w: %d scrape(s) of %d target(s) imported, not one sample: %s", errNoSamples, im.rows+im.failed, len(im.targets), why)
+		if werr := im.writeManifest(im.opts.End, "not one sample was imported: "+why); werr != nil {
+			return nil, fmt.Errorf("%w (and marking %s partial failed: %w)", err, im.opts.Out, werr)
+		}
+		return nil, fmt.Errorf("%w; %s is marked partial", err, im.opts.Out)
+	}
+	if err := im.writeManifest(im.opts.End, ""); err != nil {
 		return nil, err
 	}
 	sum := &Summary{RunID: im.runID, Rows: im.rows, Failed: im.failed, Samples: im.samples, Segments: im.seg,

@@ -15,6 +15,7 @@ package promimport
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmrec/llmrec/record"
+	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/redact"
 )
 
@@ -33,9 +36,13 @@ type store struct {
 	base  *url.URL // the URL as given, credentials included (never printed)
 	shown string   // the URL as it may be printed
 	hc    *http.Client
+	// secrets are the URL's own credentials (its password, user and
+	// query values, and the basic-auth header made of them): a store or
+	// proxy that echoes a request in its error text has them taken out.
+	secrets []string
 }
 
-func newStore(raw string, hc *http.Client) (*store, error) {
+func newStore(raw string, hc *http.Client, follow bool) (*store, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--url %s: want http:// or https:// and a host", redact.URL(raw))
@@ -43,18 +50,117 @@ func newStore(raw string, hc *http.Client) (*store, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &store{base: u, shown: redact.URL(raw), hc: hc}, nil
+	// The caller's client with this import's redirect policy: a redirect
+	// is not followed unless asked for, and then only to the same scheme,
+	// host and port (the recorder's rule), so the basic-auth header never
+	// reaches another origin or goes down from https to http.
+	c := *hc
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !follow || len(via) >= maxRedirects || !record.SameOrigin(req.URL, via[0].URL) {
+			return http.ErrUseLastResponse
+		}
+		req.Header.Del("Referer")
+		return nil
+	}
+	return &store{base: u, shown: redact.URL(raw), hc: &c, secrets: secretsOf(u)}, nil
 }
 
-// maxAnswer bounds one answer's body: a page of the range holds what the
-// store's own query limits let through (50 M samples by default); this is
-// far above a page at the default chunk.
-const maxAnswer = 4 << 30
+// maxRedirects bounds a chain of followed (same-origin) redirects.
+const maxRedirects = 5
 
-// get asks the API at path with the query q and decodes its data into v.
-// An error says what the store said (its errorType and error), never the
-// URL with its credentials.
-func (s *store) get(ctx context.Context, path string, q url.Values, v any) error {
+// secretsOf are the credentials a URL carries, as they may be echoed.
+func secretsOf(u *url.URL) []string {
+	var out []string
+	add := func(v string) {
+		// A value of a few characters would blank out ordinary words.
+		if len(v) >= 4 {
+			out = append(out, v, url.QueryEscape(v))
+		}
+	}
+	if u.User != nil {
+		p, _ := u.User.Password()
+		add(p)
+		add(u.User.Username())
+		add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p)))
+	}
+	for _, vs := range u.Query() {
+		for _, v := range vs {
+			add(v)
+		}
+	}
+	return out
+}
+
+// scrub is text the store sent, as it may be printed: the URL's own
+// credentials taken out wherever they appear, then every URL and user@host
+// redacted.
+func (s *store) scrub(text string) string {
+	for _, v := range s.secrets {
+		text = strings.ReplaceAll(text, v, redact.Mark)
+	}
+	return redact.Text(text)
+}
+
+// Budget bounds what one chunk's answers may hold, every selector's
+// together: past any bound the import stops with an error naming it,
+// before the samples are held.
+type Budget struct {
+	// Bytes bounds one answer's JSON (decompressed).
+	Bytes int64
+	// Series and Samples bound the series and samples of one chunk.
+	Series, Samples int
+}
+
+// DefaultBudget is the budget of an import given none. Series is the
+// recorder's own cap on one page's series (capture.DefaultLimits); Samples
+// is twice what eight engines of 500 series scraped every second put in a
+// chunk of the default 2 min, which cost 187 MB (see DefaultChunk), so a
+// chunk holds about 400 MB at most; Bytes is far above what so many
+// samples print as (about 30 bytes each) and ends an endless answer.
+var DefaultBudget = Budget{Bytes: 256 << 20, Series: capture.DefaultLimits.MaxSeries, Samples: 1_000_000}
+
+// errBudget is an answer past its budget.
+var errBudget = errors.New("over the import's budget")
+
+// budgetReader reads at most n bytes, then fails with errBudget. Once
+// dec is set it also fails when the decoder holds more than pending bytes
+// not yet consumed: one JSON value (an endless string) is buffered whole
+// by encoding/json before it is returned.
+type budgetReader struct {
+	r       io.Reader
+	n, max  int64
+	read    int64
+	dec     *json.Decoder
+	pending int64
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, fmt.Errorf("%w: the answer is over %d bytes (a shorter --chunk or a narrower --match)", errBudget, b.max)
+	}
+	if b.dec != nil && b.read-b.dec.InputOffset() > b.pending {
+		return 0, fmt.Errorf("%w: one value of the answer is over %d bytes", errBudget, b.pending)
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.r.Read(p)
+	b.n -= int64(n)
+	b.read += int64(n)
+	return n, err
+}
+
+// maxValue bounds one JSON value of a query's answer held while it is
+// decoded (a series' label set, one sample, one string): far above any
+// label set a page holds, far below the answer's budget.
+const maxValue = 8 << 20
+
+// get asks the API at path with the query q and reads its answer's data
+// with data, which is handed the decoder positioned at the data's value.
+// The answer is streamed, never held whole: its bytes are bounded by
+// maxBytes, one value held at once by maxValue. An error says what the store said (its errorType and error),
+// scrubbed of credentials, never the URL with them.
+func (s *store) get(ctx context.Context, path string, q url.Values, maxBytes, maxValue int64, data func(*json.Decoder) error) error {
 	u := *s.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	// A query the URL carries (a token some proxies want) goes with every request.
@@ -78,35 +184,39 @@ func (s *store) get(ctx context.Context, path string, q url.Values, v any) error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("%s: %s", s.shown+path, redact.Text(err.Error()))
+		return fmt.Errorf("%s: %s", s.shown+path, s.scrub(err.Error()))
 	}
 	defer resp.Body.Close()
-	// The data is decoded in place, never held as raw JSON first: a
-	// chunk's answer is the bulk of an import's memory.
-	doc := struct {
-		Status    string `json:"status"`
-		ErrorType string `json:"errorType"`
-		Error     string `json:"error"`
-		Data      any    `json:"data"`
-	}{Data: v}
-	dec := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer))
-	derr := dec.Decode(&doc)
-	if doc.Status == "error" || doc.Error != "" {
-		return &apiError{where: s.shown + path, status: resp.StatusCode, kind: doc.ErrorType, msg: doc.Error}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		loc := resp.Header.Get("Location")
+		if l, err := resp.Location(); err == nil {
+			loc = l.String()
+		}
+		return &apiError{where: s.shown + path, status: resp.StatusCode,
+			msg: fmt.Sprintf("HTTP %d: redirect to %q not followed (an import follows none unless --follow-redirects, and then only to the same scheme, host and port)", resp.StatusCode, s.scrub(redact.URL(loc)))}
+	}
+	br := &budgetReader{r: resp.Body, n: maxBytes, max: maxBytes, pending: maxValue}
+	br.dec = json.NewDecoder(br)
+	st, derr := readAnswer(br.dec, data)
+	if st.Status == "error" || st.Error != "" {
+		return &apiError{where: s.shown + path, status: resp.StatusCode, kind: s.scrub(st.ErrorType), msg: s.scrub(st.Error)}
+	}
+	if errors.Is(derr, errBudget) {
+		return fmt.Errorf("%s: %w", s.shown+path, derr)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return &apiError{where: s.shown + path, status: resp.StatusCode, msg: "HTTP " + resp.Status}
+		return &apiError{where: s.shown + path, status: resp.StatusCode, msg: "HTTP " + s.scrub(resp.Status)}
 	}
 	if derr != nil {
-		return fmt.Errorf("%s: the answer is not the Prometheus API's JSON: %w", s.shown+path, derr)
+		return fmt.Errorf("%s: the answer is not the Prometheus API's JSON: %s", s.shown+path, s.scrub(derr.Error()))
 	}
-	if doc.Status != "success" {
-		return fmt.Errorf("%s: status %q", s.shown+path, doc.Status)
+	if st.Status != "success" {
+		return fmt.Errorf("%s: status %q", s.shown+path, s.scrub(st.Status))
 	}
 	return nil
 }
 
-// apiError is the store's own refusal, passed on in its words.
+// apiError is the store's own refusal, passed on in its words (scrubbed).
 type apiError struct {
 	where  string
 	status int
@@ -119,6 +229,125 @@ func (e *apiError) Error() string {
 		return fmt.Sprintf("%s: %s", e.where, redact.Text(e.msg))
 	}
 	return fmt.Sprintf("%s: %s: %s", e.where, e.kind, redact.Text(e.msg))
+}
+
+// answerStatus is the envelope of an API answer.
+type answerStatus struct {
+	Status, ErrorType, Error string
+}
+
+// maxText bounds a string of the envelope (status, errorType, error).
+const maxText = 64 << 10
+
+// readAnswer walks the API's envelope {"status", "errorType", "error",
+// "data"} token by token, handing data's value to data; other keys are
+// skipped without being held.
+func readAnswer(dec *json.Decoder, data func(*json.Decoder) error) (answerStatus, error) {
+	var st answerStatus
+	err := readObject(dec, func(k string) (bool, error) {
+		var to *string
+		switch k {
+		case "status":
+			to = &st.Status
+		case "errorType":
+			to = &st.ErrorType
+		case "error":
+			to = &st.Error
+		case "data":
+			return true, data(dec)
+		default:
+			return false, nil
+		}
+		v, err := readString(dec, k)
+		*to = v
+		return true, err
+	})
+	return st, err
+}
+
+// readObject walks one JSON object token by token, handing each key to
+// field, which reads its value and says so; a value field did not read
+// is skipped without being held.
+func readObject(dec *json.Decoder, field func(key string) (bool, error)) error {
+	if err := expectDelim(dec, '{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		k, _ := tok.(string)
+		read, err := field(k)
+		if err != nil {
+			return err
+		}
+		if !read {
+			if err := skipValue(dec); err != nil {
+				return err
+			}
+		}
+	}
+	return expectDelim(dec, '}')
+}
+
+// readString reads a string value of key, cut at maxText.
+func readString(dec *json.Decoder, key string) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	v, ok := tok.(string)
+	if !ok {
+		return "", fmt.Errorf("%s is not a string", key)
+	}
+	return v[:min(len(v), maxText)], nil
+}
+
+// expectDelim reads one token, which must be d.
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != d {
+		return fmt.Errorf("want %v, found %v", d, describeToken(tok))
+	}
+	return nil
+}
+
+// describeToken names a token's kind, never its text (a store's text may
+// echo a credential).
+func describeToken(tok json.Token) string {
+	switch d := tok.(type) {
+	case json.Delim:
+		return d.String()
+	case string:
+		return "a string"
+	case nil:
+		return "null"
+	}
+	return "a scalar"
+}
+
+// skipValue reads one value token by token, holding none of it.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }
 
 // series is one series of a range-vector answer.
@@ -149,22 +378,118 @@ func (p *pair) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// raw returns every sample of the series sel selects with a timestamp in
-// (from, to], milliseconds: an instant query at to over sel[to−from].
-func (s *store) raw(ctx context.Context, sel string, from, to int64) ([]series, error) {
-	var data struct {
-		ResultType string   `json:"resultType"`
-		Result     []series `json:"result"`
+// tally counts what a chunk's answers have held against its budget.
+type tally struct {
+	budget          Budget
+	series, samples int
+}
+
+// readMatrix reads a range-vector answer's data, {"resultType": "matrix",
+// "result": [{"metric": {...}, "values": [[t, "v"], ...]}, ...]}, series
+// by series and sample by sample, counting each against the budget; past
+// it, it stops at once with errBudget. Other keys (a native histogram's
+// "histograms") are skipped.
+func readMatrix(dec *json.Decoder, tl *tally, out *[]series) (resultType string, err error) {
+	err = readObject(dec, func(k string) (bool, error) {
+		switch k {
+		case "resultType":
+			var err error
+			resultType, err = readString(dec, k)
+			return true, err
+		case "result":
+			return true, readResult(dec, tl, out)
+		}
+		return false, nil
+	})
+	return resultType, err
+}
+
+func readResult(dec *json.Decoder, tl *tally, out *[]series) error {
+	return readList(dec, "result", func() error {
+		tl.series++
+		if tl.series > tl.budget.Series {
+			return fmt.Errorf("%w: more than %d series in one chunk (a narrower --match, or a higher --max-series)", errBudget, tl.budget.Series)
+		}
+		var s series
+		if err := readSeries(dec, tl, &s); err != nil {
+			return err
+		}
+		*out = append(*out, s)
+		return nil
+	})
+}
+
+// readList walks one JSON list (null is an empty one), calling each at
+// every element, which reads it.
+func readList(dec *json.Decoder, what string, each func() error) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
 	}
+	if tok != json.Delim('[') {
+		return fmt.Errorf("%s: want a list, found %s", what, describeToken(tok))
+	}
+	for dec.More() {
+		if err := each(); err != nil {
+			return err
+		}
+	}
+	return expectDelim(dec, ']')
+}
+
+func readSeries(dec *json.Decoder, tl *tally, s *series) error {
+	return readObject(dec, func(k string) (bool, error) {
+		switch k {
+		case "metric":
+			return true, dec.Decode(&s.Metric)
+		case "values":
+			return true, readValues(dec, tl, s)
+		}
+		return false, nil
+	})
+}
+
+// readValues reads a series' samples one by one, each counted against
+// the budget before it is held.
+func readValues(dec *json.Decoder, tl *tally, s *series) error {
+	return readList(dec, "values", func() error {
+		tl.samples++
+		if tl.samples > tl.budget.Samples {
+			return fmt.Errorf("%w: more than %d samples in one chunk (a shorter --chunk, or a higher --max-samples)", errBudget, tl.budget.Samples)
+		}
+		var p pair
+		if err := dec.Decode(&p); err != nil {
+			return err
+		}
+		s.Values = append(s.Values, p)
+		return nil
+	})
+}
+
+// raw returns every sample of the series sel selects with a timestamp in
+// (from, to], milliseconds: an instant query at to over sel[to−from]. The
+// series and samples count against tl.
+func (s *store) raw(ctx context.Context, sel string, from, to int64, tl *tally) ([]series, error) {
+	var out []series
+	var rt string
 	q := url.Values{"query": {fmt.Sprintf("%s[%dms]", sel, to-from)}, "time": {msText(to)}}
-	if err := s.get(ctx, "/api/v1/query", q, &data); err != nil {
+	err := s.get(ctx, "/api/v1/query", q, tl.budget.Bytes, maxValue, func(dec *json.Decoder) error {
+		var err error
+		rt, err = readMatrix(dec, tl, &out)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	if data.ResultType != "matrix" {
-		return nil, fmt.Errorf("%s: %q answered %s, not raw samples: give a series selector", s.shown, sel, data.ResultType)
+	if rt != "matrix" {
+		return nil, fmt.Errorf("%s: %q answered %s, not raw samples: give a series selector", s.shown, sel, s.scrub(rt))
 	}
-	return data.Result, nil
+	return out, nil
 }
+
+// maxMetadata bounds the metadata answer, held whole while it is decoded
+// (a store of 10,000 families serves about 2 MB).
+const maxMetadata = 64 << 20
 
 // metadata is a family's type and help as the store saw them.
 type metadata struct {
@@ -177,7 +502,7 @@ type metadata struct {
 // reached is an error; one that answers without metadata is not.
 func (s *store) metadata(ctx context.Context) (map[string]metadata, error) {
 	var data map[string][]metadata
-	err := s.get(ctx, "/api/v1/metadata", nil, &data)
+	err := s.get(ctx, "/api/v1/metadata", nil, maxMetadata, maxMetadata, func(dec *json.Decoder) error { return dec.Decode(&data) })
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return nil, nil

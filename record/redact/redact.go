@@ -243,19 +243,24 @@ func isDigest(v string) bool {
 
 // Tree redacts a decoded JSON document (maps, slices, strings, as
 // encoding/json decodes into an any) as a configuration is written: the
-// values of a "headers" object through Header, every other string through
-// Text. It returns a new tree; v is not changed. A reader applies it to a
+// values of a "headers" object through Header, of a "labels" object
+// through Label, every other string through Text. It returns a new tree; v is not changed. A reader applies it to a
 // manifest written by a version that redacted less.
 func Tree(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if h, ok := e.(map[string]any); ok && strings.EqualFold(k, "headers") {
+			h, ok := e.(map[string]any)
+			if ok && (strings.EqualFold(k, "headers") || strings.EqualFold(k, "labels")) {
+				byName := Header
+				if strings.EqualFold(k, "labels") {
+					byName = Label
+				}
 				hs := make(map[string]any, len(h))
 				for name, hv := range h {
 					if s, ok := hv.(string); ok {
-						hs[name] = Header(name, s)
+						hs[name] = byName(name, s)
 					} else {
 						hs[name] = Tree(hv)
 					}
@@ -276,4 +281,35 @@ func Tree(v any) any {
 		return Text(x)
 	}
 	return v
+}
+
+// secretName matches a label name that may name a credential.
+var secretName = regexp.MustCompile(`(?i)key|token|secret|passw|pwd|auth|cred|session|cookie|sig|bearer|private`)
+
+// Label returns the value of a target's label (a file_sd group's) as it
+// may be written down: a digest when its name looks like a credential's
+// (api_key, token, password, ...), else the value with its URLs and
+// user@host redacted. Labels are kept in the clear otherwise (pool, zone,
+// model): they name what was recorded.
+func Label(name, value string) string {
+	if isDigest(value) {
+		return value
+	}
+	if secretName.MatchString(name) {
+		return Digest(value)
+	}
+	return Text(value)
+}
+
+// Labels returns m with every value through Label. m is not changed; nil
+// gives nil.
+func Labels(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = Label(k, v)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"errors"
+	"maps"
 	"net/url"
 	"strings"
 	"testing"
@@ -153,4 +154,29 @@ func FuzzText(f *testing.F) {
 			t.Errorf("URL(%q) = %q, then %q", s, u, URL(u))
 		}
 	})
+}
+
+// A label whose name looks like a credential's is a digest; a URL in any
+// label is redacted; other labels stay; Tree does the same to a "labels"
+// object of an older manifest; both are idempotent.
+func TestLabels(t *testing.T) {
+	in := map[string]string{"api_key": "hunter2", "X-Auth-Token": "hunter2", "db_password": "hunter2",
+		"dashboard": "https://u:hunter2@g.example/d?token=hunter2", "pool": "a"}
+	out := Labels(in)
+	for k, v := range out {
+		if strings.Contains(v, "hunter2") {
+			t.Errorf("%s = %q", k, v)
+		}
+	}
+	if out["pool"] != "a" || out["dashboard"] != "https://g.example/d?token="+Mark {
+		t.Errorf("kept labels: %v", out)
+	}
+	if again := Labels(out); !maps.Equal(again, out) {
+		t.Errorf("twice: %v, once: %v", again, out)
+	}
+	tree := Tree(map[string]any{"targets": []any{map[string]any{"labels": map[string]any{"api_key": "hunter2", "pool": "a"}}}})
+	lab := tree.(map[string]any)["targets"].([]any)[0].(map[string]any)["labels"].(map[string]any)
+	if lab["api_key"] != Digest("hunter2") || lab["pool"] != "a" {
+		t.Errorf("Tree: %v", lab)
+	}
 }
