@@ -54,11 +54,7 @@ var llamaBuilds = map[string]llamaBuild{
 // its families, types, help texts and order, as the real page has them.
 func (e *Engine) buildLlamaCppB4748() template {
 	b := &tmplBuilder{}
-	m := func(name, typ, help string, kind fmtKind, idx int) {
-		b.text("# HELP llamacpp:", name, " ", help, "\n# TYPE llamacpp:", name, " ", typ, "\nllamacpp:", name, " ")
-		b.value(kind, 0, idx, 0)
-		b.text("\n")
-	}
+	m := b.llamaFamily
 	m("prompt_tokens_total", "counter", "Number of prompt tokens processed.", fmtInt, xEvalPrompt)
 	m("prompt_seconds_total", "counter", "Prompt process time", fmtG6, cPromptSec)
 	m("tokens_predicted_total", "counter", "Number of generation tokens processed.", fmtInt, cPredicted)
@@ -94,4 +90,12 @@ func (e *Engine) startHeader(off time.Duration, path string) (name, value string
 		return h, strconv.FormatFloat(e.ProcessStart(off), 'f', 2, 64)
 	}
 	return "", ""
+}
+
+// llamaFamily adds an unlabelled llama.cpp family of one sample: its HELP
+// and TYPE lines and the value of acc index idx.
+func (b *tmplBuilder) llamaFamily(name, typ, help string, kind fmtKind, idx int) {
+	b.text("# HELP llamacpp:", name, " ", help, "\n# TYPE llamacpp:", name, " ", typ, "\nllamacpp:", name, " ")
+	b.value(kind, 0, idx, 0)
+	b.text("\n")
 }

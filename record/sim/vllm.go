@@ -264,11 +264,7 @@ func (e *Engine) buildVLLM(n int) template {
 // mid-2026: no KV gauges, n_busy_slots_per_decode typed gauge).
 func (e *Engine) buildLlamaCpp() template {
 	b := &tmplBuilder{}
-	m := func(name, typ, help string, kind fmtKind, idx int) {
-		b.text("# HELP llamacpp:", name, " ", help, "\n# TYPE llamacpp:", name, " ", typ, "\nllamacpp:", name, " ")
-		b.value(kind, 0, idx, 0)
-		b.text("\n")
-	}
+	m := b.llamaFamily
 	m("prompt_tokens_total", "counter", "Number of prompt tokens processed.", fmtInt, xEvalPrompt)
 	m("prompt_seconds_total", "counter", "Prompt process time", fmtG6, cPromptSec)
 	m("tokens_predicted_total", "counter", "Number of generation tokens processed.", fmtInt, cPredicted)
