@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -317,6 +318,10 @@ func (c Config) Redacted() Config {
 		t.URL = redact.URL(t.URL)
 		t.Headers = redact.Headers(t.Headers)
 		t.TLS = t.TLS.redacted()
+		t.Endpoints = slices.Clone(t.Endpoints)
+		for j := range t.Endpoints {
+			t.Endpoints[j].Path = redact.URL(t.Endpoints[j].Path)
+		}
 		out.Targets[i] = t
 	}
 	return out

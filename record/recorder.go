@@ -373,12 +373,14 @@ type endpointState struct {
 func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Duration, k0 int64) {
 	eps := []*endpointState{{name: capture.EndpointMetrics, url: t.URL}}
 	for _, e := range t.Endpoints {
-		u := joinPath(t.URL, e.Path)
+		// The endpoint is named as its path is written down: redacted as a
+		// URL (/slots?token=<redacted>).
+		u, name := joinPath(t.URL, e.Path), redact.URL(e.Path)
 		if e.Once {
-			r.fire(ti, t, &endpointState{name: e.Path, url: u}, k0, time.Now())
+			r.fire(ti, t, &endpointState{name: name, url: u}, k0, time.Now())
 			continue
 		}
-		eps = append(eps, &endpointState{name: e.Path, url: u})
+		eps = append(eps, &endpointState{name: name, url: u})
 	}
 	interval := t.Interval.D()
 	start := r.clock.Start().Add(phase)
@@ -614,7 +616,9 @@ func joinPath(target, path string) string {
 	if err != nil {
 		return target
 	}
-	u.Path, u.RawQuery, u.RawPath = path, "", ""
+	// A path's query is the request's query, not part of the path.
+	p, q, _ := strings.Cut(path, "?")
+	u.Path, u.RawQuery, u.RawPath = p, q, ""
 	return u.String()
 }
 
