@@ -111,9 +111,12 @@ type Summary struct {
 
 // TargetStats counts one target's scrape attempts (all endpoints).
 type TargetStats struct {
-	Name        string
-	OK          int64
-	Failed      int64
+	Name   string
+	OK     int64
+	Failed int64
+	// Unparsed counts pages the target answered that were stored unparsed
+	// (over a parse limit, or malformed): answered, not failed.
+	Unparsed    int64
 	Missed      int64
 	LastLatency time.Duration
 	LastError   string
@@ -124,8 +127,11 @@ type TargetStats struct {
 	Answered bool
 	URL      string // redacted
 	// Left is true for a discovered target no longer in the target set.
-	Left   bool
-	warned bool // the first failure was said
+	Left bool
+	// LastUnparsed is true when the target's last answer was stored
+	// unparsed.
+	LastUnparsed bool
+	warned       bool // the first failure was said
 }
 
 // NewRunID returns a sortable, unique run id: UTC time and 4 random bytes.
@@ -583,6 +589,8 @@ func (r *recorder) account(ti int, row *capture.Scrape) {
 	case capture.OutcomeMissed:
 		s.Missed++
 		return
+	case capture.OutcomeParseError:
+		s.Unparsed++
 	default:
 		s.Failed++
 	}
@@ -598,7 +606,8 @@ func (r *recorder) account(ti int, row *capture.Scrape) {
 	}
 	s.Answered = s.Answered || answered
 	s.URL = row.URL
-	s.Up = row.Outcome == capture.OutcomeOK
+	// A page stored unparsed was answered: the target is up.
+	s.Up, s.LastUnparsed = answered, row.Outcome == capture.OutcomeParseError
 	if row.Error != nil {
 		s.LastError = *row.Error
 	} else if row.ParseError != nil {
