@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -34,21 +33,12 @@ func TestEndpointPathRedacted(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	work := t.TempDir()
-	cfgPath := filepath.Join(work, "llmrec.toml")
 	cfg := fmt.Sprintf("interval = \"100ms\"\n[[target]]\nname = \"e\"\nurl = %q\n[[target.endpoint]]\npath = \"/slots?token=%s\"\n", srv.URL+"/metrics", secret)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(work, "run")
-	var stdout, stderr strings.Builder
-	if err := run(context.Background(), &stdout, &stderr, []string{"record", "--out", dir, "--config", cfgPath, "--duration", "700ms"}); err != nil {
-		t.Fatalf("record: %v\n%s", err, stderr.String())
-	}
+	dir, stdout, stderr := recordConfig(t, cfg, "700ms")
 	if got.Load() == 0 {
 		t.Fatal("no /slots request carried the token as its query")
 	}
-	out := outputs{"record stdout": stdout.String(), "record stderr": stderr.String()}
+	out := outputs{"record stdout": stdout, "record stderr": stderr}
 	var rows strings.Builder
 	endpoints := map[string]bool{}
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))

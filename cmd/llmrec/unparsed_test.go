@@ -23,19 +23,9 @@ func TestUnparsedTargetIsUp(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(page.String())) }))
 	defer srv.Close()
-	work := t.TempDir()
-	cfgPath := filepath.Join(work, "llmrec.toml")
-	cfg := fmt.Sprintf("interval = \"100ms\"\nmax_series = 5\n[[target]]\nname = \"big\"\nurl = %q\n", srv.URL+"/metrics")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(work, "run")
-	var stdout, stderr strings.Builder
-	if err := run(context.Background(), &stdout, &stderr, []string{"record", "--out", dir, "--config", cfgPath, "--duration", "800ms"}); err != nil {
-		t.Fatalf("record: %v\n%s", err, stderr.String())
-	}
+	dir, stdout, _ := recordConfig(t, fmt.Sprintf("interval = \"100ms\"\nmax_series = 5\n[[target]]\nname = \"big\"\nurl = %q\n", srv.URL+"/metrics"), "800ms")
 	line := ""
-	for l := range strings.Lines(stdout.String()) {
+	for l := range strings.Lines(stdout) {
 		if strings.Contains(l, "big ") {
 			line = l
 		}
@@ -50,4 +40,22 @@ func TestUnparsedTargetIsUp(t *testing.T) {
 	if !strings.Contains(out, "big withheld: up, unparsed: ") || strings.Contains(out, "target_down") {
 		t.Errorf("analyze:\n%s", out)
 	}
+}
+
+// recordConfig records with the configuration cfg for duration into a new
+// run folder, failing the test if record fails; it returns the folder and
+// what record printed.
+func recordConfig(t *testing.T, cfg, duration string) (dir, stdout, stderr string) {
+	t.Helper()
+	work := t.TempDir()
+	cfgPath := filepath.Join(work, "llmrec.toml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Join(work, "run")
+	var out, errOut strings.Builder
+	if err := run(context.Background(), &out, &errOut, []string{"record", "--out", dir, "--config", cfgPath, "--duration", duration}); err != nil {
+		t.Fatalf("record: %v\n%s", err, errOut.String())
+	}
+	return dir, out.String(), errOut.String()
 }
