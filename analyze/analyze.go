@@ -218,8 +218,12 @@ func inputOf(r *capture.Run) (Input, []file) {
 			t.URL = redact.URL(t.URL)
 			targets[i] = t
 		}
+		var warnings []string
+		for _, w := range m.Warnings {
+			warnings = append(warnings, redact.Text(w))
+		}
 		in.Recordings = append(in.Recordings, Recording{RunID: m.RunID, Start: m.Start, End: m.End, Version: m.Version,
-			Targets: targets, Config: redact.Tree(m.Config), Import: redactedImport(m.Import)})
+			Targets: targets, Config: redact.Tree(m.Config), Import: redactedImport(m.Import), Warnings: warnings})
 	}
 	var out []file
 	add := func(path string, live bool) {

@@ -113,6 +113,10 @@ func statusOf(t *Target, incidents []findings.Incident) AnswerRow {
 	// No poll at all: nothing was measured.
 	if t.Summary.Polls == 0 {
 		row.Status, row.Reason = StatusWithheld, "no scrape answered"
+		// Answered, but every page was stored unparsed: up, unparsed.
+		if n := t.Scrapes["parse_error"]; n > 0 {
+			row.Reason = fmt.Sprintf("up, unparsed: %d page(s) answered and stored unparsed (over a parse limit, or malformed: llmrec inspect names why)", n)
+		}
 		return row
 	}
 	// A target that is not an engine has no load, so no phases.

@@ -47,7 +47,7 @@ func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) 
 		}
 	}
 	lo, hi, why := runBounds(a, found)
-	clients := clientPhases(a.opts.Clients, named, lo, hi, why)
+	clients := clientPhases(a.withinRecording(a.opts.Clients), named, lo, hi, why)
 	for _, c := range clients {
 		named = append(named, client.AsPhases(c.Phases)...)
 	}

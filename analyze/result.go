@@ -130,6 +130,10 @@ type Recording struct {
 	// Import says the session was imported from a metrics store; absent
 	// for a recording.
 	Import *capture.Import `json:"import,omitempty"`
+	// Warnings are what the recorder warned of at start (a target whose
+	// TLS certificate was not checked: insecure_skip_verify); absent when
+	// none.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Problem is a file that could not be read, or could be read only in part.

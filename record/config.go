@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -318,6 +319,10 @@ func (c Config) Redacted() Config {
 		t.Headers = redact.Headers(t.Headers)
 		t.Labels = redact.Labels(t.Labels)
 		t.TLS = t.TLS.redacted()
+		t.Endpoints = slices.Clone(t.Endpoints)
+		for j := range t.Endpoints {
+			t.Endpoints[j].Path = redact.URL(t.Endpoints[j].Path)
+		}
 		out.Targets[i] = t
 	}
 	return out

@@ -23,10 +23,18 @@ import (
 //
 // The name may also come as the body: plain text, or JSON
 // {"name": "...", "end": true}. The answer is the mark written, as JSON.
+//
+// Only requests a web page cannot forge are taken: each must carry the
+// header capture.MarkHeader (a page can send it cross-site only after a
+// CORS preflight, which is never answered), no Origin (a browser's), and a
+// Host that is an IP address or localhost with the endpoint's port (a
+// page's DNS name rebound to this address is refused). The endpoint sends
+// no CORS headers.
 type MarkServer struct {
-	Dir string
-	srv *http.Server
-	ln  net.Listener
+	Dir  string
+	srv  *http.Server
+	ln   net.Listener
+	port string
 }
 
 // ListenMarks starts the mark endpoint on addr. A host that is not a
@@ -47,7 +55,8 @@ func ListenMarks(addr, dir string, public bool) (*MarkServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mark endpoint: %w", err)
 	}
-	m := &MarkServer{Dir: dir, ln: ln}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	m := &MarkServer{Dir: dir, ln: ln, port: port}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mark", m.handle)
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -66,12 +75,14 @@ func (m *MarkServer) Close() error {
 }
 
 func (m *MarkServer) handle(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "POST a phase name to /mark", http.StatusMethodNotAllowed)
+	now := time.Now().UnixNano()
+	if code, err := m.allowed(r); err != nil {
+		if code == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", http.MethodPost)
+		}
+		http.Error(w, err.Error(), code)
 		return
 	}
-	now := time.Now().UnixNano()
 	mk, err := markOf(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -85,6 +96,37 @@ func (m *MarkServer) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(mk) //nolint:errcheck // the mark is written; a lost answer is the client's
+}
+
+// allowed refuses, with its status, a request a web page could have made:
+// not a POST (a preflight's OPTIONS included), without the mark header,
+// from a browser (Origin), or to a Host that is not this endpoint by
+// address (DNS rebinding).
+func (m *MarkServer) allowed(r *http.Request) (int, error) {
+	if r.Method != http.MethodPost {
+		return http.StatusMethodNotAllowed, errors.New("POST a phase name to /mark")
+	}
+	if r.Header.Get(capture.MarkHeader) == "" {
+		return http.StatusForbidden, fmt.Errorf("a mark needs the header %s: 1 (llmrec load --mark sends it; curl -H '%s: 1')", capture.MarkHeader, capture.MarkHeader)
+	}
+	if r.Header.Get("Origin") != "" {
+		return http.StatusForbidden, errors.New("marks are not taken from a web page (Origin is set)")
+	}
+	if !hostIsAddress(r.Host, m.port) {
+		return http.StatusForbidden, fmt.Errorf("the Host %q is not this endpoint's address and port %s", r.Host, m.port)
+	}
+	return 0, nil
+}
+
+// hostIsAddress reports whether a request's Host names an IP address or
+// localhost, with port: what a name rebound to this address by a web
+// page's DNS never is.
+func hostIsAddress(host, port string) bool {
+	h, p, err := net.SplitHostPort(host)
+	if err != nil || p != port {
+		return false
+	}
+	return strings.EqualFold(h, "localhost") || net.ParseIP(h) != nil
 }
 
 // markOf reads a mark's name and end flag from the query or the body.

@@ -49,7 +49,7 @@ func manifestTarget(t *Target, phase time.Duration) capture.ManifestTarget {
 		IntervalNs: int64(t.Interval), TimeoutNs: int64(t.Timeout), PhaseNs: int64(phase),
 		ProcessStartHeader: t.ProcessStartHeader}
 	for _, e := range t.Endpoints {
-		mt.Endpoints = append(mt.Endpoints, e.Path)
+		mt.Endpoints = append(mt.Endpoints, redact.URL(e.Path))
 	}
 	return mt
 }

@@ -63,18 +63,26 @@ func (r *recorder) draw(opt Options, drawn *int) {
 	fmt.Fprint(opt.Progress, b.String())
 }
 
-// StatusLine is one target's progress line.
+// StatusLine is one target's progress line. A target whose pages are
+// stored unparsed (over a parse limit) answered: it is "up, unparsed",
+// with the reason, not down.
 func StatusLine(s TargetStats) string {
 	state := "down"
 	switch {
 	case s.Left:
 		state = "left" // discovery no longer finds it
+	case s.Up && s.LastUnparsed:
+		state = "up, unparsed"
 	case s.Up:
 		state = "up"
 	}
-	line := fmt.Sprintf("%-16s %-4s ok %d  failed %d  missed %d  last %s  %s received",
-		s.Name, state, s.OK, s.Failed, s.Missed, s.LastLatency.Round(time.Millisecond), humanBytes(s.BodyBytes))
-	if !s.Up && s.LastError != "" {
+	unparsed := ""
+	if s.Unparsed > 0 {
+		unparsed = fmt.Sprintf("  unparsed %d", s.Unparsed)
+	}
+	line := fmt.Sprintf("%-16s %-4s ok %d  failed %d%s  missed %d  last %s  %s received",
+		s.Name, state, s.OK, s.Failed, unparsed, s.Missed, s.LastLatency.Round(time.Millisecond), humanBytes(s.BodyBytes))
+	if (!s.Up || s.LastUnparsed) && s.LastError != "" {
 		msg := s.LastError
 		if len(msg) > 80 {
 			msg = msg[:77] + "..."

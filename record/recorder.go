@@ -111,9 +111,12 @@ type Summary struct {
 
 // TargetStats counts one target's scrape attempts (all endpoints).
 type TargetStats struct {
-	Name        string
-	OK          int64
-	Failed      int64
+	Name   string
+	OK     int64
+	Failed int64
+	// Unparsed counts pages the target answered that were stored unparsed
+	// (over a parse limit, or malformed): answered, not failed.
+	Unparsed    int64
 	Missed      int64
 	LastLatency time.Duration
 	LastError   string
@@ -124,8 +127,11 @@ type TargetStats struct {
 	Answered bool
 	URL      string // redacted
 	// Left is true for a discovered target no longer in the target set.
-	Left   bool
-	warned bool // the first failure was said
+	Left bool
+	// LastUnparsed is true when the target's last answer was stored
+	// unparsed.
+	LastUnparsed bool
+	warned       bool // the first failure was said
 }
 
 // NewRunID returns a sortable, unique run id: UTC time and 4 random bytes.
@@ -378,12 +384,14 @@ type endpointState struct {
 func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Duration, k0 int64) {
 	eps := []*endpointState{{name: capture.EndpointMetrics, url: t.URL}}
 	for _, e := range t.Endpoints {
-		u := joinPath(t.URL, e.Path)
+		// The endpoint is named as its path is written down: redacted as a
+		// URL (/slots?token=<redacted>).
+		u, name := joinPath(t.URL, e.Path), redact.URL(e.Path)
 		if e.Once {
-			r.fire(ti, t, &endpointState{name: e.Path, url: u}, k0, time.Now())
+			r.fire(ti, t, &endpointState{name: name, url: u}, k0, time.Now())
 			continue
 		}
-		eps = append(eps, &endpointState{name: e.Path, url: u})
+		eps = append(eps, &endpointState{name: name, url: u})
 	}
 	interval := t.Interval.D()
 	start := r.clock.Start().Add(phase)
@@ -586,6 +594,8 @@ func (r *recorder) account(ti int, row *capture.Scrape) {
 	case capture.OutcomeMissed:
 		s.Missed++
 		return
+	case capture.OutcomeParseError:
+		s.Unparsed++
 	default:
 		s.Failed++
 	}
@@ -601,7 +611,8 @@ func (r *recorder) account(ti int, row *capture.Scrape) {
 	}
 	s.Answered = s.Answered || answered
 	s.URL = row.URL
-	s.Up = row.Outcome == capture.OutcomeOK
+	// A page stored unparsed was answered: the target is up.
+	s.Up, s.LastUnparsed = answered, row.Outcome == capture.OutcomeParseError
 	if row.Error != nil {
 		s.LastError = *row.Error
 	} else if row.ParseError != nil {
@@ -619,7 +630,9 @@ func joinPath(target, path string) string {
 	if err != nil {
 		return target
 	}
-	u.Path, u.RawQuery, u.RawPath = path, "", ""
+	// A path's query is the request's query, not part of the path.
+	p, q, _ := strings.Cut(path, "?")
+	u.Path, u.RawQuery, u.RawPath = p, q, ""
 	return u.String()
 }
 

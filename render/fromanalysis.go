@@ -145,6 +145,9 @@ func header(res *analyze.Result) Header {
 			Prov: "a refused window is published as null with its reason"}},
 		{"Generator", text(res.Generator)},
 	}
+	if w := recorderWarnings(res); w != "" {
+		h.Facts = append(h.Facts, Fact{"Recorder warnings", Cell{Text: w, Prov: "what the recorder warned of at start, from the run's manifest"}})
+	}
 	cadence := map[string]string{}
 	for _, in := range res.Inputs {
 		for _, rec := range in.Recordings {
@@ -333,6 +336,22 @@ func appendix(res *analyze.Result, config string) []Section {
 		out = append(out, Section{ID: "appendix-config", Title: "Effective configuration", Blocks: []Block{{Title: "config", Text: config}}})
 	}
 	return out
+}
+
+// recorderWarnings are the sessions' start warnings (insecure_skip_verify),
+// each once, as one line.
+func recorderWarnings(res *analyze.Result) string {
+	var ws []string
+	for _, in := range res.Inputs {
+		for _, rec := range in.Recordings {
+			for _, w := range rec.Warnings {
+				if !slices.Contains(ws, w) {
+					ws = append(ws, w)
+				}
+			}
+		}
+	}
+	return strings.Join(ws, "; ")
 }
 
 // recordingConfigs is each session's effective configuration, as its

@@ -30,6 +30,8 @@ var seeds = []string{
 	"start,e2e_s\n2025-11-07T21:38:54.5Z,1.5\n",
 	`{"start_s":1762551534.1,"ttft_ms":12,"status":"cancelled"}` + "\n\n" + `{"start_s":1762551535.1,"end_s":1762551536.1}`,
 	"start_s,end_s\n1762551534.1,1762551533.1\n",
+	"start_s,end_s,phase\n1762551534.1,9200000000,a\n1762551535.1,1762551536.1,a\n",
+	"start_s,e2e_s,ttft_s\n1762551534.1,1.79e308,1e300\n",
 	"",
 	"[]",
 	`{"foo":1}`,
@@ -53,8 +55,9 @@ func sharedSeeds(f *testing.F) {
 // FuzzRead reads anything through detection or a forced format: it never
 // panics; an error comes alone; a read's requests are well formed (a
 // status, finite times, an end not before the start, error text that
-// redacting leaves as it is); reading twice reads the same; and the
-// phases and figures of any read compute without NaN.
+// redacting leaves as it is); reading twice reads the same and encodes
+// as JSON (no value that is not finite); and the phases, at most
+// MaxPhases, and figures of any read compute without NaN.
 func FuzzRead(f *testing.F) {
 	for _, s := range seeds {
 		for k := range uint8(len(formats) + 1) {
@@ -97,12 +100,19 @@ func FuzzRead(f *testing.F) {
 		if err != nil {
 			t.Fatalf("second read failed: %v", err)
 		}
-		a, _ := json.Marshal(run)
+		// A read holds only finite numbers: it encodes (render writes it).
+		a, err := json.Marshal(run)
+		if err != nil {
+			t.Fatalf("the read does not encode: %v", err)
+		}
 		b, _ := json.Marshal(again)
 		if !bytes.Equal(a, b) {
 			t.Fatalf("two reads differ:\n%s\n%s", a, b)
 		}
 		ps, _ := Phases(run)
+		if len(ps) > MaxPhases {
+			t.Fatalf("%d phases", len(ps))
+		}
 		for _, fs := range Measure(run, ps) {
 			for _, g := range fs.Figures {
 				if g.Value.Valid && (math.IsNaN(g.Value.V) || math.IsInf(g.Value.V, 0)) {

@@ -271,6 +271,10 @@ func Read(data []byte, file string, opt Options) (*Run, error) {
 	if run.Power == nil {
 		run.Power = []PowerSample{}
 	}
+	if err := checkBounds(run, file); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	dropStragglers(run)
 	return run, nil
 }
 

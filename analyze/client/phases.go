@@ -112,6 +112,10 @@ func labelled(rs []Request) []Phase {
 	return out
 }
 
+// LastSeen is the last time a request was seen: its end, else its first
+// token, else its start.
+func LastSeen(r *Request) float64 { return last(r) }
+
 // last is the last time a request was seen: its end, else its first
 // token, else its start.
 func last(r *Request) float64 {

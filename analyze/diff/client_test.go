@@ -26,6 +26,9 @@ type clientLoad struct {
 	errEvery int
 	seed     uint64
 	power    float64 // W of one GPU through the run (0: no telemetry)
+	// straggler, when set, is the end (Unix seconds) of one more request
+	// started mid-run.
+	straggler float64
 }
 
 // writeClient writes the client's generic JSONL (and an AIPerf GPU
@@ -45,6 +48,10 @@ func writeClient(t *testing.T, dir string, l clientLoad) []string {
 		}
 		fmt.Fprintf(&b, `{"start":%.6f,"end":%.6f,"ttft_s":%.6f,"input_tokens":533,"output_tokens":200,"status":%q,"phase":"profiling"}`+"\n",
 			start, start+e2e, ttft, status)
+	}
+	if l.straggler > 0 {
+		fmt.Fprintf(&b, `{"start":%.6f,"end":%.6f,"ttft_s":0.2,"input_tokens":533,"output_tokens":200,"status":"ok","phase":"profiling"}`+"\n",
+			t0+30, l.straggler)
 	}
 	files := []string{filepath.Join(dir, "client.jsonl")}
 	if err := os.WriteFile(files[0], []byte(b.String()), 0o644); err != nil {
@@ -157,5 +164,29 @@ func TestClientRows(t *testing.T) {
 	}
 	if got := rep.FailOn([]string{"client_error_rate"}); len(got) != 1 {
 		t.Errorf("--fail-on client_error_rate: %q", got)
+	}
+}
+
+// One straggler request of the candidate's, ending an hour after the run
+// (or in 2262), is left out: the same load on both sides compares as the
+// same (it made the candidate's output tokens/s about 0, "worse", and
+// failed --fail-on worse).
+func TestClientStragglerLeftOut(t *testing.T) {
+	t.Parallel()
+	sc := scenario(engine("e", sim.Speed{}, "", 12))
+	base := withClient(t, sc, 1, clientLoad{seed: 1})
+	t0 := float64(sim.DefaultStart.UnixNano()) / 1e9
+	for name, end := range map[string]float64{"an hour late": t0 + 64 + 3600, "in 2262": 9.2e9} {
+		cand := withClient(t, sc, 1, clientLoad{seed: 1, straggler: end})
+		rep, err := Compare(base, cand, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := row(t, rep, "profiling", ClientTarget, "client_output"); o.Verdict == Worse || o.Verdict == Better || !contains(o, 0, 0.01) {
+			t.Errorf("%s: client output tokens/s %s [%v, %v] (%s)", name, o.Verdict, o.ChangeLo, o.ChangeHi, o.Why)
+		}
+		if got := rep.FailOn([]string{Worse}); len(got) != 0 {
+			t.Errorf("%s: --fail-on worse: %q", name, got)
+		}
 	}
 }

@@ -1067,10 +1067,14 @@ func spans(r *analyze.Result, target string, span [2]float64, side string) []Spa
 // FailOn says which rows fail a CI gate: list holds "worse" (every
 // quantity), quantity keys (those quantities), and "unlike" or
 // "insufficient" (a row that could not be compared fails too). It returns
-// the failing rows, as lines.
+// the failing rows, as lines; a side with nothing to compare fails any
+// gate.
 func (rep *Report) FailOn(list []string) []string {
 	all := slices.Contains(list, Worse)
 	var out []string
+	if len(list) > 0 {
+		out = rep.nothing()
+	}
 	for _, r := range rep.Rows {
 		fail := false
 		switch r.Verdict {

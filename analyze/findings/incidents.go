@@ -24,6 +24,10 @@ const (
 	maxCells = 10
 )
 
+// CauseUnparsed is the cause of a hole of pages the target answered that
+// were stored unparsed: the target was up.
+const CauseUnparsed = "unparsed"
+
 // StalledPrefix starts the error text of a tick the recorder itself slept
 // through.
 const StalledPrefix = "recorder stalled"
@@ -35,15 +39,18 @@ type hole struct {
 	a, b          float64 // its time bounds
 	rows          []int
 	stalled       int // missed rows the recorder slept through
-	failed        int // http_error, error, parse_error rows
+	failed        int // http_error, error rows
+	unparsed      int // parse_error rows: answered, the page stored unparsed
 	missed        int // other missed rows: the previous scrape still ran
 	stallA        float64
 	stallB        float64
 	explained     bool // by a host stall
 }
 
-func (h *hole) empty() bool       { return len(h.rows) == 0 }
-func (h *hole) onlyStalled() bool { return h.stalled > 0 && h.failed == 0 && h.missed == 0 }
+func (h *hole) empty() bool { return len(h.rows) == 0 }
+func (h *hole) onlyStalled() bool {
+	return h.stalled > 0 && h.failed == 0 && h.missed == 0 && h.unparsed == 0
+}
 
 // add counts a row of the hole by what it was.
 func (h *hole) add(i int) {
@@ -59,6 +66,8 @@ func (h *hole) add(i int) {
 		h.stallB = t + h.v.interval
 	case r.Outcome == "missed":
 		h.missed++
+	case r.Outcome == "parse_error":
+		h.unparsed++
 	default:
 		h.failed++
 	}
@@ -400,6 +409,9 @@ func (h *hole) incidents() []Incident {
 			what += ": " + countsText(errs)
 		}
 	}
+	if h.unparsed > 0 {
+		what += fmt.Sprintf("; it answered %d time(s), each page stored unparsed (over a parse limit, or malformed: llmrec inspect names why): up, unparsed", h.unparsed)
+	}
 	inc.Detail = fmt.Sprintf("%s has no poll for %s (%.3g intervals; more than %g is a gap): %s",
 		name, secs(h.b-h.a), (h.b-h.a)/v.interval, HoleFactor, what)
 	return []Incident{inc}
@@ -409,7 +421,8 @@ func (h *hole) incidents() []Incident {
 // only, for DownIntervals intervals (and DownSeconds), or at least
 // DownRows of them at the recording's start or end.
 func (h *hole) down() bool {
-	if h.failed == 0 || h.missed > 0 || h.stalled > 0 {
+	// A page stored unparsed (over a parse limit) was answered: up.
+	if h.failed == 0 || h.missed > 0 || h.stalled > 0 || h.unparsed > 0 {
 		return false
 	}
 	edge := h.after < 0 || h.before < 0
@@ -427,6 +440,9 @@ func cause(h *hole) string {
 	}
 	if h.stalled > 0 {
 		parts = append(parts, "recorder_stalled")
+	}
+	if h.unparsed > 0 {
+		parts = append(parts, CauseUnparsed)
 	}
 	if len(parts) == 0 {
 		return "no_rows"

@@ -146,7 +146,7 @@ func TestHostStallAndGaps(t *testing.T) {
 	b.t.Polls[len(b.t.Polls)-3].Rates[Decode] = Value{Reason: rate.ReasonJump}
 	f = run(b)
 	g := incidentAt(t, f, KindGap, "b")
-	if g.Cause != "scrape_error+missed_tick" || g.Rows["missed"] != 1 || g.Rows["parse_error"] != 1 {
+	if g.Cause != "missed_tick+unparsed" || g.Rows["missed"] != 1 || g.Rows["parse_error"] != 1 {
 		t.Errorf("gap %+v", g)
 	}
 	var gates []string
@@ -234,5 +234,27 @@ func TestSlowScrapesOutOfOrder(t *testing.T) {
 	_, incs := v.slowScrapes(v.gates)
 	if len(incs) != 1 || incs[0].Start.V != 1002.5 || incs[0].End.V != 1003 {
 		t.Fatalf("%+v", incs)
+	}
+}
+
+// A target whose pages were stored unparsed (too many series) for 16 s
+// answered every scrape: its hole is a gap caused by unparsed pages, said
+// "up, unparsed", not the target going down (it was "down, failed 16").
+func TestUnparsedIsNotDown(t *testing.T) {
+	u := newTarget("u", engine.VLLM)
+	u.series(1000, 0, rep(0, 4)...)
+	for s := 1004.0; s < 1020; s++ {
+		u.fail(s, "parse_error", "")
+	}
+	u.series(1020, 0, rep(0, 4)...)
+	f := run(u)
+	for _, in := range f.Incidents {
+		if in.Kind == KindDown || in.Kind == KindUp {
+			t.Errorf("%s: %s", in.Kind, in.Detail)
+		}
+	}
+	g := incidentAt(t, f, KindGap, "u")
+	if g.Cause != CauseUnparsed || g.Rows["parse_error"] != 16 || !strings.Contains(g.Detail, "up, unparsed") {
+		t.Errorf("gap %+v", g)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -187,16 +188,25 @@ func parseTime(s string) (float64, error) {
 func FromMarks(marks []capture.Mark, end float64) (out []Phase, bad []string) {
 	ms := slices.Clone(marks)
 	slices.SortStableFunc(ms, func(a, b capture.Mark) int { return cmp.Compare(a.TNs, b.TNs) })
+	// endMarked[i]: the next mark of ms[i]'s name is an end mark, so a
+	// phase started at i is ended by it and not by the start of another.
+	// One pass from the back: N log N in all with the sort (a scan per
+	// open phase and start made 5,000 marks take 88 s).
+	endMarked := make([]bool, len(ms))
+	nextEnd := map[string]bool{}
+	for i := len(ms) - 1; i >= 0; i-- {
+		endMarked[i] = nextEnd[ms[i].Name]
+		nextEnd[ms[i].Name] = ms[i].End
+	}
 	open := map[string]int{} // name → index in out
-	var order []string       // open names, oldest first
+	var ending []int         // indices in out of open phases the next start ends, oldest first
 	closeAt := func(name string, t float64, why string) {
 		i := open[name]
 		out[i].End = t
 		out[i].Why += "; " + why
 		delete(open, name)
-		order = slices.DeleteFunc(order, func(n string) bool { return n == name })
 	}
-	for _, m := range ms {
+	for i, m := range ms {
 		t := float64(m.TNs) / 1e9
 		if m.End {
 			if _, ok := open[m.Name]; !ok {
@@ -206,35 +216,29 @@ func FromMarks(marks []capture.Mark, end float64) (out []Phase, bad []string) {
 			closeAt(m.Name, t, "ended by its end mark at "+m.Time)
 			continue
 		}
-		// A start ends every open phase that has no end mark of its own to come.
-		for _, name := range slices.Clone(order) {
-			if !endsLater(ms, name, m.TNs) {
-				closeAt(name, t, "ended by the start of "+strconv.Quote(m.Name))
+		// A start ends every open phase that has no end mark of its own to
+		// come (each such phase is in ending once).
+		for _, j := range ending {
+			// Ended since by its end mark or a restart, or restarted now.
+			if k, ok := open[out[j].Name]; !ok || k != j || out[j].Name == m.Name {
+				continue
 			}
+			closeAt(out[j].Name, t, "ended by the start of "+strconv.Quote(m.Name))
 		}
+		ending = ending[:0]
 		if _, ok := open[m.Name]; ok {
 			closeAt(m.Name, t, "ended by its own restart")
 		}
 		open[m.Name] = len(out)
-		order = append(order, m.Name)
+		if !endMarked[i] {
+			ending = append(ending, len(out))
+		}
 		out = append(out, Phase{Name: m.Name, Kind: KindNamed, Source: SourceMark, Start: t, End: math.Inf(1),
 			Why: fmt.Sprintf("%s mark at %s", m.Source, m.Time)})
 	}
-	for _, name := range order {
-		closeAt(name, end, "open at the end of the recording")
+	for _, i := range slices.Sorted(maps.Values(open)) {
+		closeAt(out[i].Name, end, "open at the end of the recording")
 	}
 	out = slices.DeleteFunc(out, func(p Phase) bool { return !(p.End > p.Start) })
 	return out, bad
-}
-
-// endsLater reports whether an end mark of name follows t before another
-// start of name.
-func endsLater(ms []capture.Mark, name string, t int64) bool {
-	for _, m := range ms {
-		if m.TNs <= t || m.Name != name {
-			continue
-		}
-		return m.End
-	}
-	return false
 }

@@ -89,8 +89,9 @@ candidate overlaid on a phase-relative axis with both runs' incidents;
 --json FILE the comparison (schema llmrec.diff/1, docs/diff-format.md).
 "-" writes to stdout (the table then goes to stderr).
 
-Exit status: 0 compared; 1 a --fail-on verdict (or a file that could not be
-read); 2 the command line was wrong.
+Exit status: 0 compared; 1 a --fail-on verdict, or under --fail-on a side
+with nothing to compare (no rows, or no value of its own in any row), or a
+file that could not be read; 2 the command line was wrong.
 
 Quantities: ` + "QUANTITIES" + `
 

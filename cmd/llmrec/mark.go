@@ -15,7 +15,9 @@ recorded into DIR, now: one line appended to DIR/marks.jsonl with one write
 and an fsync, so a crash loses at most the mark being written. A load
 generator marks its own phases with it (or through the recorder's mark
 endpoint: llmrec record --mark-listen 127.0.0.1:9464, then
-curl -X POST '127.0.0.1:9464/mark?name=load-8').
+curl -X POST -H 'X-Llmrec-Mark: 1' '127.0.0.1:9464/mark?name=load-8').
+A marks file is a regular file in DIR (a symlink is refused, not followed)
+of at most 1000 marks.
 
 A phase ends at its --end mark, else at the next mark that starts a phase,
 else at the end of the recording. llmrec analyze and render measure each

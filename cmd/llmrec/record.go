@@ -112,7 +112,10 @@ leave (a Kubernetes headless Service's name lists its ready pods).
 
 Phases: --mark-listen ADDR serves POST /mark?name=NAME[&end=1] (loopback only
 unless --mark-public); each mark is appended to DIR/marks.jsonl, as
-llmrec mark DIR NAME [--end] does.
+llmrec mark DIR NAME [--end] does. A mark must carry the header
+X-Llmrec-Mark: 1 and a Host that is an IP address or localhost (llmrec load
+--mark sends both); a request from a web page (Origin set) is refused, so a
+page cannot forge one. At most 1000 marks a run.
 
 Afterwards: llmrec inspect DIR; query with DuckDB: SELECT * FROM read_parquet('DIR/*.parquet').
 `
@@ -305,7 +308,7 @@ func serveMarks(addr, dir string, public bool, stderr io.Writer) (stop func(), e
 	if err != nil {
 		return nil, fmt.Errorf("%w: record: %v", errUsage, err)
 	}
-	fmt.Fprintf(stderr, "marks: POST http://%s/mark?name=NAME (add &end=1 to end the phase)\n", m.Addr())
+	fmt.Fprintf(stderr, "marks: POST http://%s/mark?name=NAME with the header %s: 1 (add &end=1 to end the phase)\n", m.Addr(), capture.MarkHeader)
 	return func() { m.Close() }, nil
 }
 

@@ -1,16 +1,18 @@
 package capture
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -21,6 +23,25 @@ const MarksFile = "marks.jsonl"
 
 // MaxMarkName bounds a phase name, in bytes.
 const MaxMarkName = 200
+
+// MaxMarks bounds a run folder's marks: [AppendMark] refuses the one past
+// it and [ReadMarks] reads the first MaxMarks and names the rest. 50 k
+// marks made render write 73 MB; 500 phases marked at both ends fit.
+const MaxMarks = 1000
+
+// MaxMarksBytes bounds the marks file: [AppendMark] refuses a line that
+// would grow it past this and [ReadMarks] reads no further. MaxMarks lines
+// of the longest names (200 bytes, each escaped to at most 6) fit.
+const MaxMarksBytes = 2 << 20
+
+// maxBadMarks bounds the lines [ParseMarks] names one by one; maxMarkSource
+// a mark's source.
+const maxBadMarks, maxMarkSource = 20, 64
+
+// MarkHeader is the header every request to the recorder's mark endpoint
+// must carry (any value): a web page cannot send it cross-site without a
+// CORS preflight, which the endpoint never answers.
+const MarkHeader = "X-Llmrec-Mark"
 
 // Mark is the start or end of a named phase, as a load generator marked it
 // while recording.
@@ -84,9 +105,15 @@ func AppendMark(dir string, m Mark) (Mark, error) {
 	markMu.Lock()
 	defer markMu.Unlock()
 	path := filepath.Join(dir, MarksFile)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	// A symlink is refused, not followed: the marks go into the run folder
+	// and nowhere else.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return m, fmt.Errorf("mark: %w", err)
+	}
+	if err := markRoom(f, path, len(line)); err != nil {
+		f.Close()
+		return m, err
 	}
 	if _, err := f.Write(line); err != nil {
 		f.Close()
@@ -102,45 +129,134 @@ func AppendMark(dir string, m Mark) (Mark, error) {
 	return m, nil
 }
 
+// markRoom refuses a line of n bytes that would take the marks file f past
+// [MaxMarksBytes] or [MaxMarks] lines, and a file that is not a regular one.
+func markRoom(f *os.File, path string, n int) error {
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("mark: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("mark: %s is not a regular file", path)
+	}
+	if st.Size()+int64(n) > MaxMarksBytes {
+		return fmt.Errorf("mark: %s holds %d bytes; a mark more would pass %d", path, st.Size(), MaxMarksBytes)
+	}
+	lines, err := countLines(io.NewSectionReader(f, 0, st.Size()))
+	if err != nil {
+		return fmt.Errorf("mark: read %s: %w", path, err)
+	}
+	if lines >= MaxMarks {
+		return fmt.Errorf("mark: %s holds %d marks (at most %d)", path, lines, MaxMarks)
+	}
+	return nil
+}
+
+// countLines counts the newlines r holds.
+func countLines(r io.Reader) (int, error) {
+	buf := make([]byte, 64<<10)
+	n := 0
+	for {
+		k, err := r.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
 // ReadMarks reads dir's marks in file order; none when the folder has no
 // marks file. Lines that do not parse (a torn last line after a crash,
 // an edit by hand) are skipped and named in bad as "FILE:LINE: why".
 func ReadMarks(dir string) (marks []Mark, bad []string, err error) {
 	path := filepath.Join(dir, MarksFile)
-	data, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("marks: %w", err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, nil, fmt.Errorf("marks: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("marks: %s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxMarksBytes+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("marks: %w", err)
+	}
+	marks, bad = ParseMarks(path, data)
+	return marks, bad, nil
+}
+
+// ParseMarks reads marks from the bytes of the marks file path (named in
+// bad): at most [MaxMarks] marks from at most [MaxMarksBytes]. Lines that
+// do not parse (a torn last line after a crash, an edit by hand) are
+// skipped and named in bad as "FILE:LINE: why"; what lies past either
+// bound is named once.
+func ParseMarks(path string, data []byte) (marks []Mark, bad []string) {
+	if len(data) > MaxMarksBytes {
+		bad = append(bad, fmt.Sprintf("%s: longer than %d bytes; the rest is not read", path, MaxMarksBytes))
+		data = data[:MaxMarksBytes]
+	}
+	n, unread := 0, 0
+	// A file of nothing but bad lines names the first maxBadMarks of them.
+	why := func(msg string) {
+		if len(bad) < maxBadMarks {
+			bad = append(bad, fmt.Sprintf("%s:%d: %s", path, n, msg))
+		} else {
+			unread++
+		}
+	}
+	defer func() {
+		if unread > 0 {
+			bad = append(bad, fmt.Sprintf("%s: %d more lines that do not read as marks", path, unread))
+		}
+	}()
+	for len(data) > 0 {
+		n++
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		line = bytes.TrimSpace(line)
 		// Blank lines say nothing.
 		if len(line) == 0 {
 			continue
+		}
+		if len(marks) == MaxMarks {
+			bad = append(bad, fmt.Sprintf("%s:%d: more than %d marks; this one and the rest are not read", path, n, MaxMarks))
+			break
 		}
 		var m Mark
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&m); err != nil {
-			bad = append(bad, fmt.Sprintf("%s:%d: %v", path, n, err))
+			why(err.Error())
 			continue
 		}
 		if err := CheckMarkName(m.Name); err != nil {
-			bad = append(bad, fmt.Sprintf("%s:%d: %v", path, n, err))
+			why(err.Error())
 			continue
 		}
 		if m.TNs <= 0 {
-			bad = append(bad, fmt.Sprintf("%s:%d: mark without t_ns", path, n))
+			why("mark without t_ns")
 			continue
 		}
+		if len(m.Source) > maxMarkSource || strings.IndexFunc(m.Source, unicode.IsControl) >= 0 {
+			why(fmt.Sprintf("mark source of %d bytes or with a control character", len(m.Source)))
+			continue
+		}
+		// The time is the one t_ns says, whatever the line's own text.
+		m.Time = time.Unix(0, m.TNs).UTC().Format(time.RFC3339Nano)
 		marks = append(marks, m)
 	}
-	if err := sc.Err(); err != nil {
-		return marks, bad, fmt.Errorf("marks %s: %w", path, err)
-	}
-	return marks, bad, nil
+	return marks, bad
 }

@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/redact"
 )
 
@@ -223,6 +224,8 @@ func MarkURL(raw string) (func(ctx context.Context, name string, end bool) error
 		if err != nil {
 			return fmt.Errorf("mark %q: %w", name, err)
 		}
+		// The endpoint takes only requests a web page cannot forge.
+		req.Header.Set(capture.MarkHeader, "1")
 		resp, err := hc.Do(req)
 		if err != nil {
 			return fmt.Errorf("mark %q: %s", name, redact.Text(err.Error()))
