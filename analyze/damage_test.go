@@ -7,58 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmrec/llmrec/record/capture"
-	"github.com/llmrec/llmrec/record/damagetest"
 	"github.com/parquet-go/parquet-go"
 )
 
 // shippedSegment is a real merged segment, recorded by llmrec record
 // (captures/findings): 120 s of two simulated engines.
 const shippedSegment = "../captures/findings/run/20261202T125444Z-2ff2b5ba-000001_000002.parquet"
-
-// readColumns reads the segment at path through the column reader, failing
-// t on a panic; it returns the rows delivered and the error.
-func readColumns(t testing.TB, path string) (n int, err error) {
-	t.Helper()
-	defer func() {
-		if p := recover(); p != nil {
-			t.Fatalf("%s: the column reader panicked: %v", path, p)
-		}
-	}()
-	r := newSegReader(newStrtab())
-	err = r.read(path, func(*row) { n++ })
-	if err != nil && !strings.Contains(err.Error(), path) {
-		t.Errorf("error %q does not name the file", err)
-	}
-	return n, err
-}
-
-// The column reader reads a segment with random bytes flipped without a
-// panic: an error naming the file, or rows. 300 damaged copies of a real
-// segment at positions from a fixed seed.
-func TestColumnReaderDamagedNeverPanics(t *testing.T) {
-	data, err := os.ReadFile(shippedSegment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), testRun+"-000001.parquet")
-	var failed int
-	for seed := range uint64(300) {
-		if err := os.WriteFile(path, damagetest.Flip(data, seed, 1+int(seed%8)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := readColumns(t, path); err != nil {
-			failed++
-		}
-	}
-	if failed == 0 {
-		t.Fatal("no damaged copy failed to read: the flips missed the file")
-	}
-}
 
 // rerecord writes the rows of the shipped segment again through the
 // recorder's writer, in two one-minute segments merged into one sealed
@@ -175,31 +133,4 @@ func TestFooterFlipIsNotASilentCount(t *testing.T) {
 			t.Errorf("bit %d flipped: problem %+v, %d polls; want the file skipped whole", bit, p, polls(res))
 		}
 	}
-}
-
-// FuzzColumnReader reads mutated segments through analyze's column reader,
-// seeded with a real recording: never a panic, and either an error naming
-// the file or rows.
-//
-//	go test ./analyze -run X -fuzz FuzzColumnReader -fuzztime 10s -fuzzminimizetime 0
-func FuzzColumnReader(f *testing.F) {
-	data, err := os.ReadFile(shippedSegment)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(data)
-	for seed := range uint64(8) {
-		f.Add(damagetest.Flip(data, seed, 1+int(seed)))
-	}
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		path := filepath.Join(dir, testRun+"-000001.parquet")
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		n, err := readColumns(t, path)
-		if err == nil && n == 0 && bytes.Equal(b, data) {
-			t.Fatal("the intact segment read no row")
-		}
-	})
 }
