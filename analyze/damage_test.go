@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,4 +134,61 @@ func TestFooterFlipIsNotASilentCount(t *testing.T) {
 			t.Errorf("bit %d flipped: problem %+v, %d polls; want the file skipped whole", bit, p, polls(res))
 		}
 	}
+}
+
+// A row group's count flipped in a file without a seal (recorded before
+// seals, or its ledger lost) was read as fewer polls and no problem: 712 of
+// 720 rows, exit 0. The reader now finds the count short of the columns'
+// values: the file is a problem, named.
+func TestUnsealedFooterFlipIsAProblem(t *testing.T) {
+	dir, merged := rerecord(t)
+	data, err := os.ReadFile(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seals, err := filepath.Glob(filepath.Join(dir, "*.seals"))
+	if err != nil || len(seals) != 1 {
+		t.Fatalf("ledgers %v, %v", seals, err)
+	}
+	if err := os.Remove(seals[0]); err != nil {
+		t.Fatal(err)
+	}
+	bit := fewerRowsBit(t, data)
+	data[bit/8] ^= 1 << (bit % 8)
+	if err := os.WriteFile(merged, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Analyze(Options{Dirs: []string{dir}, SkipPolls: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 1 || res.Problems[0].File != merged || !strings.Contains(res.Problems[0].Error, "damaged") {
+		t.Fatalf("problems %+v; want the file named damaged", res.Problems)
+	}
+}
+
+// fewerRowsBit finds a bit of the footer of the Parquet file data whose
+// flip makes its first row group state fewer rows (by 16 at most), the
+// footer still parsing: a reader stops short there, without an error.
+func fewerRowsBit(t *testing.T, data []byte) int {
+	t.Helper()
+	rowsOf := func(b []byte) (n int64, ok bool) {
+		defer func() { recover() }()
+		pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+		if err != nil || len(pf.RowGroups()) == 0 {
+			return 0, false
+		}
+		return pf.RowGroups()[0].NumRows(), true
+	}
+	want, _ := rowsOf(data)
+	flen := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
+	for bit := (len(data) - 8 - flen) * 8; bit < (len(data)-8)*8; bit++ {
+		b := bytes.Clone(data)
+		b[bit/8] ^= 1 << (bit % 8)
+		if n, ok := rowsOf(b); ok && n < want && n >= want-16 {
+			return bit
+		}
+	}
+	t.Fatal("no bit of the footer lowers the first row group's row count")
+	return 0
 }

@@ -211,7 +211,18 @@ func TestPagesDecodingPastTheirSizeRefused(t *testing.T) {
 		path := writeWith(t, dir, c.codec, rows)
 		st, _ := os.Stat(path)
 		var errs []error
-		got := allocated(func() { errs = readEvery(t, path) })
+		var got uint64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			got = allocated(func() { errs = readEvery(t, path) })
+		}()
+		// Without the bounds the readers decoded for minutes.
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: still reading after 30 s", c.name)
+		}
 		for i, err := range errs {
 			if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) {
 				t.Errorf("%s (%d bytes): reader %d: %v, want damaged naming the file", c.name, st.Size(), i, err)
