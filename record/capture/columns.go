@@ -220,12 +220,8 @@ func (r *ColumnReader) Read(path string, fn func(*Row)) (err error) {
 // columns in its schema.
 func openColumns(f io.ReaderAt, size int64) (pf *parquet.File, leaves [nColumns]parquet.LeafColumn, err error) {
 	defer recoverDamage(&err)
-	pf, err = OpenParquet(f, size)
-	if err != nil {
+	if pf, err = openCapture(f, size); err != nil {
 		return nil, leaves, err
-	}
-	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != SchemaVersion {
-		return nil, leaves, fmt.Errorf("schema version %s, this llmrec reads %s", v, SchemaVersion)
 	}
 	for i, p := range columns {
 		leaf, ok := pf.Schema().Lookup(p...)
