@@ -270,7 +270,7 @@ func checkPage(h *format.PageHeader, room int64) error {
 
 // checkFrames checks that the compressed data of a page, at data, cannot
 // decompress to more than the page's stated uncompressed size (with the
-// slack frameSlack allows): the decoders grow their output as the data
+// slack frameLimit allows): the decoders grow their output as the data
 // says, whatever the page header states. zstd: every frame is walked, block
 // by block, without decoding (a frame's content size, when stated, and its
 // blocks' sizes bound what it makes; a page with a second frame, or with
