@@ -135,7 +135,7 @@ func Analyze(opts Options) (*Result, error) {
 	an := newAnalyzer(opts)
 	an.metas = metas
 	for _, m := range metas {
-		an.r.headers = an.r.headers || m.psHeader != ""
+		an.r.Headers = an.r.Headers || m.psHeader != ""
 	}
 	for i, f := range files {
 		var err error
@@ -143,14 +143,9 @@ func Analyze(opts Options) (*Result, error) {
 		if f.live {
 			var rows []capture.Scrape
 			rows, err = capture.ReadLive(f.path)
-			an.r.journal(rows, an.row)
-		} else if seal, verr := f.seals.Verify(f.path); verr != nil {
-			res.Problems = append(res.Problems, Problem{File: f.path, Error: verr.Error(), Kind: ProblemSkipped})
+			an.r.Journal(rows, an.row)
 		} else {
-			err = an.r.read(f.path, an.row)
-			if err == nil {
-				err = seal.CheckRows(f.path, an.rows-before)
-			}
+			_, err = an.r.ReadSealed(f.seals, f.path, an.row)
 		}
 		if err != nil {
 			p := Problem{File: f.path, Error: err.Error(), Kind: ProblemSkipped, RowsRead: an.rows - before}
@@ -266,7 +261,7 @@ type analyzer struct {
 	cfg     rate.Config
 	spans   []float64 // the counterfactual spans replayed
 	floors  []TargetFloor
-	r       *segReader
+	r       *capture.ColumnReader
 	targets map[int32]*targetState
 	metas   map[string]*targetMeta
 	rows    int64
@@ -274,20 +269,20 @@ type analyzer struct {
 	err     error // the first spool failure
 	// looked is the row whose series known looked up, as the reader is
 	// about to deliver it; nil when it did not.
-	looked *row
+	looked *capture.Row
 
 	metricsID, okID, httpErrID int32
 }
 
 func newAnalyzer(opts Options) *analyzer {
-	tab := newStrtab()
+	tab := capture.NewStrings()
 	a := &analyzer{
-		opts: opts, cfg: opts.Gates, r: newSegReader(tab), targets: map[int32]*targetState{},
-		metricsID: tab.idString(capture.EndpointMetrics), okID: tab.idString(capture.OutcomeOK),
-		httpErrID: tab.idString(capture.OutcomeHTTPError),
+		opts: opts, cfg: opts.Gates, r: capture.NewColumnReader(tab), targets: map[int32]*targetState{},
+		metricsID: tab.IDString(capture.EndpointMetrics), okID: tab.IDString(capture.OutcomeOK),
+		httpErrID: tab.IDString(capture.OutcomeHTTPError),
 	}
-	a.r.known = a.known
-	a.r.wantBody = a.wantBody
+	a.r.Known = a.known
+	a.r.WantBody = a.wantBody
 	published := opts.Gates.WithDefaults().Span
 	spans := opts.Spans
 	if spans == nil {
@@ -363,16 +358,16 @@ func (a *analyzer) target(id, hint int32) *targetState {
 	if st, ok := a.targets[id]; ok {
 		return st
 	}
-	h := a.r.tab.s[hint]
+	h := a.r.Tab.Str(hint)
 	cfg := a.cfg
-	if m := a.metas[a.r.tab.s[id]]; m != nil {
+	if m := a.metas[a.r.Tab.Str(id)]; m != nil {
 		if f, ok := floorFor(a.opts.Gates, m.interval); ok {
 			cfg.MinWindow = f
-			a.floors = append(a.floors, TargetFloor{Target: a.r.tab.s[id], MinWindow: f, Interval: m.interval})
+			a.floors = append(a.floors, TargetFloor{Target: a.r.Tab.Str(id), MinWindow: f, Interval: m.interval})
 		}
 	}
 	st := &targetState{
-		out: Target{Name: a.r.tab.s[id], Hint: h, Scrapes: map[string]int{}, OtherEndpoints: map[string]int{},
+		out: Target{Name: a.r.Tab.Str(id), Hint: h, Scrapes: map[string]int{}, OtherEndpoints: map[string]int{},
 			Polls: []Poll{}},
 		tr:    engine.NewTracker(h, cfg),
 		keyOf: make(map[uint64]int32),
@@ -418,20 +413,20 @@ func (a *analyzer) target(id, hint int32) *targetState {
 }
 
 // isPoll reports whether a row is a poll: a complete, parsed answer.
-func (a *analyzer) isPoll(w *row) bool {
-	return w.endpoint == a.metricsID && w.outcome == a.okID && w.firstByte != 0
+func (a *analyzer) isPoll(w *capture.Row) bool {
+	return w.Endpoint == a.metricsID && w.Outcome == a.okID && w.FirstByte != 0
 }
 
 // wantBody asks for the body of a /metrics answer of 503: an engine may
 // say there that it is loading its model, which is a restart.
-func (a *analyzer) wantBody(w *row) bool {
-	if w.endpoint != a.metricsID || w.outcome != a.httpErrID || w.err < 0 || !strings.HasPrefix(a.r.tab.s[w.err], "HTTP 503") {
+func (a *analyzer) wantBody(w *capture.Row) bool {
+	if w.Endpoint != a.metricsID || w.Outcome != a.httpErrID || w.Err < 0 || !strings.HasPrefix(a.r.Tab.Str(w.Err), "HTTP 503") {
 		return false
 	}
 	// Only llama.cpp says it is loading so (its forks too); reading a body
 	// decompresses the page of bodies it is in, so a known other engine's
 	// 503 is not read.
-	st, ok := a.targets[w.target]
+	st, ok := a.targets[w.Target]
 	if !ok {
 		return true
 	}
@@ -456,14 +451,14 @@ func stamp(ns int64) string {
 // known looks up a row's series before the reader delivers it, leaving
 // their keys in prevI for row, and reports whether all are registered:
 // only a row with a new series needs its family and type read.
-func (a *analyzer) known(w *row) bool {
+func (a *analyzer) known(w *capture.Row) bool {
 	a.looked = nil
 	// Only a poll's samples are replayed.
 	if !a.isPoll(w) {
 		return true
 	}
 	// A new target's series are all new.
-	st, ok := a.targets[w.target]
+	st, ok := a.targets[w.Target]
 	if !ok {
 		return false
 	}
@@ -473,10 +468,10 @@ func (a *analyzer) known(w *row) bool {
 
 // lookup sets prevK and prevI to the poll's series and reports whether
 // every one is registered.
-func (st *targetState) lookup(w *row) bool {
+func (st *targetState) lookup(w *capture.Row) bool {
 	all := true
-	for j, name := range w.name {
-		k := uint64(uint32(name))<<32 | uint64(uint32(w.labels[j]))
+	for j, name := range w.Name {
+		k := uint64(uint32(name))<<32 | uint64(uint32(w.Labels[j]))
 		if j < len(st.prevK) && st.prevK[j] == k && st.prevI[j] >= 0 {
 			continue
 		}
@@ -496,12 +491,12 @@ func (st *targetState) lookup(w *row) bool {
 
 // register keys sample j of a poll, a series lookup did not find (or
 // found twice in the poll), with the tracker and the findings.
-func (st *targetState) register(tab *strtab, w *row, j int) {
+func (st *targetState) register(tab *capture.Strings, w *capture.Row, j int) {
 	k := st.prevK[j]
 	id, ok := st.keyOf[k]
 	if !ok {
-		s := engine.Series{Family: tab.s[w.family[j]], Type: tab.s[w.typ[j]],
-			Name: tab.s[w.name[j]], Labels: tab.s[w.labels[j]]}
+		s := engine.Series{Family: tab.Str(w.Family[j]), Type: tab.Str(w.Type[j]),
+			Name: tab.Str(w.Name[j]), Labels: tab.Str(w.Labels[j])}
 		id = st.tr.Key(s)
 		st.keyOf[k] = id
 		st.fw.key(id, s)
@@ -512,21 +507,21 @@ func (st *targetState) register(tab *strtab, w *row, j int) {
 
 // row replays one row: a poll when it is an ok /metrics scrape. The
 // reader has asked known about it first.
-func (a *analyzer) row(w *row) {
-	tab := a.r.tab
+func (a *analyzer) row(w *capture.Row) {
+	tab := a.r.Tab
 	a.rows++
-	st := a.target(w.target, w.engine)
-	if w.endpoint != a.metricsID {
-		st.out.OtherEndpoints[tab.s[w.endpoint]]++
+	st := a.target(w.Target, w.Engine)
+	if w.Endpoint != a.metricsID {
+		st.out.OtherEndpoints[tab.Str(w.Endpoint)]++
 		return
 	}
-	st.out.Scrapes[tab.s[w.outcome]]++
+	st.out.Scrapes[tab.Str(w.Outcome)]++
 	st.fw.row(tab, w)
 	st.processStart(w)
 	// Only a complete, parsed answer is a poll.
 	if !a.isPoll(w) {
-		if w.body != nil && isLoading(w.body) && st.loading == "" {
-			st.loading = "the engine answered 503 Loading model at " + stamp(w.start)
+		if w.Body != nil && isLoading(w.Body) && st.loading == "" {
+			st.loading = "the engine answered 503 Loading model at " + stamp(w.Start)
 		}
 		return
 	}
@@ -536,8 +531,8 @@ func (a *analyzer) row(w *row) {
 		st.lookup(w)
 	}
 	a.looked = nil
-	T := float64(w.firstByte) / 1e9
-	st.tr.Begin(T, float64(w.start)/1e9)
+	T := float64(w.FirstByte) / 1e9
+	st.tr.Begin(T, float64(w.Start)/1e9)
 	if st.loading != "" {
 		st.tr.MarkRestart(st.loading)
 		st.loading = ""
@@ -546,38 +541,38 @@ func (a *analyzer) row(w *row) {
 		st.tr.MarkRestart(st.psMoved)
 		st.psMoved = ""
 	}
-	st.fw.begin(T, float64(w.start)/1e9)
-	a.samples += int64(len(w.name))
-	ids := st.prevI[:len(w.name)]
+	st.fw.begin(T, float64(w.Start)/1e9)
+	a.samples += int64(len(w.Name))
+	ids := st.prevI[:len(w.Name)]
 	for j, id := range ids {
 		if id < 0 {
 			st.register(tab, w, j)
 		}
 	}
-	st.tr.SetAll(ids, w.value)
-	st.fw.setAll(ids, w.value)
+	st.tr.SetAll(ids, w.Value)
+	st.fw.setAll(ids, w.Value)
 	st.cells = st.tr.End(st.cells)
-	if err := st.record(T, tab.s[w.run], w.seq, a.opts.SkipPolls); err != nil && a.err == nil {
+	if err := st.record(T, tab.Str(w.Run), w.Seq, a.opts.SkipPolls); err != nil && a.err == nil {
 		a.err = err
 	}
 	st.fw.end(st.cells)
-	st.ph.Poll(ids, w.value, st.cells, st.engineID(), st.idsChanged)
+	st.ph.Poll(ids, w.Value, st.cells, st.engineID(), st.idsChanged)
 	st.idsChanged = false
 }
 
 // processStart reads the target's process start header from an answer:
 // a value other than the last one seen is a new process, whose first poll
 // takes it as restart evidence. An answer without it says nothing.
-func (st *targetState) processStart(w *row) {
-	if st.psHeader == "" || w.headers == nil {
+func (st *targetState) processStart(w *capture.Row) {
+	if st.psHeader == "" || w.Headers == nil {
 		return
 	}
-	v, ok := headerValue(w.headers, st.psHeader)
+	v, ok := headerValue(w.Headers, st.psHeader)
 	if !ok {
 		return
 	}
 	if st.lastPS != "" && v != st.lastPS && st.psMoved == "" {
-		st.psMoved = "response header " + st.psHeader + " changed from " + st.lastPS + " to " + v + " at " + stamp(w.start)
+		st.psMoved = "response header " + st.psHeader + " changed from " + st.lastPS + " to " + v + " at " + stamp(w.Start)
 	}
 	st.lastPS = v
 }

@@ -59,10 +59,10 @@ func BenchmarkReplay(b *testing.B) {
 		b.ReportAllocs()
 		cpu0 = cpuTime(b)
 		for b.Loop() {
-			r := newSegReader(newStrtab())
+			r := capture.NewColumnReader(capture.NewStrings())
 			n := 0
 			for _, seg := range run.Segments {
-				if err := r.read(seg, func(w *row) { n += len(w.name) }); err != nil {
+				if err := r.Read(seg, func(w *capture.Row) { n += len(w.Name) }); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -100,13 +100,13 @@ func countRecording(b *testing.B, dir string) (scrapes, samples int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tab := newStrtab()
-	r := newSegReader(tab)
+	tab := capture.NewStrings()
+	r := capture.NewColumnReader(tab)
 	for _, seg := range run.Segments {
-		err := r.read(seg, func(w *row) {
-			if tab.s[w.endpoint] == capture.EndpointMetrics {
+		err := r.Read(seg, func(w *capture.Row) {
+			if tab.Str(w.Endpoint) == capture.EndpointMetrics {
 				scrapes++
-				samples += len(w.name)
+				samples += len(w.Name)
 			}
 		})
 		if err != nil {

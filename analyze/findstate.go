@@ -355,11 +355,11 @@ func (fs *findingsState) register(s engine.Series) int32 {
 }
 
 // row keeps one /metrics row.
-func (fs *findingsState) row(tab *strtab, w *row) {
-	r := findings.Row{Run: tab.s[w.run], Seq: w.seq, Outcome: tab.s[w.outcome], Scheduled: sec(w.scheduled),
-		Start: sec(w.start), FirstByte: sec(w.firstByte), End: sec(w.end)}
-	if w.err >= 0 {
-		r.Error = fs.errorText(tab, w.err)
+func (fs *findingsState) row(tab *capture.Strings, w *capture.Row) {
+	r := findings.Row{Run: tab.Str(w.Run), Seq: w.Seq, Outcome: tab.Str(w.Outcome), Scheduled: sec(w.Scheduled),
+		Start: sec(w.Start), FirstByte: sec(w.FirstByte), End: sec(w.End)}
+	if w.Err >= 0 {
+		r.Error = fs.errorText(tab, w.Err)
 	}
 	fs.t.Rows = grow(fs.t.Rows, r)
 }
@@ -367,14 +367,14 @@ func (fs *findingsState) row(tab *strtab, w *row) {
 // errorText is the error column's text as the analysis may show it: a
 // recording made before the recorder redacted its errors can hold a URL
 // with its credentials. Each distinct text is redacted once.
-func (fs *findingsState) errorText(tab *strtab, id int32) string {
+func (fs *findingsState) errorText(tab *capture.Strings, id int32) string {
 	if s, ok := fs.errText[id]; ok {
 		return s
 	}
 	if fs.errText == nil {
 		fs.errText = map[int32]string{}
 	}
-	s := redact.Text(tab.s[id])
+	s := redact.Text(tab.Str(id))
 	fs.errText[id] = s
 	return s
 }

@@ -188,6 +188,9 @@ func (c *Config) Validate() error {
 	if c.MaxBody == 0 {
 		c.MaxBody = DefaultMaxBody
 	}
+	if c.MaxBody > capture.MaxBodyBytes {
+		return fmt.Errorf("max_body_bytes %d is over %d: a segment's page holds a whole body, and its readers refuse pages over %d MiB", c.MaxBody, capture.MaxBodyBytes, capture.MaxPageBytes>>20)
+	}
 	if c.MaxSeries < 0 || c.MaxLabelValueBytes < 0 || c.MaxLabelBytes < 0 {
 		return errors.New("max_series, max_label_value_bytes and max_label_bytes must not be negative")
 	}

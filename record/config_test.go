@@ -93,6 +93,7 @@ func TestConfigErrorsNameFileLineKey(t *testing.T) {
 		{"interval = \"1ms\"\n", "below 10ms"},
 		{"timeout = \"-1s\"\n", "negative"},
 		{"max_body_bytes = -1\n", "negative"},
+		{"max_body_bytes = 1073741824\n", "is over"},
 		{"compact_every = -1\n", "compact_every -1 is negative"},
 		{"[[target]]\nname = \"a\"\nurl = \"http://h/m\"\ninterval = \"-1s\"\n", "negative"},
 		// A manifest with a longer timeout is refused as edited (capture.MaxTimeout).

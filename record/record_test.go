@@ -352,3 +352,32 @@ func TestRunStoresPageOverLimitUnparsed(t *testing.T) {
 		}
 	}
 }
+
+// A target that sends 6.8 MB of response headers (what made a segment its
+// readers refused) has them cut at capture.MaxHeaderBytes, with the note
+// that says so; its body is kept and parses, and the row passes through the
+// writer into a segment every reader reads.
+func TestScrapeHeadersOverTheCapAreCut(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range 68_000 {
+			w.Header().Set(fmt.Sprintf("X-Filler-%06d", i), strings.Repeat("v", 80))
+		}
+		w.Write([]byte(exposition))
+	}))
+	defer srv.Close()
+	s := scrape(context.Background(), newClient(), NewClock(), request{target: target(srv.URL, 5*time.Second), endpoint: capture.EndpointMetrics,
+		url: srv.URL + "/metrics", scheduled: time.Now(), maxBody: 1 << 20})
+	if s.Outcome != capture.OutcomeOK || s.Headers == nil {
+		t.Fatalf("outcome %s, error %v, headers %v", s.Outcome, s.Error, s.Headers != nil)
+	}
+	if len(*s.Headers) > capture.MaxHeaderBytes || !strings.Contains(*s.Headers, capture.HeadersOverCap) {
+		t.Fatalf("headers of %d bytes (cap %d), note %v", len(*s.Headers), capture.MaxHeaderBytes, strings.Contains(*s.Headers, capture.HeadersOverCap))
+	}
+	if string(s.Body) != exposition {
+		t.Fatalf("body %q", s.Body)
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(*s.Headers), &m); err != nil || m["Content-Type"] == "" {
+		t.Fatalf("headers do not decode, or lost Content-Type: %v", err)
+	}
+}

@@ -3,7 +3,6 @@ package record
 import (
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -290,19 +289,12 @@ func describe(err error, timeout time.Duration) error {
 }
 
 // responseHeaders is a response's headers as the headers column stores
-// them: a JSON object with sorted keys, each value through redact.Header.
+// them: a JSON object with sorted keys, each value through redact.Header,
+// cut at capture.MaxHeaderBytes (capture.EncodeHeaders).
 func responseHeaders(h http.Header) *string {
 	m := make(map[string]string, len(h))
 	for k, vs := range h {
 		m[k] = strings.Join(vs, ", ")
 	}
-	// A digest is <redacted sha256:…>: written as it is, not as \u003c.
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(redact.Headers(m)); err != nil {
-		return nil
-	}
-	s := strings.TrimSuffix(b.String(), "\n")
-	return &s
+	return capture.EncodeHeaders(redact.Headers(m))
 }

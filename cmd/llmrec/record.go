@@ -60,7 +60,7 @@ Config file (TOML):
   timeout = "2s"             # default per-scrape timeout (default: the interval)
   rotate = "60s"             # segment length
   compact_every = 10         # merge this many closed segments into one file (1: never)
-  max_body_bytes = 67108864  # bodies above this (after gzip) are refused
+  max_body_bytes = 67108864  # bodies above this (after gzip) are refused (at most 104857600)
   follow_redirects = false   # follow same-origin redirects (also per target)
   file_sd = ["targets/*.json"]     # Prometheus file_sd target files (see Discovery below)
   resolve_dns = false        # one target per address of a host name (also per target; see DNS below)

@@ -21,7 +21,8 @@ session's manifest says.
 It touches only files named for an llmrec run id (RUN-NNNNNN.journal,
 RUN-NNNNNN.parquet, RUN-NNNNNN.parquet.tmp, RUN.manifest.json.tmp), never
 those of a recording still running; every other file is listed and left
-alone. A journal it cannot read is reported and left as it is (exit 1).
+alone. A journal it cannot read is reported and left as it is (exit 1);
+so is a segment no reader can read (damaged, or differing from its seal).
 
 The reading commands (inspect, export, analyze, render) never change a
 folder: they recover a crashed journal in memory, so a folder on read-only
@@ -55,7 +56,17 @@ func repairRun(_ context.Context, stdout, stderr io.Writer, args []string) error
 	if err != nil {
 		return err
 	}
-	if len(recs) == 0 {
+	// A file no reader can read is named, never "nothing to repair":
+	// repair does not rewrite a damaged segment (its readable rows are
+	// not recovered yet); it is left as it is.
+	var damaged []string
+	if after, err := capture.Open(dir); err == nil {
+		damaged = capture.Inspect(after).Problems
+	}
+	for _, p := range damaged {
+		fmt.Fprintf(stdout, "damaged    %s (left as it is)\n", p)
+	}
+	if len(recs) == 0 && len(damaged) == 0 {
 		fmt.Fprintf(stdout, "nothing to repair in %s\n", dir)
 	}
 	for _, f := range r.Foreign {
@@ -69,6 +80,9 @@ func repairRun(_ context.Context, stdout, stderr io.Writer, args []string) error
 	}
 	if unread > 0 {
 		return fmt.Errorf("%d journal(s) could not be read (listed above); left as they were", unread)
+	}
+	if len(damaged) > 0 {
+		return fmt.Errorf("%d file(s) could not be read (listed above); left as they were", len(damaged))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,32 @@ func TestRepair(t *testing.T) {
 	}
 	if rep, _, err := runCLI("inspect", dir); err != nil || !strings.Contains(rep, "rows       63") || strings.Contains(rep, "crashed session") {
 		t.Errorf("inspect after repair: %v\n%s", err, rep)
+	}
+}
+
+// A segment no reader can read is named by repair, which exits 1, never
+// "nothing to repair" (it said that of a segment every command refused).
+func TestRepairNamesDamagedSegment(t *testing.T) {
+	dir, _, _ := crashedFolder(t)
+	if _, _, err := runCLI("repair", dir); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("segments %v, %v", segs, err)
+	}
+	slices.Sort(segs)
+	data, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	if err := os.WriteFile(segs[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI("repair", dir)
+	if err == nil || !strings.Contains(out, "damaged    segment "+segs[0]) || strings.Contains(out, "nothing to repair") {
+		t.Errorf("repair of a damaged segment: %v\n%s", err, out)
 	}
 }
 

@@ -310,19 +310,13 @@ func TestCompactionRefusesDamagedSource(t *testing.T) {
 	}
 }
 
-// FuzzReadSegment reads mutated segments, seeded with a real recording:
-// never a panic, and either an error naming the file or rows.
+// FuzzReadSegment reads mutated segments, seeded with a real recording and
+// a segment with headers: never a panic, and either an error naming the
+// file or rows.
 //
 //	go test ./record/capture -run X -fuzz FuzzReadSegment -fuzztime 10s
 func FuzzReadSegment(f *testing.F) {
-	data, err := os.ReadFile(shippedSegment)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(data)
-	for seed := range uint64(8) {
-		f.Add(damagetest.Flip(data, seed, 1+int(seed)))
-	}
+	intact := segmentSeeds(f)
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		path := filepath.Join(dir, runR+"-000001.parquet")
@@ -330,7 +324,7 @@ func FuzzReadSegment(f *testing.F) {
 			t.Fatal(err)
 		}
 		n, err := readDamaged(t, path)
-		if err == nil && n == 0 && bytes.Equal(b, data) {
+		if err == nil && n == 0 && intact(b) {
 			t.Fatal("the intact segment read no row")
 		}
 		defer func() {
@@ -340,6 +334,26 @@ func FuzzReadSegment(f *testing.F) {
 		}()
 		sealOf(path)
 	})
+}
+
+// segmentSeeds seeds f with a real recording, a segment with headers (one
+// row's cut at the cap) and damaged copies of both; intact says whether b
+// is one of the two intact.
+func segmentSeeds(f *testing.F) (intact func(b []byte) bool) {
+	data, err := os.ReadFile(shippedSegment)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	for seed := range uint64(8) {
+		f.Add(damagetest.Flip(data, seed, 1+int(seed)))
+	}
+	withHeaders := headersSegment(f)
+	f.Add(withHeaders)
+	for seed := range uint64(4) {
+		f.Add(damagetest.Flip(withHeaders, seed, 1+int(seed)))
+	}
+	return func(b []byte) bool { return bytes.Equal(b, data) || bytes.Equal(b, withHeaders) }
 }
 
 // The seal's cost: CRC-32C over a file as large as a ten-minute merged file

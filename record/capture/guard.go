@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"bufio"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +14,16 @@ import (
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
+
+// MaxPageBytes is the most a page of a segment may hold, compressed or
+// not: every reader refuses a larger one (see OpenParquet).
+const MaxPageBytes = 128 << 20
+
+// MaxBodyBytes is the largest max_body_bytes the recorder takes: a page of
+// the body column holds what the page buffer had (under pageBufferSize),
+// then one write batch (under writeBatchBytes before its last row) and
+// that row's body, which must stay under MaxPageBytes.
+const MaxBodyBytes = MaxPageBytes - pageBufferSize - writeBatchBytes - 16<<20
 
 // parquet-go trusts the sizes a file states: it allocates a footer, a page
 // header's strings and lists, a page, its decompressed form and its values
@@ -29,7 +41,7 @@ const (
 	// maxPageBytes caps a page, compressed or not: a page holds at least
 	// one whole value, a body up to the 64 MiB cap, and the writer closes
 	// a page at 4 MiB of values (pageBufferSize).
-	maxPageBytes = 128 << 20
+	maxPageBytes = MaxPageBytes
 	// maxPageValues caps the values a page states: parquet-go allocates
 	// levels and offsets for each (up to some 20 bytes a value) before
 	// decoding. A page of 4 MiB holds at most a million dictionary ids.
@@ -53,10 +65,42 @@ func OpenParquet(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkRowCounts(pf); err != nil {
+		return nil, err
+	}
 	if err := checkPages(r, size-8-footer, pf); err != nil {
 		return nil, err
 	}
 	return pf, nil
+}
+
+// checkRowCounts checks the row counts a footer states against each other:
+// the file's against its row groups', and each row group's against the
+// values of every column chunk that is not a list (one value, or null, a
+// row). A reader reads a row group's stated rows and stops: one flipped
+// bit in a row group's count read 712 of 720 rows, without an error, in a
+// file without a seal.
+func checkRowCounts(pf *parquet.File) (err error) {
+	defer recoverDamage(&err)
+	md := pf.Metadata()
+	var sum int64
+	for g, rg := range md.RowGroups {
+		sum += rg.NumRows
+		for _, cc := range rg.Columns {
+			leaf, ok := pf.Schema().Lookup(cc.MetaData.PathInSchema...)
+			if !ok || leaf.MaxRepetitionLevel > 0 {
+				continue
+			}
+			if cc.MetaData.NumValues != rg.NumRows {
+				return fmt.Errorf("%w: row group %d states %d rows, its column %s %d values", ErrDamaged, g, rg.NumRows,
+					strings.Join(cc.MetaData.PathInSchema, "."), cc.MetaData.NumValues)
+			}
+		}
+	}
+	if sum != md.NumRows {
+		return fmt.Errorf("%w: the footer states %d rows, its row groups %d", ErrDamaged, md.NumRows, sum)
+	}
+	return nil
 }
 
 // openFooter opens a file's footer once its length and lists are checked,
@@ -224,11 +268,16 @@ func checkPage(h *format.PageHeader, room int64) error {
 	return nil
 }
 
-// checkFrames checks what the compressed data of a page, at data, states
-// about its decompressed size: the decoder allocates that much before it
-// decodes. zstd: the content size of its first frame (after any skippable
-// ones; llmrec writes one frame a page); snappy: the length that starts
-// it. gzip grows its output as it decodes.
+// checkFrames checks that the compressed data of a page, at data, cannot
+// decompress to more than the page's stated uncompressed size (with the
+// slack frameLimit allows): the decoders grow their output as the data
+// says, whatever the page header states. zstd: every frame is walked, block
+// by block, without decoding (a frame's content size, when stated, and its
+// blocks' sizes bound what it makes; a page with a second frame, or with
+// thousands of 128 KiB blocks of one repeated byte, made 2 GB of 724 KB);
+// snappy: the length that starts it; gzip: its one member is inflated into
+// nothing up to the bound, and any member after it is refused (the decoder
+// reads them all). Any codec else was refused with the footer.
 func checkFrames(r io.ReaderAt, codec format.CompressionCodec, h *format.PageHeader, data int64, buf []byte) error {
 	if h.Type != format.DataPage && h.Type != format.DataPageV2 && h.Type != format.DictionaryPage {
 		return nil // parquet-go reads no other page's data
@@ -241,37 +290,134 @@ func checkFrames(r io.ReaderAt, codec format.CompressionCodec, h *format.PageHea
 			return nil
 		}
 	}
+	want = max(want, 0)
 	switch codec {
 	case format.Zstd:
-		for skipped := 0; size > 0; skipped++ {
-			b := buf[:min(int64(zstd.HeaderMaxSize), size)]
-			if _, err := r.ReadAt(b, data); err != nil && !errors.Is(err, io.EOF) {
-				return err
-			}
-			var zh zstd.Header
-			if err := zh.Decode(b); err != nil {
-				return nil // the decoder fails on it too, allocating nothing
-			}
-			if !zh.Skippable {
-				if zh.HasFCS && zh.FrameContentSize > uint64(max(want, 0)) {
-					return fmt.Errorf("zstd frame of %d bytes in a page of %d", zh.FrameContentSize, want)
-				}
-				return nil
-			}
-			if skipped == 64 {
-				return fmt.Errorf("more than %d skippable zstd frames", skipped)
-			}
-			n := int64(zh.HeaderSize) + int64(zh.SkippableSize)
-			data, size = data+n, size-n
-		}
+		return zstdBound(io.NewSectionReader(r, data, size), size, want)
+	case format.Gzip:
+		return gzipBound(io.NewSectionReader(r, data, size), want)
 	case format.Snappy:
 		b := buf[:min(binary.MaxVarintLen64, size)]
 		if _, err := r.ReadAt(b, data); err != nil && !errors.Is(err, io.EOF) {
 			return err
 		}
-		if n, k := binary.Uvarint(b); k > 0 && n > uint64(max(want, 0)) {
+		if n, k := binary.Uvarint(b); k > 0 && n > uint64(want) {
 			return fmt.Errorf("snappy block of %d bytes in a page of %d", n, want)
 		}
+	}
+	return nil
+}
+
+// frameLimit is the most a page stated to hold want bytes may decompress
+// to: a zstd frame's blocks bound its output only to 128 KiB each, so a
+// frame of a few blocks, each short of the full size, is allowed twice its
+// page's size.
+func frameLimit(want int64) int64 { return 2*want + zstdBlockMax }
+
+// zstdBlockMax is the most one compressed zstd block decompresses to.
+const zstdBlockMax = 128 << 10
+
+// zstdBound walks the zstd frames of a page's size bytes, the page stated
+// to hold want bytes, and refuses them when what they can decompress to
+// exceeds frameLimit(want), or when they are not frames at all: skippable
+// frames are passed over (64 at most), every other frame's blocks are
+// summed (a raw or RLE block makes its stated size, a compressed one 128
+// KiB at most), and a frame that states its content size may make no more.
+func zstdBound(sr io.Reader, size, want int64) error {
+	br := bufio.NewReaderSize(sr, 4096)
+	limit := frameLimit(want)
+	var out int64
+	for frames, skipped := 0, 0; size > 0; frames++ {
+		hb, _ := br.Peek(int(min(int64(zstd.HeaderMaxSize), size)))
+		var zh zstd.Header
+		if err := zh.Decode(hb); err != nil {
+			if frames == 0 {
+				return nil // the decoder fails on it too, allocating nothing
+			}
+			return fmt.Errorf("zstd frame %d: %v", frames, err)
+		}
+		if zh.Skippable {
+			if skipped++; skipped > 64 {
+				return fmt.Errorf("more than %d skippable zstd frames", skipped-1)
+			}
+			n := int64(zh.HeaderSize) + int64(zh.SkippableSize)
+			if _, err := br.Discard(int(min(n, size))); err != nil {
+				return fmt.Errorf("zstd skippable frame %d: %v", frames, err)
+			}
+			size -= n
+			continue
+		}
+		if zh.HasFCS && zh.FrameContentSize > uint64(want) {
+			return fmt.Errorf("zstd frame of %d bytes in a page of %d", zh.FrameContentSize, want)
+		}
+		if _, err := br.Discard(zh.HeaderSize); err != nil {
+			return fmt.Errorf("zstd frame %d: %v", frames, err)
+		}
+		size -= int64(zh.HeaderSize)
+		var made int64
+		for last := false; !last; {
+			var bh [3]byte
+			if _, err := io.ReadFull(br, bh[:]); err != nil {
+				return fmt.Errorf("zstd frame %d: block header: %v", frames, err)
+			}
+			v := uint32(bh[0]) | uint32(bh[1])<<8 | uint32(bh[2])<<16
+			last = v&1 == 1
+			n := int64(v >> 3)
+			var in, makes int64
+			switch (v >> 1) & 3 {
+			case 0: // raw
+				in, makes = n, n
+			case 1: // RLE: one byte, repeated n times
+				in, makes = 1, n
+			case 2:
+				in, makes = n, zstdBlockMax
+			default:
+				return fmt.Errorf("zstd frame %d: reserved block type", frames)
+			}
+			if made += makes; out+made > limit {
+				return fmt.Errorf("zstd frames of over %d bytes in a page of %d", limit, want)
+			}
+			if _, err := br.Discard(int(in)); err != nil {
+				return fmt.Errorf("zstd frame %d: block of %d bytes: %v", frames, in, err)
+			}
+			size -= 3 + in
+		}
+		if zh.HasFCS {
+			made = min(made, int64(zh.FrameContentSize))
+		}
+		out += made
+		if zh.HasCheckSum {
+			if _, err := br.Discard(4); err != nil {
+				return fmt.Errorf("zstd frame %d: checksum: %v", frames, err)
+			}
+			size -= 4
+		}
+	}
+	return nil
+}
+
+// gzipBound inflates the gzip data of a page stated to hold want bytes
+// into nothing, and refuses it when it makes more than frameLimit(want)
+// or when anything follows its first member: the decoder reads members
+// until the data ends, and a member states no size before its end.
+func gzipBound(sr *io.SectionReader, want int64) error {
+	// A byte reader: the inflater then reads no byte past the member.
+	br := bufio.NewReaderSize(sr, 4096)
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil // the decoder fails on it too, allocating nothing
+	}
+	zr.Multistream(false)
+	limit := frameLimit(want)
+	n, err := io.Copy(io.Discard, io.LimitReader(zr, limit+1))
+	if err != nil {
+		return nil // the decoder fails on it too, having made at most this
+	}
+	if n > limit {
+		return fmt.Errorf("gzip member of over %d bytes in a page of %d", limit, want)
+	}
+	if _, err := br.Peek(1); err == nil {
+		return fmt.Errorf("gzip data after its first member (%d bytes made)", n)
 	}
 	return nil
 }

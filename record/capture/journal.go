@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -134,11 +135,46 @@ type journalStats struct {
 // the bytes in between are counted as skipped; with no good record after
 // it, the damage is a torn tail. The rows' bodies share the file's memory.
 func scanJournal(path string) ([]Scrape, journalStats, error) {
-	data, err := os.ReadFile(path)
+	data, hole, err := readJournalData(path)
 	if err != nil {
 		return nil, journalStats{}, fmt.Errorf("read journal: %w", err)
 	}
-	return parseJournal(path, data)
+	rows, st, err := parseJournal(path, data)
+	st.Torn += hole
+	return rows, st, err
+}
+
+// seekHole is lseek's SEEK_HOLE: the next offset that holds no data.
+const seekHole = 4
+
+// readJournalData reads a journal's data up to its first hole, and returns
+// how many bytes past it the file states (counted as a torn tail). A
+// journal is appended with write(2) and has no hole; a sparse file whose
+// size states 8 GiB over 12 KB of data was read whole (and ran out of
+// memory). A file system that cannot say where holes are reads as data
+// only.
+func readJournalData(path string) (data []byte, hole int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	end := st.Size()
+	if h, err := f.Seek(0, seekHole); err == nil && h < end {
+		end = h
+	}
+	data = make([]byte, end)
+	n, err := io.ReadFull(io.NewSectionReader(f, 0, end), data)
+	// A journal that shrank since (a seal removed it, a test cut it) is
+	// read as far as it goes.
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return data[:n], st.Size() - end, nil
 }
 
 // parseJournal reads the journal data read from path (see scanJournal).

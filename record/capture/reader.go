@@ -209,21 +209,32 @@ func ReadSegment[T any](path string, fn func(*T) error) error {
 // is an error, never a panic.
 func openSegment[T any](f io.ReaderAt, size int64) (pf *parquet.File, r *parquet.GenericReader[T], err error) {
 	defer recoverDamage(&err)
-	pf, err = OpenParquet(f, size)
-	if err != nil {
+	if pf, err = openCapture(f, size); err != nil {
 		return nil, nil, err
 	}
-	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != SchemaVersion {
-		return nil, nil, fmt.Errorf("schema version %s, this llmrec reads %s", v, SchemaVersion)
+	return pf, parquet.NewGenericReader[T](pf), nil
+}
+
+// openCapture opens a segment for either reader: OpenParquet's checks,
+// then the schema version and the columns of a row's identity.
+func openCapture(f io.ReaderAt, size int64) (pf *parquet.File, err error) {
+	defer recoverDamage(&err)
+	pf, err = OpenParquet(f, size)
+	if err != nil {
+		return nil, err
 	}
-	// A column T has and the file lacks reads as zero: a row's identity
-	// must not (a flipped bit in a column's name in the footer did that).
+	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != SchemaVersion {
+		return nil, fmt.Errorf("schema version %s, this llmrec reads %s", v, SchemaVersion)
+	}
+	// A column a reader reads and the file lacks reads as zero: a row's
+	// identity must not (a flipped bit in a column's name in the footer
+	// did that).
 	for _, c := range identity {
 		if _, ok := pf.Schema().Lookup(c); !ok {
-			return nil, nil, fmt.Errorf("%w: no column %s", ErrDamaged, c)
+			return nil, fmt.Errorf("%w: no column %s", ErrDamaged, c)
 		}
 	}
-	return pf, parquet.NewGenericReader[T](pf), nil
+	return pf, nil
 }
 
 // identity are the columns every segment has had: a row's identity.

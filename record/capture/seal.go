@@ -68,10 +68,18 @@ type sealJob struct {
 	big  bool // over the segment budget: written with the fast codec and not compacted
 }
 
-// rowBytes estimates the memory s holds: its body and its samples (their
-// strings are shared with the page before, through the parser's interner).
+// rowBytes estimates the memory s holds: its body, its headers and its
+// samples (their strings are shared with the page before, through the
+// parser's interner). Every budget counts it: the open segment's, a write
+// batch's (which bounds a page: parquet-go cuts pages between batches) and
+// a row group's. Headers not counted made a batch of 35 rows a headers
+// page of 243 MB.
 func rowBytes(s *Scrape) int64 {
-	return int64(cap(s.Body)) + int64(len(s.Samples))*int64(unsafe.Sizeof(Sample{}))
+	n := int64(cap(s.Body)) + int64(len(s.Samples))*int64(unsafe.Sizeof(Sample{}))
+	if s.Headers != nil {
+		n += int64(len(*s.Headers))
+	}
+	return n
 }
 
 // isBig reports whether the open segment has reached the segment budget.

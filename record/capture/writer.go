@@ -179,6 +179,7 @@ func (w *Writer) AppendPending(s Scrape, p *Pending) error {
 	if err != nil {
 		return err
 	}
+	capHeaders(&s)
 	at, err := w.j.appendAt(&s)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package analyze
+package capture
 
 import (
 	"bytes"
@@ -9,66 +9,69 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/llmrec/llmrec/record/capture"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
 )
 
 // A segment is read column by column, never through the body column, with
-// one cursor per column walking its pages in step, so memory is bounded by a
+// one colCursor per column walking its pages in step, so memory is bounded by a
 // page and not by a file. The string columns are dictionary-encoded: each
 // distinct string (a series name, a label set) is interned once per
 // dictionary, and a sample becomes four integers and a float.
 
-// strtab interns strings: equal strings get equal ids.
-type strtab struct {
+// Strings interns strings: equal strings get equal ids.
+type Strings struct {
 	ids map[string]int32
 	s   []string
 }
 
-func newStrtab() *strtab { return &strtab{ids: make(map[string]int32)} }
+// Str is the string of id.
+func (t *Strings) Str(id int32) string { return t.s[id] }
 
-// id returns b's id; looking up a known string does not allocate.
-func (t *strtab) id(b []byte) int32 {
+func NewStrings() *Strings { return &Strings{ids: make(map[string]int32)} }
+
+// ID returns b's id; looking up a known string does not allocate.
+func (t *Strings) ID(b []byte) int32 {
 	if id, ok := t.ids[string(b)]; ok {
 		return id
 	}
 	return t.add(string(b))
 }
 
-// idString returns s's id.
-func (t *strtab) idString(s string) int32 {
+// IDString returns s's id.
+func (t *Strings) IDString(s string) int32 {
 	if id, ok := t.ids[s]; ok {
 		return id
 	}
 	return t.add(s)
 }
 
-func (t *strtab) add(s string) int32 {
+func (t *Strings) add(s string) int32 {
 	id := int32(len(t.s))
 	t.s = append(t.s, s)
 	t.ids[s] = id
 	return id
 }
 
-// row is one scrape row as ids and numbers. Its slices are valid until the
-// next row (value may be the page's own memory). family and typ are empty
-// when the reader's known hook said the row does not need them.
-type row struct {
-	run, target, engine, endpoint, outcome int32
-	seq, start, firstByte                  int64 // a null time is 0
-	scheduled, end                         int64 // 0 when null or when the file lacks the column
-	err                                    int32 // the error text, -1 when null
+// Row is one scrape row as ids into the reader's Strings, and numbers. Its
+// slices are valid until the next row (Value may be the page's own memory).
+// Family and Type are empty when the reader's Known hook said the row does
+// not need them.
+type Row struct {
+	Run, Target, Engine, Endpoint, Outcome int32
+	Seq, Start, FirstByte                  int64 // a null time is 0
+	Scheduled, End                         int64 // 0 when null or when the file lacks the column
+	Err                                    int32 // the error text, -1 when null
 
-	family, typ, name, labels []int32
-	value                     []float64
-	// body is the row's body, read only for the rows the reader's
-	// wantBody asks for (nil otherwise): the bodies are the bulk of a
+	Family, Type, Name, Labels []int32
+	Value                      []float64
+	// Body is the row's body, read only for the rows the reader's
+	// WantBody asks for (nil otherwise): the bodies are the bulk of a
 	// segment and the cells never need them.
-	body []byte
-	// headers are the row's response headers as the capture stores them
-	// (a JSON object), nil when null or not read (segReader.headers).
-	headers []byte
+	Body []byte
+	// Headers are the row's response headers as the capture stores them
+	// (a JSON object), nil when null or not read (ColumnReader.Headers).
+	Headers []byte
 }
 
 // Column paths of the projection.
@@ -98,7 +101,7 @@ const (
 	cScheduled // the columns from here on are read when the file has them
 	cEnd
 	cError
-	cHeaders // read only when segReader.headers
+	cHeaders // read only when ColumnReader.headers
 	nColumns
 )
 
@@ -116,36 +119,42 @@ var kinds = [nColumns]parquet.Kind{
 	cHeaders: parquet.ByteArray,
 }
 
-// segReader reads segments row by row, reusing its buffers.
-type segReader struct {
-	tab  *strtab
-	cur  [nColumns]cursor
-	row  row
-	trow row // scratch for journal rows
+// ColumnReader is the column reader of the capture format: it reads
+// segments (and live or crashed journals, through Journal) row by row into
+// Rows, reusing its buffers, through the same checks as every reader
+// (OpenParquet; ReadSealed adds the seal's). analyze replays a recording
+// through it.
+type ColumnReader struct {
+	// Tab interns the rows' strings.
+	Tab  *Strings
+	cur  [nColumns]colCursor
+	row  Row
+	trow Row // scratch for journal rows
 
-	// known, when set, is asked of every row before it is delivered, its
+	// Known, when set, is asked of every row before it is delivered, its
 	// samples read but not their family and type: true means the
 	// consumer knows every series of the row already, and those two
 	// columns are not decoded for it. A replay needs them once per
 	// series, and decoding them for every sample was a third of the read.
 	// A row group whose rows are all known never reads their pages.
-	known func(*row) bool
+	Known func(*Row) bool
 	// vals counts the sample values of the row group's rows delivered so
 	// far, kindsAt those the family and type cursors have passed.
 	vals, kindsAt int
-	// headers says whether the headers column is read (a target names a
-	// process start header): row.headers is nil when it is not.
-	headers bool
-	// wantBody, when set, is asked of every row before it is delivered:
-	// true reads the row's body into row.body (an engine's error answer
+	// Headers says whether the headers column is read (a target names a
+	// process start header): Row.Headers is nil when it is not.
+	Headers bool
+	// WantBody, when set, is asked of every row before it is delivered:
+	// true reads the row's body into Row.Body (an engine's error answer
 	// may say what it is doing). bodyCol is the body column's index in
 	// the file being read, -1 when it has none.
-	wantBody func(*row) bool
+	WantBody func(*Row) bool
 	bodyCol  int
 }
 
-func newSegReader(tab *strtab) *segReader {
-	r := &segReader{tab: tab}
+// NewColumnReader makes a reader whose rows' strings are ids in tab.
+func NewColumnReader(tab *Strings) *ColumnReader {
+	r := &ColumnReader{Tab: tab}
 	for i := range r.cur {
 		r.cur[i].tab = tab
 	}
@@ -154,11 +163,29 @@ func newSegReader(tab *strtab) *segReader {
 	return r
 }
 
-// read calls fn with each row of the segment at path. Errors name the file
+// ReadSealed reads the segment at path as Read does, after checking it
+// against its seal in seals (Seals.Verify), and checks the rows read
+// against the seal (Seal.CheckRows). It returns the rows delivered: with an
+// error, 0 means the file was skipped whole, more that the rows before the
+// damage were delivered.
+func (r *ColumnReader) ReadSealed(seals Seals, path string, fn func(*Row)) (rows int64, err error) {
+	seal, err := seals.Verify(path)
+	if err != nil {
+		return 0, err
+	}
+	err = r.Read(path, func(w *Row) { rows++; fn(w) })
+	if err == nil {
+		err = seal.CheckRows(path, rows)
+	}
+	return rows, err
+}
+
+// Read calls fn with each row of the segment at path. Errors name the file
 // and what is wrong with it (the row group and column where known); rows
 // before the error have been delivered. A file parquet-go cannot make sense
-// of, panicking, is an error wrapping capture.ErrDamaged.
-func (r *segReader) read(path string, fn func(*row)) (err error) {
+// of, panicking, is an error wrapping ErrDamaged, and so is one whose
+// columns hold more values than its row groups state rows.
+func (r *ColumnReader) Read(path string, fn func(*Row)) (err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("open segment: %w", err)
@@ -168,44 +195,33 @@ func (r *segReader) read(path string, fn func(*row)) (err error) {
 	if err != nil {
 		return fmt.Errorf("open segment: %w", err)
 	}
-	pf, leaves, err := openSegment(f, st.Size())
+	pf, leaves, err := openColumns(f, st.Size())
 	if err != nil {
 		return fmt.Errorf("segment %s: %w", path, err)
 	}
-	if !r.headers {
+	if !r.Headers {
 		leaves[cHeaders] = parquet.LeafColumn{ColumnIndex: -1}
 	}
 	r.bodyCol = -1
 	if leaf, ok := pf.Schema().Lookup("body"); ok && leaf.Node.Type().Kind() == parquet.ByteArray && leaf.MaxRepetitionLevel == 0 {
 		r.bodyCol = leaf.ColumnIndex
 	}
+	var before int64
 	for gi, rg := range pf.RowGroups() {
-		if err := r.rowGroup(rg, leaves[:], fn); err != nil {
+		if err := r.rowGroup(rg, leaves[:], before, fn); err != nil {
 			return fmt.Errorf("segment %s: row group %d: %w", path, gi, err)
 		}
+		before += rg.NumRows()
 	}
 	return nil
 }
 
-// recoverDamage turns a panic of parquet-go over a file's bytes (or of
-// this reader's decoding of them) into an error. It is deferred only by
-// functions that do not call a reader's consumer.
-func recoverDamage(err *error) {
-	if p := recover(); p != nil {
-		*err = fmt.Errorf("%w: parquet-go panicked: %v", capture.ErrDamaged, p)
-	}
-}
-
-// openSegment opens a segment's footer and finds the projection's leaf
+// openColumns opens a segment's footer and finds the projection's leaf
 // columns in its schema.
-func openSegment(f io.ReaderAt, size int64) (pf *parquet.File, leaves [nColumns]parquet.LeafColumn, err error) {
+func openColumns(f io.ReaderAt, size int64) (pf *parquet.File, leaves [nColumns]parquet.LeafColumn, err error) {
 	defer recoverDamage(&err)
-	pf, err = capture.OpenParquet(f, size)
-	if err != nil {
+	if pf, err = openCapture(f, size); err != nil {
 		return nil, leaves, err
-	}
-	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != capture.SchemaVersion {
-		return nil, leaves, fmt.Errorf("schema version %s, this llmrec reads %s", v, capture.SchemaVersion)
 	}
 	for i, p := range columns {
 		leaf, ok := pf.Schema().Lookup(p...)
@@ -229,9 +245,9 @@ func openSegment(f io.ReaderAt, size int64) (pf *parquet.File, leaves [nColumns]
 	return pf, leaves, nil
 }
 
-// openGroup opens a cursor on each of the row group's leaf columns and
+// openGroup opens a colCursor on each of the row group's leaf columns and
 // returns its row count.
-func (r *segReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn) (n int64, err error) {
+func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn) (n int64, err error) {
 	defer recoverDamage(&err)
 	cc := rg.ColumnChunks()
 	for i := range r.cur {
@@ -240,7 +256,7 @@ func (r *segReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn) 
 			continue
 		}
 		if leaves[i].ColumnIndex >= len(cc) {
-			return 0, fmt.Errorf("%w: column %s: chunk %d of %d", capture.ErrDamaged, strings.Join(columns[i], "."), leaves[i].ColumnIndex, len(cc))
+			return 0, fmt.Errorf("%w: column %s: chunk %d of %d", ErrDamaged, strings.Join(columns[i], "."), leaves[i].ColumnIndex, len(cc))
 		}
 		r.cur[i].open(cc[leaves[i].ColumnIndex], leaves[i])
 	}
@@ -248,10 +264,14 @@ func (r *segReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn) 
 }
 
 // rowGroup delivers the rows of one row group.
-func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, fn func(*row)) (err error) {
+func (r *ColumnReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, first int64, fn func(*Row)) (err error) {
+	k := int64(-1)
 	defer func() {
 		for i := range r.cur {
 			r.cur[i].close()
+		}
+		if err != nil && k >= 0 {
+			err = fmt.Errorf("row %d: %w", first+k, err)
 		}
 	}()
 	n, err := r.openGroup(rg, leaves)
@@ -261,68 +281,89 @@ func (r *segReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, f
 	c := &r.cur
 	w := &r.row
 	r.vals, r.kindsAt = 0, 0
-	for k := int64(0); k < n; k++ {
-		if w.run, err = c[cRun].str(); err != nil {
+	for k = 0; k < n; k++ {
+		if w.Run, err = c[cRun].str(); err != nil {
 			return colErr(cRun, err)
 		}
-		if w.target, err = c[cTarget].str(); err != nil {
+		if w.Target, err = c[cTarget].str(); err != nil {
 			return colErr(cTarget, err)
 		}
-		if w.engine, err = c[cEngine].str(); err != nil {
+		if w.Engine, err = c[cEngine].str(); err != nil {
 			return colErr(cEngine, err)
 		}
-		if w.endpoint, err = c[cEndpoint].str(); err != nil {
+		if w.Endpoint, err = c[cEndpoint].str(); err != nil {
 			return colErr(cEndpoint, err)
 		}
-		if w.outcome, err = c[cOutcome].str(); err != nil {
+		if w.Outcome, err = c[cOutcome].str(); err != nil {
 			return colErr(cOutcome, err)
 		}
-		if w.seq, err = c[cSeq].int64(); err != nil {
+		if w.Seq, err = c[cSeq].int64(); err != nil {
 			return colErr(cSeq, err)
 		}
-		if w.start, err = c[cStart].int64(); err != nil {
+		if w.Start, err = c[cStart].int64(); err != nil {
 			return colErr(cStart, err)
 		}
-		if w.firstByte, err = c[cFirstByte].int64(); err != nil {
+		if w.FirstByte, err = c[cFirstByte].int64(); err != nil {
 			return colErr(cFirstByte, err)
 		}
-		if w.scheduled, err = c[cScheduled].int64(); err != nil {
+		if w.Scheduled, err = c[cScheduled].int64(); err != nil {
 			return colErr(cScheduled, err)
 		}
-		if w.end, err = c[cEnd].int64(); err != nil {
+		if w.End, err = c[cEnd].int64(); err != nil {
 			return colErr(cEnd, err)
 		}
-		if w.err, err = c[cError].optStr(); err != nil {
+		if w.Err, err = c[cError].optStr(); err != nil {
 			return colErr(cError, err)
 		}
-		if w.headers, err = c[cHeaders].optBytes(); err != nil {
+		if w.Headers, err = c[cHeaders].optBytes(); err != nil {
 			return colErr(cHeaders, err)
 		}
-		w.name = w.name[:0]
-		if w.name, err = c[cName].rowStrs(w.name); err != nil {
+		w.Name = w.Name[:0]
+		if w.Name, err = c[cName].rowStrs(w.Name); err != nil {
 			return colErr(cName, err)
 		}
-		m := len(w.name)
-		if w.labels, err = c[cLabels].strs(w.labels[:0], m); err != nil {
+		m := len(w.Name)
+		if w.Labels, err = c[cLabels].strs(w.Labels[:0], m); err != nil {
 			return colErr(cLabels, err)
 		}
-		if w.value, err = c[cValue].rowDoubles(m); err != nil {
+		if w.Value, err = c[cValue].rowDoubles(m); err != nil {
 			return colErr(cValue, err)
 		}
-		w.family, w.typ = w.family[:0], w.typ[:0]
-		if m > 0 && (r.known == nil || !r.known(w)) {
+		w.Family, w.Type = w.Family[:0], w.Type[:0]
+		if m > 0 && (r.Known == nil || !r.Known(w)) {
 			if err := r.kinds(w); err != nil {
 				return err
 			}
 		}
 		r.vals += m
-		w.body = nil
-		if r.bodyCol >= 0 && r.wantBody != nil && r.wantBody(w) {
-			if w.body, err = bodyAt(rg, r.bodyCol, k); err != nil {
+		w.Body = nil
+		if r.bodyCol >= 0 && r.WantBody != nil && r.WantBody(w) {
+			if w.Body, err = bodyAt(rg, r.bodyCol, k); err != nil {
 				return fmt.Errorf("column body: %w", err)
 			}
 		}
 		fn(w)
+	}
+	k = -1
+	return r.ended(n)
+}
+
+// ended checks that the columns that hold a value a row, and the one that
+// delimits the rows' samples, hold no more than the row group's n rows: a
+// row group whose stated count is short of its values (a flipped bit in a
+// file without a seal) is damaged, not read short.
+func (r *ColumnReader) ended(n int64) error {
+	for i := range r.cur {
+		c := &r.cur[i]
+		if c.missing || (i >= cFamily && i <= cValue && i != cName) {
+			continue
+		}
+		if c.lv < c.nlv {
+			return fmt.Errorf("%w: column %s: values past the row group's %d rows", ErrDamaged, strings.Join(columns[i], "."), n)
+		}
+		if err := c.load(); !errors.Is(err, errFewValues) {
+			return fmt.Errorf("%w: column %s: a page past the row group's %d rows (%v)", ErrDamaged, strings.Join(columns[i], "."), n, err)
+		}
 	}
 	return nil
 }
@@ -333,7 +374,7 @@ func bodyAt(rg parquet.RowGroup, col int, k int64) (_ []byte, err error) {
 	defer recoverDamage(&err)
 	cc := rg.ColumnChunks()
 	if col >= len(cc) {
-		return nil, fmt.Errorf("%w: chunk %d of %d", capture.ErrDamaged, col, len(cc))
+		return nil, fmt.Errorf("%w: chunk %d of %d", ErrDamaged, col, len(cc))
 	}
 	pages := cc[col].Pages()
 	defer pages.Close()
@@ -357,17 +398,17 @@ func bodyAt(rg parquet.RowGroup, col int, k int64) (_ []byte, err error) {
 
 // kinds reads the family and type of the row's samples, passing over the
 // values of the rows that did not need them.
-func (r *segReader) kinds(w *row) (err error) {
-	m, lag := len(w.name), r.vals-r.kindsAt
+func (r *ColumnReader) kinds(w *Row) (err error) {
+	m, lag := len(w.Name), r.vals-r.kindsAt
 	for _, col := range [...]int{cFamily, cType} {
 		if err := r.cur[col].skip(lag); err != nil {
 			return colErr(col, err)
 		}
 	}
-	if w.family, err = r.cur[cFamily].strs(w.family, m); err != nil {
+	if w.Family, err = r.cur[cFamily].strs(w.Family, m); err != nil {
 		return colErr(cFamily, err)
 	}
-	if w.typ, err = r.cur[cType].strs(w.typ, m); err != nil {
+	if w.Type, err = r.cur[cType].strs(w.Type, m); err != nil {
 		return colErr(cType, err)
 	}
 	r.kindsAt = r.vals + m
@@ -378,10 +419,10 @@ func colErr(c int, err error) error {
 	return fmt.Errorf("column %s: %w", strings.Join(columns[c], "."), err)
 }
 
-// cursor walks one leaf column of a row group, page by page.
-type cursor struct {
+// colCursor walks one leaf column of a row group, page by page.
+type colCursor struct {
 	missing bool // the file lacks the column: every value is null
-	tab     *strtab
+	tab     *Strings
 	leaf    parquet.LeafColumn
 	maxDef  byte
 	pages   parquet.Pages
@@ -408,7 +449,7 @@ type cursor struct {
 }
 
 // at returns string value i of the page.
-func (c *cursor) at(i int) int32 {
+func (c *colCursor) at(i int) int32 {
 	if c.idx != nil {
 		return c.trans[c.idx[i]]
 	}
@@ -416,7 +457,7 @@ func (c *cursor) at(i int) int32 {
 }
 
 // nstr is the number of string values in the page.
-func (c *cursor) nstr() int {
+func (c *colCursor) nstr() int {
 	if c.idx != nil {
 		return len(c.idx)
 	}
@@ -424,12 +465,12 @@ func (c *cursor) nstr() int {
 }
 
 // openMissing makes c a column the file lacks.
-func (c *cursor) openMissing() {
+func (c *colCursor) openMissing() {
 	c.close()
 	c.missing = true
 }
 
-func (c *cursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
+func (c *colCursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
 	c.missing = false
 	c.leaf, c.maxDef = leaf, byte(leaf.MaxDefinitionLevel)
 	c.pages = cc.Pages()
@@ -438,7 +479,7 @@ func (c *cursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
 	c.idx, c.ids, c.i64, c.f64, c.vi = nil, c.ids[:0], nil, nil, 0
 }
 
-func (c *cursor) close() {
+func (c *colCursor) close() {
 	// The file was read, or failed already.
 	defer func() { _ = recover() }()
 	if c.page != nil {
@@ -451,11 +492,11 @@ func (c *cursor) close() {
 	}
 }
 
-// errShort is a column that ends before the row group does.
-var errShort = errors.New("fewer values than rows")
+// errFewValues is a column that ends before the row group does.
+var errFewValues = errors.New("fewer values than rows")
 
 // load reads the next page and decodes its values.
-func (c *cursor) load() (err error) {
+func (c *colCursor) load() (err error) {
 	defer recoverDamage(&err)
 	if c.page != nil {
 		parquet.Release(c.page)
@@ -463,7 +504,7 @@ func (c *cursor) load() (err error) {
 	}
 	p, err := c.pages.ReadPage()
 	if errors.Is(err, io.EOF) {
-		return errShort
+		return errFewValues
 	}
 	if err != nil {
 		return err
@@ -471,9 +512,9 @@ func (c *cursor) load() (err error) {
 	c.page = p
 	c.defs, c.reps = p.DefinitionLevels(), p.RepetitionLevels()
 	c.lv, c.nlv, c.vi = 0, int(p.NumValues()), 0
-	// The cursor walks the levels a column's schema says it has.
+	// The colCursor walks the levels a column's schema says it has.
 	if (c.maxDef > 0 && len(c.defs) != c.nlv) || (c.leaf.MaxRepetitionLevel > 0 && len(c.reps) != c.nlv) {
-		return fmt.Errorf("%w: %d definition and %d repetition levels for %d values", capture.ErrDamaged, len(c.defs), len(c.reps), c.nlv)
+		return fmt.Errorf("%w: %d definition and %d repetition levels for %d values", ErrDamaged, len(c.defs), len(c.reps), c.nlv)
 	}
 	want := c.nlv
 	if len(c.defs) > 0 {
@@ -511,7 +552,7 @@ func count(got, want int) error {
 
 // loadStrings turns a page of a string column into string ids: through the
 // dictionary for an indexed page, one by one for a plain one.
-func (c *cursor) loadStrings(p parquet.Page, data *encoding.Values, want int) error {
+func (c *colCursor) loadStrings(p parquet.Page, data *encoding.Values, want int) error {
 	c.idx, c.ids = nil, c.ids[:0]
 	if d := p.Dictionary(); d != nil {
 		if d != c.dict {
@@ -520,7 +561,7 @@ func (c *cursor) loadStrings(p parquet.Page, data *encoding.Values, want int) er
 			vals, offs := dd.ByteArray()
 			c.trans = c.trans[:0]
 			for i := 0; i < d.Len(); i++ {
-				c.trans = append(c.trans, c.tab.id(vals[offs[i]:offs[i+1]]))
+				c.trans = append(c.trans, c.tab.ID(vals[offs[i]:offs[i+1]]))
 			}
 		}
 		idx := data.Int32()
@@ -552,13 +593,13 @@ func (c *cursor) loadStrings(p parquet.Page, data *encoding.Values, want int) er
 		return nil
 	}
 	for i := 0; i < want; i++ {
-		c.ids = append(c.ids, c.tab.id(vals[offs[i]:offs[i+1]]))
+		c.ids = append(c.ids, c.tab.ID(vals[offs[i]:offs[i+1]]))
 	}
 	return nil
 }
 
 // level advances one level and reports whether it carries a value.
-func (c *cursor) level() (bool, error) {
+func (c *colCursor) level() (bool, error) {
 	for c.lv >= c.nlv {
 		if err := c.load(); err != nil {
 			return false, err
@@ -569,7 +610,7 @@ func (c *cursor) level() (bool, error) {
 }
 
 // str reads a required string of the next row.
-func (c *cursor) str() (int32, error) {
+func (c *colCursor) str() (int32, error) {
 	ok, err := c.level()
 	if err != nil {
 		return 0, err
@@ -582,7 +623,7 @@ func (c *cursor) str() (int32, error) {
 }
 
 // optStr reads an optional string of the next row: -1 for null.
-func (c *cursor) optStr() (int32, error) {
+func (c *colCursor) optStr() (int32, error) {
 	// A column the file lacks is null.
 	if c.missing {
 		return -1, nil
@@ -597,7 +638,7 @@ func (c *cursor) optStr() (int32, error) {
 
 // optBytes reads an optional string of the next row of a raw column,
 // valid until the next: nil for null.
-func (c *cursor) optBytes() ([]byte, error) {
+func (c *colCursor) optBytes() ([]byte, error) {
 	// A column the file lacks is null.
 	if c.missing {
 		return nil, nil
@@ -608,16 +649,16 @@ func (c *cursor) optBytes() ([]byte, error) {
 	}
 	c.vi++
 	if c.idx != nil {
-		return []byte(c.tab.s[c.at(c.vi-1)]), nil
+		return []byte(c.tab.Str(c.at(c.vi - 1))), nil
 	}
 	if c.vi >= len(c.ro) {
-		return nil, fmt.Errorf("%w: %d strings in the page, value %d asked for", capture.ErrDamaged, len(c.ro)-1, c.vi)
+		return nil, fmt.Errorf("%w: %d strings in the page, value %d asked for", ErrDamaged, len(c.ro)-1, c.vi)
 	}
 	return c.rv[c.ro[c.vi-1]:c.ro[c.vi]], nil
 }
 
 // int64 reads an int64 of the next row, a null as 0.
-func (c *cursor) int64() (int64, error) {
+func (c *colCursor) int64() (int64, error) {
 	// A column the file lacks is null.
 	if c.missing {
 		return 0, nil
@@ -632,13 +673,13 @@ func (c *cursor) int64() (int64, error) {
 
 // rowStrs appends the strings of the next row of the repeated column that
 // delimits rows: its levels from one with repetition level 0 to the next.
-func (c *cursor) rowStrs(dst []int32) ([]int32, error) {
+func (c *colCursor) rowStrs(dst []int32) ([]int32, error) {
 	started := false
 	for {
 		if c.lv >= c.nlv {
 			err := c.load()
 			// The row group's last row ends with its column.
-			if errors.Is(err, errShort) && started {
+			if errors.Is(err, errFewValues) && started {
 				return dst, nil
 			}
 			if err != nil {
@@ -670,7 +711,7 @@ func (c *cursor) rowStrs(dst []int32) ([]int32, error) {
 }
 
 // appendStrs appends the page's next n string values to dst.
-func (c *cursor) appendStrs(dst []int32, n int) []int32 {
+func (c *colCursor) appendStrs(dst []int32, n int) []int32 {
 	if c.idx != nil {
 		k := len(dst)
 		dst = slices.Grow(dst, n)[:k+n]
@@ -686,7 +727,7 @@ func (c *cursor) appendStrs(dst []int32, n int) []int32 {
 }
 
 // strs appends the next n values of a sample column.
-func (c *cursor) strs(dst []int32, n int) ([]int32, error) {
+func (c *colCursor) strs(dst []int32, n int) ([]int32, error) {
 	for n > 0 {
 		if c.vi >= c.nstr() {
 			if err := c.load(); err != nil {
@@ -702,7 +743,7 @@ func (c *cursor) strs(dst []int32, n int) ([]int32, error) {
 }
 
 // skip passes over the next n values of a sample column.
-func (c *cursor) skip(n int) error {
+func (c *colCursor) skip(n int) error {
 	for n > 0 {
 		if c.vi >= c.nstr() {
 			if err := c.load(); err != nil {
@@ -720,7 +761,7 @@ func (c *cursor) skip(n int) error {
 // rowDoubles returns the next n values of a double sample column, valid
 // until the next call: in place when the page holds them all (a copy of
 // every value was a tenth of the read), else copied into c.buf.
-func (c *cursor) rowDoubles(n int) (v []float64, err error) {
+func (c *colCursor) rowDoubles(n int) (v []float64, err error) {
 	if c.vi+n <= len(c.f64) {
 		c.vi += n
 		return c.f64[c.vi-n : c.vi : c.vi], nil
@@ -730,7 +771,7 @@ func (c *cursor) rowDoubles(n int) (v []float64, err error) {
 }
 
 // doubles appends the next n values of a double sample column.
-func (c *cursor) doubles(dst []float64, n int) ([]float64, error) {
+func (c *colCursor) doubles(dst []float64, n int) ([]float64, error) {
 	for n > 0 {
 		if c.vi >= len(c.f64) {
 			if err := c.load(); err != nil {
@@ -746,35 +787,35 @@ func (c *cursor) doubles(dst []float64, n int) ([]float64, error) {
 	return dst, nil
 }
 
-// journal delivers a live journal's rows.
-func (r *segReader) journal(rows []capture.Scrape, fn func(*row)) {
-	t := r.tab
+// Journal delivers the rows of a live or crashed journal (ReadLive).
+func (r *ColumnReader) Journal(rows []Scrape, fn func(*Row)) {
+	t := r.Tab
 	w := &r.trow
 	for i := range rows {
 		s := &rows[i]
-		w.run, w.target, w.engine = t.idString(s.RunID), t.idString(s.Target), t.idString(s.Engine)
-		w.endpoint, w.outcome = t.idString(s.Endpoint), t.idString(s.Outcome)
-		w.seq, w.start, w.firstByte = s.Seq, s.StartNs, s.FirstByteNs
-		w.scheduled, w.end, w.err = s.ScheduledNs, s.EndNs, -1
+		w.Run, w.Target, w.Engine = t.IDString(s.RunID), t.IDString(s.Target), t.IDString(s.Engine)
+		w.Endpoint, w.Outcome = t.IDString(s.Endpoint), t.IDString(s.Outcome)
+		w.Seq, w.Start, w.FirstByte = s.Seq, s.StartNs, s.FirstByteNs
+		w.Scheduled, w.End, w.Err = s.ScheduledNs, s.EndNs, -1
 		if s.Error != nil {
-			w.err = t.idString(*s.Error)
+			w.Err = t.IDString(*s.Error)
 		}
-		w.body = nil
-		if r.wantBody != nil && r.wantBody(w) {
-			w.body = s.Body
+		w.Body = nil
+		if r.WantBody != nil && r.WantBody(w) {
+			w.Body = s.Body
 		}
-		w.headers = nil
-		if r.headers && s.Headers != nil {
-			w.headers = []byte(*s.Headers)
+		w.Headers = nil
+		if r.Headers && s.Headers != nil {
+			w.Headers = []byte(*s.Headers)
 		}
-		w.family, w.typ, w.name, w.labels, w.value = w.family[:0], w.typ[:0], w.name[:0], w.labels[:0], w.value[:0]
+		w.Family, w.Type, w.Name, w.Labels, w.Value = w.Family[:0], w.Type[:0], w.Name[:0], w.Labels[:0], w.Value[:0]
 		for j := range s.Samples {
 			x := &s.Samples[j]
-			w.family = append(w.family, t.idString(x.Family))
-			w.typ = append(w.typ, t.idString(x.Type))
-			w.name = append(w.name, t.idString(x.Name))
-			w.labels = append(w.labels, t.idString(x.Labels))
-			w.value = append(w.value, x.Value)
+			w.Family = append(w.Family, t.IDString(x.Family))
+			w.Type = append(w.Type, t.IDString(x.Type))
+			w.Name = append(w.Name, t.IDString(x.Name))
+			w.Labels = append(w.Labels, t.IDString(x.Labels))
+			w.Value = append(w.Value, x.Value)
 		}
 		fn(w)
 	}
