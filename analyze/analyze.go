@@ -18,6 +18,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/internal/order"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/internal/engines"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/redact"
 )
@@ -134,9 +135,9 @@ func Analyze(opts Options) (*Result, error) {
 
 	an := newAnalyzer(opts)
 	an.metas = metas
-	for _, m := range metas {
-		an.r.Headers = an.r.Headers || m.psHeader != ""
-	}
+	// The headers column is read always: an engine may send its process
+	// start by itself (engines.ProcessStartHeader), configured or not.
+	an.r.Headers = true
 	for i, f := range files {
 		var err error
 		before := an.rows
@@ -556,6 +557,9 @@ func (a *analyzer) row(w *capture.Row) {
 		a.err = err
 	}
 	st.fw.end(st.cells)
+	if st.tr.Restart() != "" {
+		st.ph.Restarted()
+	}
 	st.ph.Poll(ids, w.Value, st.cells, st.engineID(), st.idsChanged)
 	st.idsChanged = false
 }
@@ -563,16 +567,31 @@ func (a *analyzer) row(w *capture.Row) {
 // processStart reads the target's process start header from an answer:
 // a value other than the last one seen is a new process, whose first poll
 // takes it as restart evidence. An answer without it says nothing.
+//
+// The header is the configured one, else the one the target's engine sends
+// by itself (llama.cpp's Process-Start-Time-Unix); while the engine is not
+// known yet, any engine's.
 func (st *targetState) processStart(w *capture.Row) {
-	if st.psHeader == "" || w.Headers == nil {
+	if w.Headers == nil {
 		return
 	}
-	v, ok := headerValue(w.Headers, st.psHeader)
+	name, v, ok := st.psHeader, "", false
+	if name != "" {
+		v, ok = headerValue(w.Headers, name)
+	} else {
+		id, _ := st.tr.Engine()
+		for _, h := range engines.ProcessStartHeaders(id) {
+			if v, ok = headerValue(w.Headers, h); ok {
+				name = h
+				break
+			}
+		}
+	}
 	if !ok {
 		return
 	}
 	if st.lastPS != "" && v != st.lastPS && st.psMoved == "" {
-		st.psMoved = "response header " + st.psHeader + " changed from " + st.lastPS + " to " + v + " at " + stamp(w.Start)
+		st.psMoved = "response header " + name + " changed from " + st.lastPS + " to " + v + " at " + stamp(w.Start)
 	}
 	st.lastPS = v
 }
@@ -686,6 +705,7 @@ func (a *analyzer) finish() []Target {
 			t.Notes["interval"] = n
 		}
 		t.UnknownSeries = st.tr.Unknown()
+		t.MistypedSeries = st.tr.Mistyped()
 		if m := a.metas[t.Name]; m != nil {
 			t.Imported = importedOf(m.imports)
 		}

@@ -144,8 +144,16 @@ func statusOf(t *Target, incidents []findings.Incident) AnswerRow {
 			inside[in.Kind]++
 		}
 	}
-	if n := max(inside[findings.KindRestart], len(b.Bounds.RestartsLeftOut)); n > 0 {
-		why = append(why, fmt.Sprintf("%d %s in its steady phases (the intervals across left out)", n, IncidentNoun(findings.KindRestart, n)))
+	left, zero := len(b.Bounds.RestartsLeftOut), len(b.Bounds.FromZero)
+	if n := max(inside[findings.KindRestart], left+zero); n > 0 {
+		how := "the intervals across left out"
+		switch {
+		case zero > 0 && left == 0:
+			how = "each process differenced on its own, the new one counted from 0"
+		case zero > 0:
+			how = fmt.Sprintf("%d interval(s) across left out, %d new process(es) counted from 0", left, zero)
+		}
+		why = append(why, fmt.Sprintf("%d %s in its steady phases (%s)", n, IncidentNoun(findings.KindRestart, n), how))
 	}
 	delete(inside, findings.KindRestart)
 	if len(inside) > 0 {

@@ -382,17 +382,15 @@ func TestFindingsRecording(t *testing.T) {
 	if _, ok := facts[findings.FactCachedFraction]; ok {
 		t.Error("a cached fraction stated while prefix caching is on")
 	}
-	// llama.cpp states nothing about itself but its hidden queue: all 4
-	// slots (its /props total_slots) busy with nothing deferred, first
-	// where the truth first ran 4 with none waiting.
+	// llama.cpp states nothing about itself: all 4 slots (its /props
+	// total_slots) busy with nothing deferred is no evidence of a hidden
+	// queue, and the simulator's /metrics never waits for an HTTP thread.
 	lf := factsOf(t, res, "llamacpp-0")
 	firstFull := slices.IndexFunc(lm, func(e sim.LogEntry) bool {
 		return e.Truth != nil && e.Truth.Rates.Running == 4 && e.Truth.Rates.Waiting == 0
 	})
-	hq, ok := lf[findings.FactHiddenQueue]
-	if len(lf) != 1 || !ok || firstFull < 0 || math.Abs(hq.T.V-float64(lm[firstFull].SentNs)/1e9) > 0.1 ||
-		!strings.Contains(hq.Text, "all 4 slots busy") {
-		t.Errorf("llama.cpp facts %+v; the truth first ran 4 slots with none waiting at entry %d", lf, firstFull)
+	if _, ok := lf[findings.FactHiddenQueue]; ok || len(lf) != 0 || firstFull < 0 {
+		t.Errorf("llama.cpp facts %+v; the truth ran 4 slots with none waiting from entry %d: nothing to state", lf, firstFull)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/internal/engines"
 	"github.com/llmrec/llmrec/record/capture"
 )
 
@@ -178,6 +179,11 @@ type Target struct {
 	// UnknownSeries are the families the engine's reader does not know:
 	// recorded, not analysed, never silently dropped.
 	UnknownSeries []string `json:"unknown_series"`
+	// MistypedSeries are the families the engine types counter that count
+	// nothing (a lifetime average, a running maximum), with what they
+	// really are: never fed to rate() or an edge, and a lifetime
+	// average's fall is no restart. Empty when none.
+	MistypedSeries []engines.Declaration `json:"mistyped_series"`
 	// Scrapes counts the target's /metrics rows by outcome; only ok rows
 	// are polls. OtherEndpoints counts the rows of its other endpoints.
 	Scrapes        map[string]int `json:"scrapes"`

@@ -192,6 +192,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		for _, c := range slices.Sorted(maps.Keys(s.Withheld)) {
 			fmt.Fprintf(bw, "  withheld where a reader needed it: %s: %s\n", c, counts(s.Withheld[c]))
 		}
+		for _, m := range t.MistypedSeries {
+			fmt.Fprintf(bw, "  mistyped: %s is typed counter but is a %s (%s): no rate, no edge, its fall no restart\n", m.Family, m.Kind, m.Source)
+		}
 		if len(t.UnknownSeries) > 0 {
 			fmt.Fprintf(bw, "  unknown series (%d): %s\n", len(t.UnknownSeries), strings.Join(t.UnknownSeries, " "))
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/llmrec/llmrec/internal/engines"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/redact"
 )
@@ -87,8 +88,10 @@ type Target struct {
 	// ProcessStartHeader names a response header that carries the
 	// engine's process start (or any value that changes only when it
 	// restarts, such as an instance id a proxy adds): its change between
-	// two answers is restart evidence to the analysis. No engine sends
-	// one by itself; "" for none.
+	// two answers is restart evidence to the analysis. "" for none: then
+	// the header the target's engine sends by itself, if any
+	// (engines.ProcessStartHeader: llama.cpp's Process-Start-Time-Unix),
+	// which the analysis also reads unconfigured.
 	ProcessStartHeader string `toml:"process_start_header" json:"process_start_header,omitempty"`
 }
 
@@ -273,6 +276,10 @@ func (c *Config) checkTarget(t *Target) error {
 		if _, ok := os.LookupEnv(t.BearerTokenEnv); !ok {
 			return fmt.Errorf("bearer_token_env names %s, which is not set", t.BearerTokenEnv)
 		}
+	}
+	// An engine that sends its process start by itself needs no config.
+	if t.ProcessStartHeader == "" {
+		t.ProcessStartHeader = engines.ProcessStartHeader(engines.NormalizeHint(t.Engine))
 	}
 	if h := t.ProcessStartHeader; h != "" && !headerName.MatchString(h) {
 		return fmt.Errorf("process_start_header %q is not a header name", h)

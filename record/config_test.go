@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +215,32 @@ func TestParseLimitsConfig(t *testing.T) {
 	}
 	if _, err := ParseConfig([]byte("max_series = -1\n"), "neg.toml"); err == nil || !strings.Contains(err.Error(), "max_series") {
 		t.Errorf("negative max_series: %v", err)
+	}
+}
+
+// llama.cpp sends its process start on every /metrics answer: a llama.cpp
+// target keeps it as restart evidence without config; a configured header
+// wins, and another engine gets none.
+func TestProcessStartHeaderDefaultsForLlamaCpp(t *testing.T) {
+	c, err := ParseConfig([]byte(`[[target]]
+name = "l"
+url = "http://127.0.0.1:1/metrics"
+engine = "llama.cpp"
+[[target]]
+name = "p"
+url = "http://127.0.0.1:2/metrics"
+engine = "llamacpp"
+process_start_header = "X-Pod-Start"
+[[target]]
+name = "v"
+url = "http://127.0.0.1:3/metrics"
+engine = "vllm"
+`), "h.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{c.Targets[0].ProcessStartHeader, c.Targets[1].ProcessStartHeader, c.Targets[2].ProcessStartHeader}
+	if want := []string{"Process-Start-Time-Unix", "X-Pod-Start", ""}; !slices.Equal(got, want) {
+		t.Fatalf("process start headers %q, want %q", got, want)
 	}
 }

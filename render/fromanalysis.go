@@ -330,6 +330,14 @@ func appendix(res *analyze.Result, config string) []Section {
 			unknown.Rows = append(unknown.Rows, []Cell{text(u)})
 		}
 		s.Tables = append(s.Tables, notes, unknown)
+		if len(t.MistypedSeries) > 0 {
+			mis := Table{Title: fmt.Sprintf("Mistyped series (%d): typed counter, no count; never rated, their fall no restart", len(t.MistypedSeries)),
+				Columns: []Column{{Title: "series"}, {Title: "really"}, {Title: "typed"}, {Title: "source"}}}
+			for _, m := range t.MistypedSeries {
+				mis.Rows = append(mis.Rows, []Cell{text(m.Family), text(string(m.Kind)), text(m.Typed), text(m.Source)})
+			}
+			s.Tables = append(s.Tables, mis)
+		}
 		out = append(out, s)
 	}
 	if config != "" {

@@ -5,23 +5,25 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/llmrec/llmrec/internal/engines"
 )
 
-// Engine ids.
+// Engine ids (package engines names them).
 const (
-	VLLM     = "vllm"     // vLLM V1 engine
-	VLLMV0   = "vllm-v0"  // vLLM V0 engine
-	NIM      = "nim"      // NVIDIA NIM for LLMs: V0's families without a prefix
-	LlamaCpp = "llamacpp" // llama.cpp server and its forks
-	SGLang   = "sglang"
-	TGI      = "tgi"    // Hugging Face text-generation-inference
-	TRTLLM   = "trtllm" // Triton with the TensorRT-LLM backend
-	Triton   = "triton" // Triton's core series without nv_trt_llm_*
-	Generic  = "generic"
+	VLLM     = engines.VLLM
+	VLLMV0   = engines.VLLMV0
+	NIM      = engines.NIM
+	LlamaCpp = engines.LlamaCpp
+	SGLang   = engines.SGLang
+	TGI      = engines.TGI
+	TRTLLM   = engines.TRTLLM
+	Triton   = engines.Triton
+	Generic  = engines.Generic
 )
 
 // Engines lists the engine ids, Generic last.
-var Engines = []string{VLLM, VLLMV0, NIM, LlamaCpp, SGLang, TGI, TRTLLM, Triton, Generic}
+var Engines = engines.IDs
 
 // reader is one engine: the series it knows and how its cells are made.
 type reader struct {

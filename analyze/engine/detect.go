@@ -1,103 +1,11 @@
 package engine
 
-import "strings"
+import "github.com/llmrec/llmrec/internal/engines"
 
-// NormalizeHint maps a configured engine name to an engine id: "vLLM",
-// "vllm-v1", "llama.cpp", "ik_llama", "TensorRT-LLM", "text-generation-inference"
-// and the like. It returns "" for an empty or unknown hint.
-func NormalizeHint(hint string) string {
-	var b strings.Builder
-	for _, c := range strings.ToLower(hint) {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
-			b.WriteRune(c)
-		}
-	}
-	switch b.String() {
-	case "vllm", "vllmv1", "v1":
-		return VLLM
-	case "vllmv0":
-		return VLLMV0
-	case "nim", "nimllm", "nvidianim":
-		return NIM
-	case "llamacpp", "llamaserver", "llamacppserver", "iklama", "ikllama", "ikllamacpp", "gufo":
-		return LlamaCpp
-	case "sglang":
-		return SGLang
-	case "tgi", "textgenerationinference", "huggingfacetgi", "hftgi":
-		return TGI
-	case "trtllm", "tensorrtllm", "tritontrtllm", "trtllmserve", "tensorrtllmbackend":
-		return TRTLLM
-	case "triton", "tritonserver":
-		return Triton
-	case "generic", "other", "unknown":
-		return Generic
-	}
-	return ""
-}
+// NormalizeHint maps a configured engine name to an engine id
+// (engines.NormalizeHint): "" for an empty or unknown hint.
+func NormalizeHint(hint string) string { return engines.NormalizeHint(hint) }
 
-// v0Markers are vLLM families only the V0 engine exported.
-var v0Markers = map[string]bool{
-	"vllm:avg_prompt_throughput_toks_per_s":     true,
-	"vllm:avg_generation_throughput_toks_per_s": true,
-	"vllm:num_requests_swapped":                 true,
-	"vllm:cpu_cache_usage_perc":                 true,
-	"vllm:gpu_prefix_cache_hit_rate":            true,
-	"vllm:cpu_prefix_cache_hit_rate":            true,
-}
-
-// nimMarkers are V0 families NIM exports without a prefix; all must be there.
-var nimMarkers = []string{"num_requests_running", "gpu_cache_usage_perc", "prompt_tokens_total", "generation_tokens_total"}
-
-// DetectSeries names the engine whose families these are: the engine with
-// the most families of its own prefix (vllm:, llamacpp:, sglang:, tgi_,
-// nv_trt_llm_, nv_inference_), V0 told from V1 by V0-only families, NIM by
-// its unprefixed V0 set; Generic when none matches.
-func DetectSeries(families []string) string {
-	var n [len(prefixRules)]int
-	v0 := false
-	set := make(map[string]bool, len(families))
-	for _, f := range families {
-		set[f] = true
-		v0 = v0 || v0Markers[f]
-		for i, r := range prefixRules {
-			if strings.HasPrefix(f, r.prefix) {
-				n[i]++
-			}
-		}
-	}
-	best := -1
-	for i := range n {
-		if n[i] > 0 && (best < 0 || n[i] > n[best]) {
-			best = i
-		}
-	}
-	if best >= 0 {
-		id := prefixRules[best].id
-		// V0 and V1 share the prefix; V0-only families tell them apart.
-		if id == VLLM && v0 {
-			return VLLMV0
-		}
-		// Triton's core series alone are Triton; with the backend's, TRT-LLM.
-		if id == Triton && n[trtRule] > 0 {
-			return TRTLLM
-		}
-		return id
-	}
-	for _, m := range nimMarkers {
-		if !set[m] {
-			return Generic
-		}
-	}
-	return NIM
-}
-
-var prefixRules = [...]struct{ prefix, id string }{
-	{"vllm:", VLLM},
-	{"llamacpp:", LlamaCpp},
-	{"sglang:", SGLang},
-	{"tgi_", TGI},
-	{"nv_trt_llm_", TRTLLM},
-	{"nv_inference_", Triton},
-}
-
-const trtRule = 4
+// DetectSeries names the engine whose families these are
+// (engines.DetectSeries); Generic when none matches.
+func DetectSeries(families []string) string { return engines.DetectSeries(families) }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/internal/engines"
 	"github.com/llmrec/llmrec/record/expo"
 )
 
@@ -56,6 +57,15 @@ type Tracker struct {
 	// read at the last poll that carried one.
 	restart  string
 	lastProc float64
+	// fell are the names of the counters that fell in the current poll
+	// (two at most: a generic engine's restart needs two), fellWhy the
+	// first's evidence.
+	fell    []string
+	fellWhy string
+	// mistyped are the families typed counter that are no count
+	// (engines.DeclaredKind): never fed to rate(), never restart evidence
+	// unless their kind cannot fall in a healthy process.
+	mistyped map[string]engines.Declaration
 	// cs chooses the span of the counters that move once per request
 	// (SetCompletionSpan); nil: they run with the configured span.
 	cs *spanChooser
@@ -78,6 +88,7 @@ type keyState struct {
 	Series
 	rkey       rate.Key
 	counter    bool     // registered with the estimator
+	noFall     bool     // its fall is no restart evidence (a lifetime average typed counter)
 	est        int32    // its id there, when counter
 	createdKey rate.Key // the _created sibling of a counter or histogram series
 	created    int32    // its key: -2 not looked up yet, -1 none
@@ -135,6 +146,7 @@ func NewTracker(hint string, cfg rate.Config) *Tracker {
 		names2:   make(map[srcKey]string),
 		facts:    make(map[factKey]factVal),
 		lastBy:   make(map[string]map[string]float64),
+		mistyped: make(map[string]engines.Declaration),
 	}
 	t.rd = readerFor(Generic)
 	t.engine = Generic
@@ -185,8 +197,12 @@ func (t *Tracker) DecodeSpan() float64 {
 
 // Restart returns the evidence that the target restarted between its
 // previous poll and the current one, "" when there is none: a counter
-// that fell (any counter, not only those a cell reads), a new
-// process_start_time_seconds, or what the caller said (MarkRestart).
+// that cannot fall in a healthy process fell (any such counter, not only
+// those a cell reads; a series typed counter that is a lifetime average is
+// none, see Mistyped; an unknown engine needs two counters falling
+// together), a new process_start_time_seconds, or what the caller said
+// (MarkRestart: a process-start header that changed, a "Loading model"
+// answer).
 // Every counter's window across it is refused with reason reset.
 func (t *Tracker) Restart() string { return t.restart }
 
@@ -197,6 +213,19 @@ func (t *Tracker) MarkRestart(evidence string) {
 	if t.restart == "" {
 		t.restart = evidence
 	}
+}
+
+// Mistyped returns the families of the target typed counter by its engine
+// that count nothing (a lifetime average, a running maximum), sorted:
+// none feeds rate() or an edge, and a lifetime average's fall is no
+// restart.
+func (t *Tracker) Mistyped() []engines.Declaration {
+	out := make([]engines.Declaration, 0, len(t.mistyped))
+	for _, d := range t.mistyped {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b engines.Declaration) int { return strings.Compare(a.Family, b.Family) })
+	return out
 }
 
 // Config returns the estimator's configuration.
@@ -278,6 +307,7 @@ func (t *Tracker) Begin(T, start float64) {
 	t.samples = 0
 	t.poll.T, t.poll.Start, t.poll.ProcessStart, t.poll.Restart = T, start, 0, false
 	t.restart = ""
+	t.fell, t.fellWhy = t.fell[:0], ""
 	t.poll.Readings = t.poll.Readings[:0]
 	t.pollIDs = t.pollIDs[:0]
 }
@@ -303,10 +333,10 @@ func (t *Tracker) SetAll(ids []int32, vals []float64) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			continue
 		}
-		// Any counter that fell is the target restarting: a gauge's fall
-		// is nothing, and is told apart only when it falls.
-		if v < r.v && r.seq != 0 && t.restart == "" && t.keys[id].counter {
-			t.restart = fellText(t.keys[id].Name, r.v, v)
+		// A counter that fell is restart evidence (End weighs it): a
+		// gauge's fall is nothing, nor is a lifetime average's.
+		if v < r.v && r.seq != 0 && t.keys[id].counter && !t.keys[id].noFall {
+			t.fall(id, r.v, v)
 		}
 		r.v, r.seq = v, t.seq
 		t.samples++
@@ -356,6 +386,9 @@ func (t *Tracker) End(dst Cells) Cells {
 			t.lastProc = ps
 		}
 	}
+	if t.restart == "" && len(t.fell) >= t.fallsNeeded() {
+		t.restart = t.fellWhy
+	}
 	t.poll.Restart = t.restart != ""
 	if t.cs != nil && t.decided {
 		t.chooseSpan()
@@ -383,6 +416,31 @@ func (t *Tracker) End(dst Cells) Cells {
 	q.dst = nil
 	refuseOverflow(dst)
 	return dst
+}
+
+// fall notes that counter id fell from one reading to the next.
+func (t *Tracker) fall(id int32, from, to float64) {
+	name := t.keys[id].Name
+	if len(t.fell) == 0 {
+		t.fellWhy = fellText(name, from, to)
+	}
+	if len(t.fell) < 2 && !slices.Contains(t.fell, name) {
+		t.fell = append(t.fell, name)
+		// An unknown engine's evidence is both falls.
+		if len(t.fell) == 2 && t.engine == Generic {
+			t.fellWhy += "; " + fellText(name, from, to)
+		}
+	}
+}
+
+// fallsNeeded is how many counters (distinct names) must fall in one poll
+// to be a restart: one of an engine whose series are declared, two of an
+// unknown engine, whose counters may be anything typed counter.
+func (t *Tracker) fallsNeeded() int {
+	if t.engine == Generic {
+		return 2
+	}
+	return 1
 }
 
 // fellText is the evidence of a counter that fell.
@@ -440,6 +498,7 @@ func (t *Tracker) detect() {
 		return
 	}
 	clear(t.unknown)
+	clear(t.mistyped)
 	for i := range t.keys {
 		t.classify(int32(i))
 	}
@@ -456,6 +515,17 @@ func (t *Tracker) classify(id int32) {
 		t.unknown[ks.Family] = true
 	}
 	t.vals[id].est = -1
+	ks.noFall = false
+	if d, ok := engines.DeclaredKind(t.engine, ks.Family); ok && ks.counter {
+		// Typed counter, declared no count: listed, never rated.
+		if !d.Kind.Rateable() {
+			t.mistyped[ks.Family] = d
+		}
+		ks.noFall = !d.Kind.FallIsRestart()
+		if !d.Kind.Rateable() {
+			return
+		}
+	}
 	if ks.counter && t.rd.feeds(ks.Family) {
 		t.vals[id].est = ks.est
 	}

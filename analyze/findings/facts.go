@@ -42,39 +42,47 @@ func (v *view) facts() TargetFacts {
 // counts tasks waiting for a slot, but with every slot busy, requests
 // beyond what the HTTP server's threads hand on wait inside those threads,
 // in no series (a server with 4 slots, 8 clients and the default HTTP
-// threads showed 0 waiting; with --threads-http 16, 4). Stated when
-// requests_running equals the slot count (from /props total_slots or
-// /slots) while requests_deferred reads 0.
+// threads showed 0 waiting; with --threads-http 16, 4). Full slots with
+// nothing deferred are no evidence: 4 clients on 4 slots read the same as
+// 8 (real b4748 runs, where nothing waited at 4). Stated, as a
+// possibility, only where /metrics itself waited for an answer while
+// every slot was busy and nothing was deferred, at HiddenQueueLatePolls
+// polls at least: the HTTP threads were taken.
 func (v *view) hiddenQueueFact() *Fact {
 	// Only llama.cpp has the hidden queue, and only a known slot count tells full.
-	if v.t.Engine != engine.LlamaCpp || v.t.Slots <= 0 {
+	if v.t.Engine != engine.LlamaCpp || v.t.Slots <= 0 || v.interval <= 0 {
 		return nil
 	}
-	full, hidden := 0, 0
+	limit := rate.DefaultStaleFraction * v.interval
+	full, late := 0, 0
 	first := -1
 	for i := range v.t.Polls {
 		p := &v.t.Polls[i]
-		if !p.Running.Valid || p.Running.V < float64(v.t.Slots) {
+		if !p.Running.Valid || p.Running.V < float64(v.t.Slots) || !p.Waiting.Valid || p.Waiting.V != 0 {
 			continue
 		}
 		full++
-		if p.Waiting.Valid && p.Waiting.V == 0 {
-			hidden++
+		if p.Start > 0 && p.T-p.Start > limit {
+			late++
 			if first < 0 {
 				first = i
 			}
 		}
 	}
-	// The slots were never all busy with nothing deferred: nothing to say.
-	if hidden == 0 {
+	// No answer waited while the slots were full: no evidence anything waits.
+	if late < HiddenQueueLatePolls {
 		return nil
 	}
 	p := &v.t.Polls[first]
-	return &Fact{Name: FactHiddenQueue, Value: rate.Some(float64(hidden)), Unit: "polls", T: rate.Some(p.T), Derived: true,
-		Source: "llamacpp:requests_processing = " + v.t.SlotsSource + " with llamacpp:requests_deferred = 0",
-		Text: fmt.Sprintf("hidden queue: all %d slots busy with requests_deferred at 0 in %d of %d full poll(s), first at %s: llama-server holds further requests in its HTTP threads, where no series counts them; requests_waiting may read 0 while requests queue",
-			v.t.Slots, hidden, full, stamp(p.T))}
+	return &Fact{Name: FactHiddenQueue, Value: rate.Some(float64(late)), Unit: "polls", T: rate.Some(p.T), Derived: true,
+		Source: "llamacpp:requests_processing = " + v.t.SlotsSource + " with llamacpp:requests_deferred = 0, and the /metrics answer's first byte over " + secs(limit) + " after its request",
+		Text: fmt.Sprintf("possible hidden queue: in %d of %d poll(s) with all %d slots busy and requests_deferred at 0, /metrics itself waited over %s for its answer (first at %s): llama-server's HTTP threads may all have been taken, and requests beyond its slots wait in those threads, where no series counts them; a possibility, not a measured queue",
+			late, full, v.t.Slots, secs(limit), stamp(p.T))}
 }
+
+// HiddenQueueLatePolls is how many late /metrics answers at full slots
+// make the hidden queue worth stating: one late answer is a slow scrape.
+const HiddenQueueLatePolls = 2
 
 const byReason = "vllm:num_requests_waiting_by_reason"
 

@@ -96,7 +96,7 @@ func (v *view) holes() (hs []*hole, loose []looseRun) {
 			// from the tick of the poll before (its answer may come after
 			// the leave) to the poll after.
 			away := v.absentWithin(rowTime(&t.Rows[v.pollRow[prev]]), h.b)
-			if h.b-h.a <= HoleFactor*v.interval || away {
+			if h.b-h.a <= HoleFactor*v.interval || away || v.sentOnCadence(prev, next) {
 				if away && !h.empty() {
 					loose = append(loose, looseRun{h.rows, "around its absence from the target set"})
 					return
@@ -136,6 +136,16 @@ func (v *view) holes() (hs []*hole, loose []looseRun) {
 	}
 	flush(-1, len(t.Rows))
 	return hs, loose
+}
+
+// sentOnCadence reports whether polls prev and next were sent close
+// enough to leave no hole: an answer that came late (a slow scrape) moves
+// its first byte, not the recorder's cadence, and is no gap of the target
+// and no stall of the host (a-baseline seq 198: /metrics answered 576 ms
+// late while its /slots answered in 1 ms).
+func (v *view) sentOnCadence(prev, next int) bool {
+	a, b := v.t.Polls[prev].Start, v.t.Polls[next].Start
+	return a > 0 && b > 0 && b-a <= HoleFactor*v.interval
 }
 
 // looseRun is failed or missed rows that left no hole, and where they are.
@@ -414,6 +424,12 @@ func (h *hole) incidents() []Incident {
 	}
 	inc.Detail = fmt.Sprintf("%s has no poll for %s (%.3g intervals; more than %g is a gap): %s",
 		name, secs(h.b-h.a), (h.b-h.a)/v.interval, HoleFactor, what)
+	// Scrapes that got no answer (timeouts) and a target that answered
+	// again with its counters continuing: the target stalled (a SIGSTOP, a
+	// hang), it did not restart.
+	if rows["error"] > 0 && rows["http_error"] == 0 && h.after >= 0 && h.before >= 0 && v.t.Polls[h.before].Restart == "" {
+		inc.Detail += "; it answered again with its counters continuing: a stall of the target, not a restart (the phases are differenced across it)"
+	}
 	return []Incident{inc}
 }
 

@@ -120,6 +120,18 @@ type Bounds struct {
 	// (their tokens and their time), by the poll ending each.
 	Processes       int       `json:"processes"`
 	RestartsLeftOut []float64 `json:"restarts_left_out"`
+	// FromZero are the first polls of new processes counted from 0 (their
+	// counters hold all they did since they started), up to their first
+	// good poll: from their start when a process start series gives it
+	// (the old process's tail after its last poll is left out with the
+	// time until the new one started), else only for a restart before the
+	// window's first poll, from the window's start (the old process's
+	// last poll was before the window). Other restarts' intervals are left
+	// out (RestartsLeftOut).
+	FromZero []float64 `json:"from_zero"`
+	// inner counts the restarts inside the windows counted from 0 (a new
+	// process's first poll that opens a window adds no process).
+	inner int
 	// Spans are the stretches differenced, from one good poll to another
 	// of the same process: Seconds is their sum.
 	Spans [][2]float64 `json:"spans"`
@@ -291,7 +303,7 @@ func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 	in.prepare()
 	l, ps := in.Log, in.Target.Polls
 	s := &sums{acc: make([]float64, len(l.Series)),
-		b: Bounds{Windows: []Window{}, RestartsLeftOut: []float64{}, Spans: [][2]float64{}, Refusals: map[string]int{}}}
+		b: Bounds{Windows: []Window{}, RestartsLeftOut: []float64{}, FromZero: []float64{}, Spans: [][2]float64{}, Refusals: map[string]int{}}}
 	b := &s.b
 	for _, w := range windows {
 		s.len += w.Duration()
@@ -327,9 +339,16 @@ func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 		if a >= 0 && z > a {
 			win.First, win.Last = rate.Some(ps[a].T), rate.Some(ps[z].T)
 			// Each process is differenced between its own first and last
-			// good polls: the interval across a restart is left out, and so
-			// is any part of a process's run that ends on an unsure stamp.
-			for p := a; p < z; {
+			// good polls, and so is any part of a process's run that ends
+			// on an unsure stamp. A new process is counted from 0 up to its
+			// first good poll (from the old one's last poll, or the window's
+			// start) when it may be (Bounds.FromZero); else the interval
+			// across its restart is left out.
+			p := a
+			if lo > 0 && lo < a && in.restart[lo] {
+				p = lo // a new process's first poll opens the window, unsure
+			}
+			for p < z {
 				q := p + 1
 				for q <= z && !in.restart[q] {
 					q++
@@ -342,6 +361,16 @@ func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 				for g2 > g1 && !good(g2) {
 					g2--
 				}
+				switch {
+				case p == a && !in.restart[p] || p == 0:
+				case good(g1) && in.zeroFrom(p, lo, w.Start) > 0:
+					s.zero(l, ps, p, g1, in.zeroFrom(p, lo, w.Start))
+					if p > lo {
+						b.inner++
+					}
+				case p > lo:
+					b.RestartsLeftOut = append(b.RestartsLeftOut, ps[p].T)
+				}
 				if g2 > g1 {
 					b.Spans = append(b.Spans, [2]float64{ps[g1].T, ps[g2].T})
 				}
@@ -353,15 +382,53 @@ func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 					s.bl.step(i, good(i), s.acc)
 				}
 				s.bl.end(g2)
-				if q <= z {
-					b.RestartsLeftOut = append(b.RestartsLeftOut, ps[q].T)
-				}
 				p = q
 			}
 		}
 		b.Windows = append(b.Windows, win)
 	}
 	return s
+}
+
+// zero counts a new process from 0, from its first poll p up to its
+// first good poll g (its counters' increments from 0), over [from, T(g)].
+func (s *sums) zero(l *Log, ps []findings.Poll, p, g int, from float64) {
+	for i := p; i <= g; i++ {
+		l.add(i, s.acc)
+	}
+	s.dt += ps[g].T - from
+	s.b.Intervals++
+	s.b.FromZero = append(s.b.FromZero, ps[p].T)
+	s.b.Spans = append(s.b.Spans, [2]float64{from, ps[g].T})
+}
+
+// zeroFrom is when the process whose first poll is p starts counting
+// from 0 in a window starting at wStart whose first poll is lo; 0 when it
+// may not be counted so (its restart interval is left out). With a
+// process start series, from its start (the old process's tail after its
+// last poll is left out with the time before the new one started); a start
+// before the previous poll is another process's (one a proxy switched to,
+// whose counters hold work from before). Without one (a header or a
+// counter that fell), only a restart before the window's first poll is
+// counted, from the window's start: the old process's last poll is before
+// the window, and its tail inside it, if any, is unknown.
+func (in *Input) zeroFrom(p, lo int, wStart float64) float64 {
+	ps := in.Target.Polls
+	prev := ps[p-1].T
+	if ps[p-1].Start > 0 {
+		prev = ps[p-1].Start
+	}
+	if st := ps[p].ProcessStart; st.Valid {
+		// One second of slack for the engine's clock against the recorder's.
+		if st.V < prev-1 || st.V > ps[p].T {
+			return 0
+		}
+		return max(st.V, wStart, ps[p-1].T)
+	}
+	if p > lo {
+		return 0
+	}
+	return max(wStart, ps[p-1].T)
 }
 
 // merge adds o's windows to s.
@@ -375,6 +442,7 @@ func (s *sums) merge(o *sums) {
 	b.Windows = append(b.Windows, o.b.Windows...)
 	b.Polls, b.Good, b.Intervals = b.Polls+o.b.Polls, b.Good+o.b.Good, b.Intervals+o.b.Intervals
 	b.RestartsLeftOut = append(b.RestartsLeftOut, o.b.RestartsLeftOut...)
+	b.FromZero, b.inner = append(b.FromZero, o.b.FromZero...), b.inner+o.b.inner
 	b.Spans = append(b.Spans, o.b.Spans...)
 	for r, n := range o.b.Refusals {
 		b.Refusals[r] += n
@@ -389,7 +457,7 @@ func (in *Input) figures(s *sums) Figures {
 	b := &out.Bounds
 	acc, dt, pollsIn := s.acc, s.dt, s.pollsIn
 	b.Seconds = dt
-	b.Processes = len(b.RestartsLeftOut) + 1
+	b.Processes = len(b.RestartsLeftOut) + b.inner + 1
 	if s.len > 0 {
 		b.Coverage = rate.Some(dt / s.len)
 	}

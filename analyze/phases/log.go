@@ -59,6 +59,9 @@ type Log struct {
 	pos   []logged
 	lastN int
 	posOK bool
+
+	// restarted says the next poll is a new process's first (Restarted).
+	restarted bool
 }
 
 // logged is a logged series' position in a poll's ids and its log id.
@@ -172,6 +175,12 @@ func feeds(id, family string) bool {
 	return m[family]
 }
 
+// Restarted says the next poll is a new process's first (the main
+// tracker found restart evidence): every counter counts from 0 at it, not
+// only those that fell — a new process whose counters passed the old ones
+// before its first poll holds all it did since it started.
+func (l *Log) Restarted() { l.restarted = true }
+
 // Poll logs one poll: the samples vals[i] of tracker ids ids[i], the
 // published cells, and the engine the main tracker reads it as ("" or
 // generic until it knows). Its times are the findings' (findings.Poll).
@@ -203,7 +212,10 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, 
 		k++
 	}
 	c := l.chunks[k]
-	n, fell := encode(c[:cap(c)], len(c), pos, vals[:len(ids)], l.prev)
+	n, fell := encode(c[:cap(c)], len(c), pos, vals[:len(ids)], l.prev, l.restarted)
+	if l.restarted {
+		fell, l.restarted = true, false
+	}
 	l.off = append(l.off, int64(k)<<32|int64(len(c)))
 	l.chunks[k] = c[:n]
 	if fell {
@@ -261,8 +273,9 @@ const maxEntry = 1 + binary.MaxVarintLen64 + 9
 // encode writes the increments of the logged series at pos, read from
 // vals and against prev (which it updates), into dst from offset n; dst
 // has room for maxEntry bytes a series. It returns the offset after them
-// and whether a series fell.
-func encode(dst []byte, n int, pos []logged, vals, prev []float64) (int, bool) {
+// and whether a series fell. Across a restart (fromZero) every series
+// counts from 0.
+func encode(dst []byte, n int, pos []logged, vals, prev []float64, fromZero bool) (int, bool) {
 	fell := false
 	last, lastInc := int32(-1), 0.0
 	for _, at := range pos {
@@ -278,6 +291,8 @@ func encode(dst []byte, n int, pos []logged, vals, prev []float64) (int, bool) {
 		case math.IsNaN(p):
 			// No reading before: the first is the baseline.
 			continue
+		case fromZero:
+			inc = v
 		case v >= p:
 			inc = v - p
 		default:

@@ -43,7 +43,8 @@ Then the run's story (docs/analysis-format.md has every key):
   incidents  where the numbers could not be trusted and why: gap, host_stall
              (every target stalled at once: the recording host, not an
              engine), missed_tick, scrape_error, slow_scrape, refused,
-             restart (any counter falling, a new process start, a
+             restart (a monotonic counter falling, two together for an
+             unknown engine; a new process start, series or header; a
              "Loading model" answer), engine_stall (the progress counter
              frozen while requests run), target_down/target_up,
              label_join/label_leave; each

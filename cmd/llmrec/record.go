@@ -73,7 +73,8 @@ Config file (TOML):
   engine = "vllm"            # hint for analysis
   bearer_token_env = "VLLM_API_KEY"   # the variable's name; the token is never written
   headers = { "X-Bench" = "run-7" }
-  process_start_header = ""  # a response header carrying the process start (a proxy's);
+  process_start_header = ""  # a response header carrying the process start (a proxy's;
+                             # llama.cpp's Process-Start-Time-Unix by default);
                              # its change between answers is a restart to analyze
   [target.tls]               # for an https:// url; [tls] at the top sets every target's default
   ca_file = "ca.pem"         # the authority that signs the engine's certificate (default: the system's)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/llmrec/llmrec/internal/engines"
 )
 
 // Format is the exposition format an engine imitates.
@@ -21,10 +23,10 @@ type Format string
 const (
 	// FormatVLLM is vLLM V1 behind its OpenAI-compatible server
 	// (prometheus_client output, `vllm:` prefix, engine and model_name labels).
-	FormatVLLM Format = "vllm"
+	FormatVLLM Format = engines.VLLM
 	// FormatLlamaCpp is llama.cpp's llama-server with --metrics
 	// (`llamacpp:` prefix, no labels).
-	FormatLlamaCpp Format = "llamacpp"
+	FormatLlamaCpp Format = engines.LlamaCpp
 )
 
 // EventKind names what an [Event] does.
