@@ -111,16 +111,15 @@ func figureCell(figs *phases.Figures, name, eng string) Cell {
 		}
 		return Cell{Text: "unknown", Class: ClassUnknown, Prov: strings.ReplaceAll(why, "_", " ") + cmpOr(prefix("; ", f.Source))}
 	}
-	c := Cell{Text: unitText(name, f.Value.V), Prov: f.Source}
+	c := Cell{Text: f.Bucket.Text(f.Value.V, func(v float64) string { return unitText(name, v) }), Prov: f.Source}
 	if b := figs.Bounds; b.Seconds > 0 {
 		c.Prov += fmt.Sprintf("; over %s of steady phases between good polls (%s of them)", Window(b.Seconds), percent(b.Coverage))
 	}
-	if f.Bucket != nil {
-		hi := "+Inf"
-		if f.Bucket[1].Valid {
-			hi = format(f.Bucket[1].V)
+	if !f.Bucket.IsZero() {
+		c.Prov += "; fell in bucket " + f.Bucket.Interval(format) + " s"
+		if w := f.Bucket.Flags.Words(); len(w) > 0 {
+			c.Prov += " (" + strings.Join(w, ", ") + ")"
 		}
-		c.Prov += fmt.Sprintf("; fell in bucket (%s, %s] s", format(f.Bucket[0].V), hi)
 	}
 	if f.Disagrees != "" {
 		c.Prov += "; the published values disagree: " + f.Disagrees

@@ -130,7 +130,7 @@ type Server struct {
 	// Reason says why Value is absent.
 	Reason string `json:"reason,omitempty"`
 	// Bucket is the histogram bucket a quantile fell in.
-	Bucket *[2]rate.Num `json:"bucket,omitempty"`
+	Bucket rate.Bucket `json:"bucket,omitzero"`
 }
 
 // Offset is the estimated clock offset: the engines' load edges minus the
@@ -716,19 +716,12 @@ func judge(r *Row, comparable bool) {
 		switch {
 		case math.Abs(ratio-1) <= r.Tolerance:
 			r.Agreement, r.Why = Agree, off
-		case inBucket(c.V, r.Server.Bucket):
+		case r.Server.Bucket.Contains(c.V):
 			r.Agreement, r.Why = Agree, off+"; the client's lies in the server quantile's bucket, which the histogram cannot split"
 		default:
 			r.Agreement, r.Why = Disagree, off
 		}
 	}
-}
-
-func inBucket(v float64, b *[2]rate.Num) bool {
-	if b == nil || !b[0].Valid {
-		return false
-	}
-	return v >= b[0].V && (!b[1].Valid || v <= b[1].V)
 }
 
 // row returns the side's row of quantity q.

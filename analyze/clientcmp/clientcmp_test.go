@@ -12,21 +12,21 @@ import (
 // bucket; a server figure of 0 against a client's that is not disagrees;
 // an absent figure is not comparable, never a disagreement.
 func TestJudge(t *testing.T) {
-	bucket := &[2]rate.Num{rate.Some(0.25), rate.Some(0.5)}
+	bucket := rate.Bucket{Lo: rate.Some(0.25), Hi: rate.Some(0.5), Flags: rate.FlagCoarse}
 	for _, c := range []struct {
 		name   string
 		c, s   rate.Num
-		bucket *[2]rate.Num
+		bucket rate.Bucket
 		want   string
 	}{
-		{"within", rate.Some(1.09), rate.Some(1), nil, Agree},
-		{"beyond", rate.Some(1.2), rate.Some(1), nil, Disagree},
+		{"within", rate.Some(1.09), rate.Some(1), rate.Bucket{}, Agree},
+		{"beyond", rate.Some(1.2), rate.Some(1), rate.Bucket{}, Disagree},
 		{"in the bucket", rate.Some(0.45), rate.Some(0.3), bucket, Agree},
 		{"past the bucket", rate.Some(0.6), rate.Some(0.3), bucket, Disagree},
-		{"both 0", rate.Some(0), rate.Some(0), nil, Agree},
-		{"server 0", rate.Some(3), rate.Some(0), nil, Disagree},
-		{"client absent", rate.Num{}, rate.Some(1), nil, NotComparable},
-		{"server absent", rate.Some(1), rate.Num{}, nil, NotComparable},
+		{"both 0", rate.Some(0), rate.Some(0), rate.Bucket{}, Agree},
+		{"server 0", rate.Some(3), rate.Some(0), rate.Bucket{}, Disagree},
+		{"client absent", rate.Num{}, rate.Some(1), rate.Bucket{}, NotComparable},
+		{"server absent", rate.Some(1), rate.Num{}, rate.Bucket{}, NotComparable},
 	} {
 		r := Row{Client: client.Figure{Value: c.c, Why: "why"}, Server: Server{Value: c.s, Bucket: c.bucket, Reason: "reason"}, Tolerance: 0.1}
 		judge(&r, true)

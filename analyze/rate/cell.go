@@ -96,6 +96,9 @@ type Cell struct {
 	Reason   string   `json:"reason,omitempty"`   // why Value is null; one of the Reason constants
 	Severity string   `json:"severity,omitempty"` // a verdict where one is defined
 	Notes    []string `json:"notes,omitempty"`    // about label sets: "<reason> <labels>"
+	// Bucket is, for a quantile read from histogram buckets, the bucket it
+	// fell in and its flags; absent otherwise.
+	Bucket Bucket `json:"bucket,omitzero"`
 }
 
 // Hist is a histogram over the window of the poll just observed. Count is the

@@ -28,16 +28,13 @@ func (e *Estimator) addBucket(st *keyState, n float64) {
 	}
 }
 
-// notePastBuckets says a quantile fell in the +Inf bucket.
-const notePastBuckets = "above the highest finite bucket: its bound is reported"
-
 // Histogram returns the histogram named base (series base_bucket, base_count
 // and base_sum) over the window of the poll just observed, summed over the
 // label sets match accepts (nil accepts all; it sees the le label too).
 // Count is the number of new observations, Mean Δsum/Δcount, and the
 // quantiles are interpolated linearly within the bucket deltas as
-// Prometheus' histogram_quantile does; a rank past the last finite bound
-// reports that bound, with a note. Every gate but the jump gate applies.
+// Prometheus' histogram_quantile does (BucketQuantile), each with the
+// bucket it fell in and its flags. Every gate but the jump gate applies.
 func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist {
 	src := e.histSources(base)
 	h := Hist{
@@ -63,6 +60,10 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 	if b.usable() {
 		bs, readable = e.prepareBuckets(src.bucket, e.buckets)
 		malformed = !readable
+	}
+	e.qles, e.qn = e.qles[:0], e.qn[:0]
+	for _, x := range bs {
+		e.qles, e.qn = append(e.qles, x.le), append(e.qn, x.n)
 	}
 
 	// Count: Δ_count, or the +Inf bucket's Δ when the engine has no _count.
@@ -107,11 +108,8 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 			// A window with no new observations has no quantile, not a quantile of 0.
 			c.Reason, c.Window = ReasonEmpty, Some(b.window)
 		default:
-			v, past := bucketQuantile(q.q, bs)
-			c.Value, c.Window = Some(v), Some(b.window)
-			if past {
-				c.Notes = []string{notePastBuckets}
-			}
+			v, bk := BucketQuantile(q.q, e.qles, e.qn)
+			c.Value, c.Window, c.Bucket = Some(v), Some(b.window), bk
 		}
 	}
 	return h
@@ -190,33 +188,4 @@ func sameBounds(les []float64, bs []bucket) bool {
 		}
 	}
 	return true
-}
-
-// bucketQuantile is Prometheus' histogram_quantile over cumulative buckets
-// that end with +Inf and hold at least one observation: linear interpolation
-// within the bucket the rank falls in, 0 as the lower bound of a first bucket
-// with a positive bound. past reports that the rank fell in the +Inf bucket,
-// where the highest finite bound is returned.
-func bucketQuantile(q float64, bs []bucket) (v float64, past bool) {
-	rank := q * bs[len(bs)-1].n
-	b, _ := slices.BinarySearchFunc(bs[:len(bs)-1], rank, func(x bucket, r float64) int {
-		// The first bucket holding the rank: count ≥ rank.
-		if x.n >= r {
-			return 1
-		}
-		return -1
-	})
-	// Past every finite bound, the last one is the best that can be said.
-	if b == len(bs)-1 {
-		return bs[len(bs)-2].le, true
-	}
-	// A first bucket with a bound ≤ 0 has no lower bound to interpolate from.
-	if b == 0 && bs[0].le <= 0 {
-		return bs[0].le, false
-	}
-	lo, n := 0.0, bs[b].n
-	if b > 0 {
-		lo, n, rank = bs[b-1].le, n-bs[b-1].n, rank-bs[b-1].n
-	}
-	return lo + (bs[b].le-lo)*(rank/n), false
 }
