@@ -31,7 +31,10 @@
 //     whole confidence interval lies beyond the quantity's noise threshold
 //     on one side (higher is better for throughputs and ratios, lower for
 //     latencies, preemptions and KV usage);
-//   - ~: anything else, with the interval.
+//   - ~: anything else, with the interval; but a quantile whose figures on
+//     both sides fell in one histogram bucket is insufficient ("inside
+//     (a, b]"): interpolation inside a bucket cannot tell a change, and the
+//     quantity's mean row (Δsum/Δcount, exact) decides.
 //
 // Requiring both keeps the false-positive rate of A/A comparisons at most
 // Alpha (the test alone controls it; the threshold only removes verdicts).
@@ -43,6 +46,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/llmrec/llmrec/analyze"
@@ -249,6 +253,9 @@ type Value struct {
 	Median rate.Num `json:"median"`
 	Lo     rate.Num `json:"lo"`
 	Hi     rate.Num `json:"hi"`
+	// Bucket is, for a quantile, the histogram bucket the first run's
+	// figure fell in and its flags.
+	Bucket rate.Bucket `json:"bucket,omitzero"`
 }
 
 // Chart is one quantity of one aligned phase on both sides, on a
@@ -749,8 +756,8 @@ func mapsKeys(m map[string]int) func(func(string) bool) {
 func (rep *Report) rows(u *unit, base, cand Side, o Options, th Thresholds, samples string) {
 	blocking := rep.blockingSeams(u)
 	for _, q := range Quantities {
-		bf, bxs := gather(base.Runs, u.base, q.Figure, samples)
-		cf, cxs := gather(cand.Runs, u.cand, q.Figure, samples)
+		bf, bxs, bb := gather(base.Runs, u.base, q.Figure, samples)
+		cf, cxs, cb := gather(cand.Runs, u.cand, q.Figure, samples)
 		// Neither side published it: no row, a line saying so.
 		if !bf.Value.Valid && !cf.Value.Valid && len(bxs) == 0 && len(cxs) == 0 {
 			if !u.fleet || slices.Contains(fleetKeys, q.Key) {
@@ -764,6 +771,10 @@ func (rep *Report) rows(u *unit, base, cand Side, o Options, th Thresholds, samp
 			Change: num(r.Change), ChangeLo: num(r.ChangeLo), ChangeHi: num(r.ChangeHi), P: num(r.P), Method: r.Method,
 			Samples: samples, Threshold: th.Of(q.Key), Notes: []string{}}
 		row.Verdict, row.Why = verdict(r, q, row.Threshold, o.Alpha, blocking, samples, u.fleet)
+		row.Baseline.Bucket, row.Candidate.Bucket = bf.Bucket, cf.Bucket
+		if v, why, ok := oneBucket(row.Verdict, q, bb, cb); ok {
+			row.Verdict, row.Why = v, why+"; the samples: "+row.Why
+		}
 		if n := kinds(u.BaselineIncidents); n != "none" {
 			row.Notes = append(row.Notes, "baseline incidents inside: "+n)
 		}
@@ -810,10 +821,13 @@ func (rep *Report) blockingSeams(u *unit) string {
 }
 
 // gather is the first run's figure and the samples of name over the runs:
-// one value per run (repeats), or every run's blocks.
-func gather(runs []*analyze.Result, figs func(*analyze.Result) *phases.Figures, name, samples string) (phases.Figure, []float64) {
+// one value per run (repeats), or every run's blocks; and, for a
+// quantile, the bucket every run's figure fell in (zero when they differ).
+func gather(runs []*analyze.Result, figs func(*analyze.Result) *phases.Figures, name, samples string) (phases.Figure, []float64, rate.Bucket) {
 	var first phases.Figure
 	var xs []float64
+	var bucket rate.Bucket
+	one := true
 	for i, r := range runs {
 		fs := figs(r)
 		if fs == nil {
@@ -824,8 +838,9 @@ func gather(runs []*analyze.Result, figs func(*analyze.Result) *phases.Figures, 
 			continue
 		}
 		if i == 0 {
-			first = f
+			first, bucket = f, f.Bucket
 		}
+		one = one && f.Bucket.Same(bucket)
 		if samples == "repeats" {
 			if f.Value.Valid {
 				xs = append(xs, f.Value.V)
@@ -837,7 +852,47 @@ func gather(runs []*analyze.Result, figs func(*analyze.Result) *phases.Figures, 
 	if first.Name == "" {
 		first = phases.Figure{Name: name, Reason: "no such phase in the first run"}
 	}
-	return first, xs
+	if !one {
+		bucket = rate.Bucket{}
+	}
+	return first, xs, bucket
+}
+
+// oneBucket is the verdict of a quantile row whose sides' figures all fell
+// in one histogram bucket and whose samples found no change (~): the
+// interpolation inside the bucket cannot tell one (vLLM's (10, 25] ms ITL
+// bucket holds a 20 % slower decode on both sides, the interval is
+// zero-width), so the row is insufficient and the quantity's mean row
+// decides. A significant change beyond the threshold inside one bucket
+// stays better or worse, with a note: the observations moved across the
+// bucket's edges, though the size is an interpolation's. ok is false when
+// the verdict stands as it is.
+func oneBucket(v string, q Quantity, b, c rate.Bucket) (string, string, bool) {
+	// Not one bucket on both sides, or another reason already withholds a verdict.
+	if b.IsZero() || !b.Same(c) || v == Unlike || v == Insufficient {
+		return "", "", false
+	}
+	in := b.Interval(func(x float64) string { return unitValue(x, q.Unit) })
+	mean := ""
+	base := q.Figure[:max(0, strings.LastIndex(q.Figure, "__"))]
+	if m := slices.IndexFunc(Quantities, func(x Quantity) bool { return x.Figure == base+"__mean" }); m >= 0 {
+		mean = "; the " + Quantities[m].Label + " row (Δsum/Δcount, exact) decides"
+	}
+	if v != Same {
+		return v, "both sides inside " + in + ": the size of the change is interpolated inside one bucket" + mean, true
+	}
+	return Insufficient, fmt.Sprintf("inside %s: both sides' %s fall in this one histogram bucket, where the interpolated values cannot tell a change%s", in, q.Label, mean), true
+}
+
+// unitValue is x in unit u, seconds as ms below 1 s.
+func unitValue(x float64, u string) string {
+	if u == "s" && math.Abs(x) < 1 {
+		return strconv.FormatFloat(x*1000, 'g', 4, 64) + " ms"
+	}
+	if u == "s" {
+		return strconv.FormatFloat(x, 'g', 4, 64) + " s"
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
 }
 
 func absentWhy(b, c phases.Figure) string {
