@@ -31,10 +31,12 @@
 //     whole confidence interval lies beyond the quantity's noise threshold
 //     on one side (higher is better for throughputs and ratios, lower for
 //     latencies, preemptions and KV usage);
-//   - ~: anything else, with the interval; but a quantile whose figures on
-//     both sides fell in one histogram bucket is insufficient ("inside
-//     (a, b]"): interpolation inside a bucket cannot tell a change, and the
-//     quantity's mean row (Δsum/Δcount, exact) decides.
+//   - ~: anything else, with the interval.
+//
+// A quantile whose figures on both sides fell in one histogram bucket is
+// insufficient ("inside (a, b]") whatever the samples said: inside a bucket
+// the value is an interpolation, and the quantity's mean row (Δsum/Δcount,
+// exact) decides.
 //
 // Requiring both keeps the false-positive rate of A/A comparisons at most
 // Alpha (the test alone controls it; the threshold only removes verdicts).
@@ -859,29 +861,25 @@ func gather(runs []*analyze.Result, figs func(*analyze.Result) *phases.Figures, 
 }
 
 // oneBucket is the verdict of a quantile row whose sides' figures all fell
-// in one histogram bucket and whose samples found no change (~): the
-// interpolation inside the bucket cannot tell one (vLLM's (10, 25] ms ITL
-// bucket holds a 20 % slower decode on both sides, the interval is
-// zero-width), so the row is insufficient and the quantity's mean row
-// decides. A significant change beyond the threshold inside one bucket
-// stays better or worse, with a note: the observations moved across the
-// bucket's edges, though the size is an interpolation's. ok is false when
-// the verdict stands as it is.
+// in one histogram bucket: insufficient, "inside (a, b]". Inside a bucket
+// the value is an interpolation (vLLM's (10, 25] ms ITL bucket holds a 20 %
+// slower decode on both sides, with a zero-width interval), and even a
+// significant interpolated change has the size of an assumption, not of
+// the data; the quantity's mean row (Δsum/Δcount, exact) decides. ok is
+// false when the verdict stands as it is (other buckets, or a row already
+// unlike or insufficient).
 func oneBucket(v string, q Quantity, b, c rate.Bucket) (string, string, bool) {
 	// Not one bucket on both sides, or another reason already withholds a verdict.
 	if b.IsZero() || !b.Same(c) || v == Unlike || v == Insufficient {
 		return "", "", false
 	}
 	in := b.Interval(func(x float64) string { return unitValue(x, q.Unit) })
-	mean := ""
+	why := fmt.Sprintf("inside %s: both sides' %s fall in this one histogram bucket, where interpolated values cannot measure a change", in, q.Label)
 	base := q.Figure[:max(0, strings.LastIndex(q.Figure, "__"))]
 	if m := slices.IndexFunc(Quantities, func(x Quantity) bool { return x.Figure == base+"__mean" }); m >= 0 {
-		mean = "; the " + Quantities[m].Label + " row (Δsum/Δcount, exact) decides"
+		why += "; the " + Quantities[m].Label + " row (Δsum/Δcount, exact) decides"
 	}
-	if v != Same {
-		return v, "both sides inside " + in + ": the size of the change is interpolated inside one bucket" + mean, true
-	}
-	return Insufficient, fmt.Sprintf("inside %s: both sides' %s fall in this one histogram bucket, where the interpolated values cannot tell a change%s", in, q.Label, mean), true
+	return Insufficient, why, true
 }
 
 // unitValue is x in unit u, seconds as ms below 1 s.

@@ -60,10 +60,10 @@ func TestVerdictRule(t *testing.T) {
 	}
 }
 
-// A quantile row whose figures fell in one bucket on both sides: "~" turns
-// insufficient, naming the bucket and the mean row; a significant change
-// stays, said to be interpolated; other buckets, or a row already unlike or
-// insufficient, keep their verdict.
+// A quantile row whose figures fell in one bucket on both sides is
+// insufficient, naming the bucket and the mean row, whether the samples
+// said ~ or worse; other buckets, or a row already unlike, keep their
+// verdict.
 func TestOneBucket(t *testing.T) {
 	itl, _ := quantity("itl_p50")
 	in := rate.Bucket{Lo: rate.Some(0.01), Hi: rate.Some(0.025), Flags: rate.FlagCoarse}
@@ -77,7 +77,7 @@ func TestOneBucket(t *testing.T) {
 		substr string
 	}{
 		{"same bucket, no change", Same, in, in, Insufficient, true, "inside (10 ms, 25 ms]: both sides' ITL p50 fall in this one histogram bucket"},
-		{"same bucket, worse", Worse, in, in, Worse, true, "interpolated inside one bucket; the ITL mean row"},
+		{"same bucket, worse", Worse, in, in, Insufficient, true, "cannot measure a change; the ITL mean row (Δsum/Δcount, exact) decides"},
 		{"other buckets", Same, in, other, "", false, ""},
 		{"no bucket", Same, rate.Bucket{}, rate.Bucket{}, "", false, ""},
 		{"unlike", Unlike, in, in, "", false, ""},
