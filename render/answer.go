@@ -30,6 +30,8 @@ var answerColumns = []Column{
 	{Title: "TTFT p99", Num: true, Prov: "time to first token, 99th percentile: from the TTFT histogram's bucket deltas across the steady phases"},
 	{Title: "ITL p50", Num: true, Prov: "inter-token latency, median: from the ITL histogram's bucket deltas across the steady phases"},
 	{Title: "ITL p99", Num: true, Prov: "inter-token latency, 99th percentile: from the ITL histogram's bucket deltas across the steady phases"},
+	{Title: "ITL mean", Num: true, Prov: "inter-token latency, exact mean: Δsum / Δcount of the ITL histogram across the steady phases (no bucket in it)"},
+	{Title: "e2e mean", Num: true, Prov: "end-to-end request latency, exact mean: Δsum / Δcount of the e2e histogram across the steady phases (no bucket in it)"},
 	{Title: "max waiting", Num: true, Prov: "the most requests waiting in the engine's queue at any poll of the steady phases"},
 	{Title: "max KV", Num: true, Prov: "the fullest the KV cache was at any poll of the steady phases"},
 }

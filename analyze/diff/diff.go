@@ -156,7 +156,7 @@ type Settings struct {
 }
 
 // Rule is the verdict rule in words.
-const Rule = "better or worse only when the test is significant at alpha and the change's whole confidence interval lies beyond the quantity's threshold on one side; unlike across an engine, version or model seam; insufficient when a side has too few values; ~ otherwise"
+const Rule = "better or worse only when the test is significant at alpha and the change's whole confidence interval lies beyond the quantity's threshold on one side; unlike across an engine, version or model seam; insufficient when a side has too few values, or a quantile falls in one histogram bucket on both sides (the mean row decides); ~ otherwise"
 
 // SideInfo describes one side.
 type SideInfo struct {
