@@ -1,10 +1,13 @@
 package clientcmp
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/llmrec/llmrec/analyze/client"
+	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
@@ -99,5 +102,24 @@ func BenchmarkCompare24k(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Compare([]Input{{Run: run, Phases: ps}}, nil, nil, 1, nil, nil)
+	}
+}
+
+// The exact mean is compared per engine, as a quantile is: a fleet of one
+// target has its figure, a fleet of several none, with the reason.
+func TestMeanOf(t *testing.T) {
+	tg := func(name string, count, mean rate.Num) phases.Figures {
+		return phases.Figures{Target: name, Figures: []phases.Figure{
+			{Name: engine.E2E + engine.SuffixCount, Value: count},
+			{Name: engine.E2E + engine.SuffixMean, Value: mean, Source: "computed:Δe2e_sum/Δe2e_count"},
+		}}
+	}
+	one := &phases.Measured{Targets: []phases.Figures{tg("a", rate.Some(30), rate.Some(1.5))}}
+	if s := meanOf(one, engine.E2E+engine.SuffixMean); !s.Value.Valid || s.Value.V != 1.5 || s.Source != "computed:Δe2e_sum/Δe2e_count" {
+		t.Errorf("one target: %+v", s)
+	}
+	two := &phases.Measured{Targets: append(one.Targets, tg("b", rate.Some(10), rate.Some(3)))}
+	if s := meanOf(two, engine.E2E+engine.SuffixMean); s.Value.Valid || !strings.Contains(s.Reason, "per engine") {
+		t.Errorf("two targets: %+v", s)
 	}
 }
