@@ -587,8 +587,9 @@ func histSeries(src string) (string, bool) {
 // sets by le: les are the distinct bounds, rising; n the Δs, made
 // cumulative-monotonic as histogram_quantile makes them.
 type buckets struct {
-	les []float64
-	n   []float64
+	les   []float64
+	n     []float64
+	mixed bool // the label sets have different bounds (rate.MixedEdges)
 }
 
 // bucketLayout is where each logged series of a bucket series adds:
@@ -618,13 +619,14 @@ func (l *Log) buckets(series string, acc []float64) *buckets {
 			ly.ids = append(ly.ids, int32(x))
 			ly.les = append(ly.les, le)
 		}
+		mixed := rate.MixedEdges(ly.les)
 		les := slices.Compact(slices.Sorted(slices.Values(ly.les)))
 		ly.at = make([]int, len(ly.ids))
 		for k, le := range ly.les {
 			ly.at[k], _ = slices.BinarySearch(les, le)
 		}
 		ly.les = les
-		ly.bs = buckets{les: les, n: make([]float64, len(les))}
+		ly.bs = buckets{les: les, n: make([]float64, len(les)), mixed: mixed}
 		if l.layouts == nil {
 			l.layouts = map[string]*bucketLayout{}
 		}
@@ -652,6 +654,10 @@ func (bs *buckets) quantile(q float64) (rate.Num, rate.Bucket, string) {
 	// No observation in the phase: no quantile, not 0.
 	if n[len(n)-1] == 0 {
 		return rate.Num{}, rate.Bucket{}, rate.ReasonEmpty
+	}
+	// Label sets with different bounds: a seam no quantile crosses.
+	if bs.mixed {
+		return rate.Num{}, rate.Bucket{}, rate.ReasonEdges
 	}
 	v, b := rate.BucketQuantile(q, les, n)
 	return rate.Some(v), b, ""

@@ -62,3 +62,22 @@ func TestBucketQuantileFlags(t *testing.T) {
 		}
 	}
 }
+
+// Bounds gathered from label sets with the same bounds are not mixed;
+// from sets with different ones, or a set lacking one bound, they are.
+func TestMixedEdges(t *testing.T) {
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		les  []float64
+		want bool
+	}{
+		{[]float64{0.1, 0.5, inf}, false},
+		{[]float64{0.1, 0.5, inf, 0.1, 0.5, inf}, false},
+		{[]float64{0.1, 0.5, inf, 0.25, inf}, true},
+		{[]float64{0.1, 0.5, inf, 0.1, inf}, true},
+	} {
+		if got := MixedEdges(c.les); got != c.want {
+			t.Errorf("%v: %v, want %v", c.les, got, c.want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ const (
 	ReasonJump       = "jump"        // held by the jump gate until another base confirms it
 	ReasonEmpty      = "empty"       // no new observations (histogram) or no denominator events (ratio)
 	ReasonBuckets    = "buckets"     // a histogram without a +Inf bucket and a finite one
+	ReasonEdges      = "bucket_edges" // label sets with different bucket bounds: a seam no quantile crosses
 	ReasonOverflow   = "overflow"    // the arithmetic left float64's range (a counter near 1e308): no number
 )
 

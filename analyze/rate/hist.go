@@ -56,9 +56,9 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 	cnt := e.gather(src.countName, match, modeDelta)
 	sum := e.gather(src.sumName, match, modeDelta)
 	var bs []bucket
-	readable, malformed := false, false
+	readable, malformed, mixed := false, false, false
 	if b.usable() {
-		bs, readable = e.prepareBuckets(src.bucket, e.buckets)
+		bs, readable, mixed = e.prepareBuckets(src.bucket, e.buckets)
 		malformed = !readable
 	}
 	e.qles, e.qn = e.qles[:0], e.qn[:0]
@@ -104,6 +104,9 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 		case malformed:
 			// Quantiles need a +Inf bucket and a finite one to interpolate in.
 			c.Reason, c.Window = ReasonBuckets, Some(b.window)
+		case mixed:
+			// Label sets with different bounds: a seam no quantile crosses.
+			c.Reason, c.Window = ReasonEdges, Some(b.window)
 		case bs[len(bs)-1].n == 0:
 			// A window with no new observations has no quantile, not a quantile of 0.
 			c.Reason, c.Window = ReasonEmpty, Some(b.window)
@@ -119,27 +122,29 @@ func (h *Hist) cells() []*Cell { return []*Cell{&h.Count, &h.Mean, &h.P50, &h.P9
 
 // prepareBuckets sorts the gathered bucket deltas of series, merges equal
 // bounds (one per label set) and makes the counts monotonic. It reports
-// false when the buckets lack a +Inf bucket or a finite one.
-func (e *Estimator) prepareBuckets(series *seriesState, bs []bucket) ([]bucket, bool) {
+// false when the buckets lack a +Inf bucket or a finite one, and mixed when
+// the label sets have different bounds (MixedEdges).
+func (e *Estimator) prepareBuckets(series *seriesState, bs []bucket) (out []bucket, ok, mixed bool) {
 	// Targets print one label set's buckets by rising le: the sort and the
 	// merge are skipped when they are strictly in order, which leaves
 	// nothing to merge.
-	out := bs
+	out = bs
 	for i := 1; i < len(bs); i++ {
 		if !(bs[i-1].le < bs[i].le) {
 			out = e.mergeBuckets(series, bs)
+			mixed = series.merge.mixed
 			break
 		}
 	}
 	// Quantiles need a +Inf bucket and a finite one to interpolate in.
 	if len(out) < 2 || !math.IsInf(out[len(out)-1].le, 1) {
-		return nil, false
+		return nil, false, mixed
 	}
 	// Cumulative counts cannot fall with le; float noise across sets can.
 	for i := 1; i < len(out); i++ {
 		out[i].n = max(out[i].n, out[i-1].n)
 	}
-	return out, true
+	return out, true, mixed
 }
 
 // mergePlan is how one sequence of bounds is merged: the order a sort by le
@@ -147,6 +152,7 @@ func (e *Estimator) prepareBuckets(series *seriesState, bs []bucket) ([]bucket, 
 type mergePlan struct {
 	les   []float64 // the bounds, as gathered
 	order []int32   // the gathered indices, sorted by le
+	mixed bool      // the label sets have different bounds (MixedEdges)
 }
 
 // mergeBuckets sorts bucket deltas by le and sums those of equal bounds.
@@ -162,6 +168,7 @@ func (e *Estimator) mergeBuckets(series *seriesState, bs []bucket) []bucket {
 			p.les[i], p.order[i] = b.le, int32(i)
 		}
 		slices.SortFunc(p.order, func(x, y int32) int { return cmp.Compare(p.les[x], p.les[y]) })
+		p.mixed = MixedEdges(p.les)
 		series.merge = p
 	}
 	out := e.merged[:0]
@@ -175,6 +182,27 @@ func (e *Estimator) mergeBuckets(series *seriesState, bs []bucket) []bucket {
 	}
 	e.merged = out
 	return out
+}
+
+// MixedEdges reports whether bounds gathered from several label sets (each
+// set's bounds once) come from sets with different bounds: every distinct
+// bound must appear as often as the others. Summing such sets by le puts
+// one set's observations below a bound the other does not have, so no
+// quantile is taken across them (two builds of an engine in one fleet, a
+// build change): a seam.
+func MixedEdges(les []float64) bool {
+	n := map[float64]int{}
+	for _, le := range les {
+		n[le]++
+	}
+	k := -1
+	for _, c := range n {
+		if k >= 0 && c != k {
+			return true
+		}
+		k = c
+	}
+	return false
 }
 
 // sameBounds reports whether bs has the bounds les, in order.
