@@ -134,11 +134,7 @@ func (b Bucket) Text(v float64, f func(float64) string) string {
 	default:
 		s = f(v)
 	}
-	var rest []string
-	for _, w := range (b.Flags &^ (FlagPastEdge | FlagFirst)).Words() {
-		rest = append(rest, w)
-	}
-	if len(rest) > 0 {
+	if rest := (b.Flags &^ (FlagPastEdge | FlagFirst)).Words(); len(rest) > 0 {
 		s += " [" + strings.Join(rest, ", ") + "]"
 	}
 	return s
