@@ -13,9 +13,12 @@ import (
 
 // AnswerFigures are the figures of the answer, in order: each target's busy
 // figures (Summary.Busy) and the fleet's (FleetBusy) under these names.
+// The quantiles are as fine as the engine's buckets; the exact means
+// (Δsum/Δcount) of ITL and e2e stand beside them.
 var AnswerFigures = []string{
 	engine.DecodeTokensPerSecond, engine.PromptTokensPerSecond,
 	engine.TTFT + "__p50", engine.TTFT + "__p99", engine.ITL + "__p50", engine.ITL + "__p99",
+	engine.ITL + engine.SuffixMean, engine.E2E + engine.SuffixMean,
 	"requests_waiting__max", "kv_cache_usage_ratio__max",
 }
 

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/llmrec/llmrec/analyze/phases"
 )
 
 // answerHeads are the text table's column heads, one per AnswerFigures.
-var answerHeads = []string{"decode tok/s", "prompt tok/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "max waiting", "max KV"}
+var answerHeads = []string{"decode tok/s", "prompt tok/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "ITL mean", "e2e mean", "max waiting", "max KV"}
 
 // writeAnswer writes the answer first: per target and for the fleet, the
 // status and the busy figures, unknown where there is no figure; then
@@ -50,17 +51,18 @@ func (r *Result) writeAnswer(w io.Writer) {
 }
 
 // answerText is one figure as the answer prints it: tokens/s and counts
-// as numbers, latencies in ms, ratios in %, "unknown" when null.
+// as numbers, latencies in ms (a quantile as its bucket lets it: ">edge",
+// "≤edge", flags), ratios in %, "unknown" when null.
 func answerText(figs *phases.Figures, name string) string {
 	f, ok := figs.Get(name)
 	if !ok || !f.Value.Valid {
 		return "unknown"
 	}
 	v := f.Value.V
-	switch name {
-	case AnswerFigures[2], AnswerFigures[3], AnswerFigures[4], AnswerFigures[5]:
-		return strconv.FormatFloat(1000*v, 'f', 1, 64) + " ms"
-	case AnswerFigures[7]:
+	switch {
+	case strings.Contains(name, "_seconds__"):
+		return f.Bucket.Text(v, func(x float64) string { return strconv.FormatFloat(1000*x, 'f', 1, 64) + " ms" })
+	case name == "kv_cache_usage_ratio__max":
 		return strconv.FormatFloat(100*v, 'f', 0, 64) + " %"
 	}
 	if v >= 100 || v == float64(int64(v)) {

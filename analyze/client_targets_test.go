@@ -145,7 +145,7 @@ func TestClientPerEngine(t *testing.T) {
 		for _, fd := range res.Client.Findings {
 			seams = append(seams, fd.Seam+"@"+fd.Phase+":"+strings.Join(fd.Quantities, ","))
 		}
-		if len(seams) != 1 || !strings.HasPrefix(seams[0], clientcmp.SeamQueueBeforeEngine+"@profiling:ttft_p50_s") || res.Client.Findings[0].Target != "b" {
+		if len(seams) != 1 || !strings.HasPrefix(seams[0], clientcmp.SeamQueueBeforeEngine+"@profiling:ttft_mean_s,ttft_p50_s") || res.Client.Findings[0].Target != "b" {
 			t.Errorf("%s: findings %q", c.name, seams)
 		}
 		res.Close()

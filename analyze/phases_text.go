@@ -49,16 +49,12 @@ func writeBusy(w io.Writer, b *phases.Figures) {
 func figureText(f *phases.Figure) string {
 	var b strings.Builder
 	if f.Value.Valid {
-		b.WriteString(strconv.FormatFloat(f.Value.V, 'g', 5, 64))
+		b.WriteString(f.Bucket.Text(f.Value.V, func(v float64) string { return strconv.FormatFloat(v, 'g', 5, 64) }))
 	} else {
 		b.WriteString("— (" + f.Reason + ")")
 	}
-	if f.Bucket != nil {
-		hi := "+Inf"
-		if f.Bucket[1].Valid {
-			hi = strconv.FormatFloat(f.Bucket[1].V, 'g', 4, 64)
-		}
-		fmt.Fprintf(&b, " in bucket (%s, %s]", strconv.FormatFloat(f.Bucket[0].V, 'g', 4, 64), hi)
+	if !f.Bucket.IsZero() {
+		b.WriteString(" in bucket " + f.Bucket.Interval(func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }))
 	}
 	if p := f.Published; p != nil && p.P50.Valid {
 		fmt.Fprintf(&b, "; published median %s over %d polls", strconv.FormatFloat(p.P50.V, 'g', 5, 64), p.Values)

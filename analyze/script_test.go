@@ -33,6 +33,7 @@ import (
 //	  <series> <v0> <v1> …          indented: one poll every step; _ is absent
 //	expect <T> <cell> = <number|null> [±tol] [reason=<r>] [window=<s|none>] [source=<s>]
 //	       [severity=<s|none>] [derived=<bool>] [note=<substring>] [by.<key>=<v>]
+//	       [flags=<w,w>] [bucket=(<lo>,<hi>]]
 //	expect <T> <cell> source!~<substring>
 //	expect * <cell> <= <number>     every poll's value is null or at most that
 //	expect engine <id> | expect unknown <family,…|none>
@@ -519,13 +520,17 @@ func (r *runner) checkCell(line int, name string, c engine.Cell, want string, at
 			r.errorf(line, "%s derived %v, want %s", name, c.Derived, v)
 		case k == "note" && !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, v) }):
 			r.errorf(line, "%s notes %q, want one containing %q", name, c.Notes, v)
+		case k == "flags" && strings.Join(c.Bucket.Flags.Words(), ",") != v:
+			r.errorf(line, "%s bucket flags %q, want %s", name, c.Bucket.Flags.Words(), v)
+		case k == "bucket" && strings.ReplaceAll(c.Bucket.Interval(func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }), " ", "") != v:
+			r.errorf(line, "%s bucket %+v, want %s", name, c.Bucket, v)
 		case strings.HasPrefix(k, "by."):
 			got, ok := c.By[strings.TrimPrefix(k, "by.")]
 			w, _ := strconv.ParseFloat(v, 64)
 			if !ok || got != w {
 				r.errorf(line, "%s by %v, want %s=%s", name, c.By, k, v)
 			}
-		case k != "reason" && k != "window" && k != "source" && k != "severity" && k != "derived" && k != "note" && !strings.HasPrefix(k, "by."):
+		case k != "reason" && k != "window" && k != "source" && k != "severity" && k != "derived" && k != "note" && k != "flags" && k != "bucket" && !strings.HasPrefix(k, "by."):
 			r.errorf(line, "unknown attribute %q", k)
 		}
 	}

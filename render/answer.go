@@ -30,6 +30,8 @@ var answerColumns = []Column{
 	{Title: "TTFT p99", Num: true, Prov: "time to first token, 99th percentile: from the TTFT histogram's bucket deltas across the steady phases"},
 	{Title: "ITL p50", Num: true, Prov: "inter-token latency, median: from the ITL histogram's bucket deltas across the steady phases"},
 	{Title: "ITL p99", Num: true, Prov: "inter-token latency, 99th percentile: from the ITL histogram's bucket deltas across the steady phases"},
+	{Title: "ITL mean", Num: true, Prov: "inter-token latency, exact mean: Δsum / Δcount of the ITL histogram across the steady phases (no bucket in it)"},
+	{Title: "e2e mean", Num: true, Prov: "end-to-end request latency, exact mean: Δsum / Δcount of the e2e histogram across the steady phases (no bucket in it)"},
 	{Title: "max waiting", Num: true, Prov: "the most requests waiting in the engine's queue at any poll of the steady phases"},
 	{Title: "max KV", Num: true, Prov: "the fullest the KV cache was at any poll of the steady phases"},
 }
@@ -111,16 +113,15 @@ func figureCell(figs *phases.Figures, name, eng string) Cell {
 		}
 		return Cell{Text: "unknown", Class: ClassUnknown, Prov: strings.ReplaceAll(why, "_", " ") + cmpOr(prefix("; ", f.Source))}
 	}
-	c := Cell{Text: unitText(name, f.Value.V), Prov: f.Source}
+	c := Cell{Text: f.Bucket.Text(f.Value.V, func(v float64) string { return unitText(name, v) }), Prov: f.Source}
 	if b := figs.Bounds; b.Seconds > 0 {
 		c.Prov += fmt.Sprintf("; over %s of steady phases between good polls (%s of them)", Window(b.Seconds), percent(b.Coverage))
 	}
-	if f.Bucket != nil {
-		hi := "+Inf"
-		if f.Bucket[1].Valid {
-			hi = format(f.Bucket[1].V)
+	if !f.Bucket.IsZero() {
+		c.Prov += "; fell in bucket " + f.Bucket.Interval(format) + " s"
+		if w := f.Bucket.Flags.Words(); len(w) > 0 {
+			c.Prov += " (" + strings.Join(w, ", ") + ")"
 		}
-		c.Prov += fmt.Sprintf("; fell in bucket (%s, %s] s", format(f.Bucket[0].V), hi)
 	}
 	if f.Disagrees != "" {
 		c.Prov += "; the published values disagree: " + f.Disagrees

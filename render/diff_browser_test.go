@@ -48,7 +48,7 @@ func TestDiffFirstScreen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(s.Banner, "4 worse, 3 better, 3 no change, 3 unlike, 3 insufficient") || !strings.EqualFold(s.Badge, "worse") {
+	if !strings.Contains(s.Banner, "5 worse, 4 better, 4 no change, 4 unlike, 4 insufficient") || !strings.EqualFold(s.Badge, "worse") {
 		t.Errorf("banner %q (badge %q), want the worse verdict and the counts in words", s.Banner, s.Badge)
 	}
 	if s.BannerColour == "" || s.BannerColour != s.FailColour || s.BannerColour == s.OKColour {
@@ -67,8 +67,8 @@ func TestDiffFirstScreen(t *testing.T) {
 			}
 		}
 	}
-	if worse != 4 || !strings.EqualFold(s.Rows[0].Verdict, "worse") {
-		t.Errorf("%d worse rows in the first table (first %+v), want the 4 first", worse, s.Rows)
+	if worse != 5 || !strings.EqualFold(s.Rows[0].Verdict, "worse") {
+		t.Errorf("%d worse rows in the first table (first %+v), want the 5 first", worse, s.Rows)
 	}
 	noEmoji(t, "page text", s.Text)
 }

@@ -136,7 +136,7 @@ func TestDiffText(t *testing.T) {
 		t.Errorf("seams not first:\n%s", out)
 	}
 	contains(t, "table", out, "! version", " worse\n", " better\n", " unlike\n", " insufficient\n", " no change\n", "-10.0% [-11.0%, -9.0%]", "p=0.001",
-		"insufficient: needs a 50 s phase\n", "record phases of at least 50 s", "worse: 4 worse, 3 better, 3 no change, 3 unlike, 3 insufficient (of 16 rows)")
+		"insufficient: needs a 50 s phase\n", "record phases of at least 50 s", "worse: 5 worse, 4 better, 4 no change, 4 unlike, 4 insufficient (of 21 rows)")
 	noEmoji(t, "table", out)
 }
 
@@ -162,14 +162,14 @@ func TestDiffOpensWithVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := page.Banner; b == nil || b.Topic != "worse" || b.Class != render.ClassFail || b.Text != "4 worse, 3 better, 3 no change, 3 unlike, 3 insufficient (of 16 rows)" {
+	if b := page.Banner; b == nil || b.Topic != "worse" || b.Class != render.ClassFail || b.Text != "5 worse, 4 better, 4 no change, 4 unlike, 4 insufficient (of 21 rows)" {
 		t.Errorf("banner %+v, want worse, fail, the counts in words", page.Banner)
 	}
-	if n := len(page.Answer.Rows); n != 7 {
-		t.Fatalf("the answer holds %d rows, want the 4 worse and 3 better", n)
+	if n := len(page.Answer.Rows); n != 9 {
+		t.Fatalf("the answer holds %d rows, want the 5 worse and 4 better", n)
 	}
 	for i, row := range page.Answer.Rows {
-		want := map[bool]string{true: "worse", false: "better"}[i < 4]
+		want := map[bool]string{true: "worse", false: "better"}[i < 5]
 		if v := row[len(row)-1]; v.Text != want || !v.Badge || row[5].Text == "—" {
 			t.Errorf("answer row %d: verdict %+v, change %q; want %s as a badge, with the change", i, v, row[5].Text, want)
 		}
@@ -207,7 +207,7 @@ func TestDiffOpensWithVerdict(t *testing.T) {
 		t.Errorf("no change beside a blocking seam: %v %+v, want no change, warn", err, p.Banner)
 	}
 	md := diffMarkdown(t, rep)
-	if !strings.HasPrefix(md, "## llmrec diff\n\n**Verdict: worse.** 4 worse, 3 better, 3 no change, 3 unlike, 3 insufficient (of 16 rows)\n") {
+	if !strings.HasPrefix(md, "## llmrec diff\n\n**Verdict: worse.** 5 worse, 4 better, 4 no change, 4 unlike, 4 insufficient (of 21 rows)\n") {
 		t.Errorf("summary does not open with the verdict:\n%s", md[:min(len(md), 300)])
 	}
 	if i, j, k := strings.Index(md, "| worse |"), strings.Index(md, "| better |"), strings.Index(md, "blocking seam"); i < 0 || j < i || k < j {

@@ -63,7 +63,7 @@ func figureRow(f *phases.Figure, bd *phases.Bounds) []Cell {
 		prov += "; null: " + f.Reason
 	}
 	inUnit := func(v float64) string { return unitText(f.Name, v) }
-	val := CellOf(rate.Cell{Value: f.Value, Reason: f.Reason, Source: f.Source, Derived: true}, inUnit)
+	val := CellOf(rate.Cell{Value: f.Value, Reason: f.Reason, Source: f.Source, Derived: true, Bucket: f.Bucket}, inUnit)
 	val.Prov = prov
 	if f.Disagrees != "" {
 		val.Class = ClassWarn
@@ -71,12 +71,8 @@ func figureRow(f *phases.Figure, bd *phases.Bounds) []Cell {
 		val.Prov += "; " + f.Disagrees
 	}
 	bucket := ""
-	if f.Bucket != nil {
-		hi := "+Inf"
-		if f.Bucket[1].Valid {
-			hi = inUnit(f.Bucket[1].V)
-		}
-		bucket = fmt.Sprintf("(%s, %s]", inUnit(f.Bucket[0].V), hi)
+	if !f.Bucket.IsZero() {
+		bucket = f.Bucket.Interval(inUnit)
 	}
 	pub, counts := "", ""
 	if p := f.Published; p != nil {

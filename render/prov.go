@@ -96,7 +96,14 @@ func CellOf(c rate.Cell, format func(float64) string) Cell {
 	} else if c.Reason != "" {
 		text = "— (" + c.Reason + ")"
 	}
-	return Cell{Text: text, Prov: Prov(c), Class: ClassOf(c)}
+	prov := Prov(c)
+	// A quantile read from buckets prints as its bucket lets it (">edge",
+	// "≤edge", flags) and names the bucket.
+	if c.Value.Valid && !c.Bucket.IsZero() {
+		text = c.Bucket.Text(c.Value.V, format)
+		prov += "; fell in bucket " + c.Bucket.Interval(format)
+	}
+	return Cell{Text: text, Prov: prov, Class: ClassOf(c)}
 }
 
 // ID returns a deterministic DOM id made of parts: each part lower-cased

@@ -177,6 +177,16 @@ func measure(rs []Request, p *Phase, all *inflight) Figures {
 	}{{"ttft", ttft, "time to first token"}, {"itl", itl, "mean inter-token latency per request"}, {"e2e", e2e, "end − start"}} {
 		s := slices.Clone(q.xs)
 		slices.Sort(s)
+		// The mean beside the quantiles: what an engine's Δsum/Δcount is
+		// compared with.
+		g := Figure{Name: q.name + "_mean_s", Unit: "s", Records: len(s),
+			Formula: fmt.Sprintf("mean of the client's %s of %s that started within the bounds and ended ok, %s", q.what, f.Records, over)}
+		if len(s) == 0 {
+			g.Why = "no request that started within the bounds and ended ok has a " + q.what
+		} else {
+			g.Value = rate.Some(mean(s))
+		}
+		add(g)
 		for _, p := range []struct {
 			suffix string
 			q      float64

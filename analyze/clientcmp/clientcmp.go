@@ -130,7 +130,7 @@ type Server struct {
 	// Reason says why Value is absent.
 	Reason string `json:"reason,omitempty"`
 	// Bucket is the histogram bucket a quantile fell in.
-	Bucket *[2]rate.Num `json:"bucket,omitempty"`
+	Bucket rate.Bucket `json:"bucket,omitzero"`
 }
 
 // Offset is the estimated clock offset: the engines' load edges minus the
@@ -455,6 +455,7 @@ type serverOf struct {
 	quantity string
 	figures  []string // summed over the fleet; one: a quantile of one engine
 	quantile bool
+	mean     bool // an exact mean (Δsum/Δcount), weighted by count over the fleet
 	tol      float64
 	none     string // why there is no server figure
 }
@@ -466,6 +467,7 @@ var pairs = func() []serverOf {
 		{quantity: client.FRequestsPS, figures: []string{engine.RequestsFinishedPerSecond}, tol: TolRate},
 	}
 	for _, q := range []struct{ c, s string }{{"ttft", engine.TTFT}, {"itl", engine.TPOT}, {"e2e", engine.E2E}} {
+		ps = append(ps, serverOf{quantity: q.c + "_mean_s", figures: []string{q.s + engine.SuffixMean}, mean: true, tol: TolLatency})
 		for _, p := range []string{"50", "90", "99"} {
 			ps = append(ps, serverOf{quantity: q.c + "_p" + p + "_s", figures: []string{q.s + "__p" + p}, quantile: true, tol: TolLatency})
 		}
@@ -606,6 +608,8 @@ func side(cf, in *client.Figures, m *phases.Measured, cadence float64, atEnd boo
 		switch {
 		case p.none != "":
 			r.Server = Server{Reason: p.none}
+		case p.mean:
+			r.Server = meanOf(m, p.figures[0])
 		case p.quantile:
 			r.Server = quantileOf(m, p.figures[0])
 			if why := perEventTail(p.quantity, r.Server.Source); why != "" {
@@ -615,7 +619,7 @@ func side(cf, in *client.Figures, m *phases.Measured, cadence float64, atEnd boo
 			r.Server = sumOf(m, p.figures)
 		}
 		r.Tolerance = p.tol
-		if !p.quantile && p.tol > 0 {
+		if !p.quantile && !p.mean && p.tol > 0 {
 			r.Tolerance = p.tol + slack
 		}
 		judge(&r, comparable)
@@ -676,6 +680,17 @@ func sumOf(m *phases.Measured, names []string) Server {
 	return s
 }
 
+// meanOf is the exact mean (Δsum/Δcount across the phase) figure name of
+// the fleet's one target; like a quantile, it is compared per engine (a
+// fleet's would blend one engine's queue into the others').
+func meanOf(m *phases.Measured, name string) Server {
+	s := quantileOf(m, name)
+	if len(m.Targets) != 1 {
+		s.Reason = fmt.Sprintf("the means of %d engines' histograms are compared per engine", len(m.Targets))
+	}
+	return s
+}
+
 // quantileOf is the quantile figure name of the fleet's one target.
 func quantileOf(m *phases.Measured, name string) Server {
 	s := Server{Figure: name}
@@ -716,19 +731,12 @@ func judge(r *Row, comparable bool) {
 		switch {
 		case math.Abs(ratio-1) <= r.Tolerance:
 			r.Agreement, r.Why = Agree, off
-		case inBucket(c.V, r.Server.Bucket):
+		case r.Server.Bucket.Contains(c.V):
 			r.Agreement, r.Why = Agree, off+"; the client's lies in the server quantile's bucket, which the histogram cannot split"
 		default:
 			r.Agreement, r.Why = Disagree, off
 		}
 	}
-}
-
-func inBucket(v float64, b *[2]rate.Num) bool {
-	if b == nil || !b[0].Valid {
-		return false
-	}
-	return v >= b[0].V && (!b[1].Valid || v <= b[1].V)
 }
 
 // row returns the side's row of quantity q.
@@ -876,7 +884,7 @@ func seams(file string, s *Side, m *phases.Measured) []Finding {
 	if r := dis(client.FOutputTokensPS); r != nil && agrees(client.FRequestsPS) {
 		add(SeamChunks, fmt.Sprintf("%s: the client counts %s output tokens/s, the engines generated %s (%s) while their request rates agree: the client counts streamed chunks (or its own tokenizer's tokens) as tokens",
 			s.Phase, num(r.Client.Value), num(r.Server.Value), r.Why),
-			client.FOutputTokensPS, "itl_p50_s", "itl_p90_s", "itl_p99_s")
+			client.FOutputTokensPS, "itl_mean_s", "itl_p50_s", "itl_p90_s", "itl_p99_s")
 	}
 	if r := dis(client.FInputTokensPS); r != nil && agrees(client.FRequestsPS) {
 		add(SeamTokenizer, fmt.Sprintf("%s: the client counts %s input tokens/s, the engines %s prompt tokens/s (%s) while their request rates agree: the client's tokenizer (or its chat template) is not the engine's",
@@ -888,7 +896,7 @@ func seams(file string, s *Side, m *phases.Measured) []Finding {
 			// The queue adds to the client's TTFT, e2e and requests in
 			// flight: those of them above the server's are explained.
 			var qs []string
-			for _, q := range []string{"ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s", client.FConcMean} {
+			for _, q := range []string{"ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "e2e_mean_s", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s", client.FConcMean} {
 				if high(dis(q)) {
 					qs = append(qs, q)
 				}
@@ -903,7 +911,7 @@ func seams(file string, s *Side, m *phases.Measured) []Finding {
 	if r := dis(client.FConcMean); high(r) && !covered[client.FConcMean] {
 		if w, ok := waitingMax(m); ok && w == 0 {
 			var qs []string
-			for _, q := range []string{client.FConcMean, "e2e_p50_s", "e2e_p90_s", "e2e_p99_s"} {
+			for _, q := range []string{client.FConcMean, "e2e_mean_s", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s"} {
 				if high(dis(q)) {
 					qs = append(qs, q)
 				}

@@ -1,10 +1,13 @@
 package clientcmp
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/llmrec/llmrec/analyze/client"
+	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
@@ -12,21 +15,21 @@ import (
 // bucket; a server figure of 0 against a client's that is not disagrees;
 // an absent figure is not comparable, never a disagreement.
 func TestJudge(t *testing.T) {
-	bucket := &[2]rate.Num{rate.Some(0.25), rate.Some(0.5)}
+	bucket := rate.Bucket{Lo: rate.Some(0.25), Hi: rate.Some(0.5), Flags: rate.FlagCoarse}
 	for _, c := range []struct {
 		name   string
 		c, s   rate.Num
-		bucket *[2]rate.Num
+		bucket rate.Bucket
 		want   string
 	}{
-		{"within", rate.Some(1.09), rate.Some(1), nil, Agree},
-		{"beyond", rate.Some(1.2), rate.Some(1), nil, Disagree},
+		{"within", rate.Some(1.09), rate.Some(1), rate.Bucket{}, Agree},
+		{"beyond", rate.Some(1.2), rate.Some(1), rate.Bucket{}, Disagree},
 		{"in the bucket", rate.Some(0.45), rate.Some(0.3), bucket, Agree},
 		{"past the bucket", rate.Some(0.6), rate.Some(0.3), bucket, Disagree},
-		{"both 0", rate.Some(0), rate.Some(0), nil, Agree},
-		{"server 0", rate.Some(3), rate.Some(0), nil, Disagree},
-		{"client absent", rate.Num{}, rate.Some(1), nil, NotComparable},
-		{"server absent", rate.Some(1), rate.Num{}, nil, NotComparable},
+		{"both 0", rate.Some(0), rate.Some(0), rate.Bucket{}, Agree},
+		{"server 0", rate.Some(3), rate.Some(0), rate.Bucket{}, Disagree},
+		{"client absent", rate.Num{}, rate.Some(1), rate.Bucket{}, NotComparable},
+		{"server absent", rate.Some(1), rate.Num{}, rate.Bucket{}, NotComparable},
 	} {
 		r := Row{Client: client.Figure{Value: c.c, Why: "why"}, Server: Server{Value: c.s, Bucket: c.bucket, Reason: "reason"}, Tolerance: 0.1}
 		judge(&r, true)
@@ -99,5 +102,24 @@ func BenchmarkCompare24k(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Compare([]Input{{Run: run, Phases: ps}}, nil, nil, 1, nil, nil)
+	}
+}
+
+// The exact mean is compared per engine, as a quantile is: a fleet of one
+// target has its figure, a fleet of several none, with the reason.
+func TestMeanOf(t *testing.T) {
+	tg := func(name string, count, mean rate.Num) phases.Figures {
+		return phases.Figures{Target: name, Figures: []phases.Figure{
+			{Name: engine.E2E + engine.SuffixCount, Value: count},
+			{Name: engine.E2E + engine.SuffixMean, Value: mean, Source: "computed:Δe2e_sum/Δe2e_count"},
+		}}
+	}
+	one := &phases.Measured{Targets: []phases.Figures{tg("a", rate.Some(30), rate.Some(1.5))}}
+	if s := meanOf(one, engine.E2E+engine.SuffixMean); !s.Value.Valid || s.Value.V != 1.5 || s.Source != "computed:Δe2e_sum/Δe2e_count" {
+		t.Errorf("one target: %+v", s)
+	}
+	two := &phases.Measured{Targets: append(one.Targets, tg("b", rate.Some(10), rate.Some(3)))}
+	if s := meanOf(two, engine.E2E+engine.SuffixMean); s.Value.Valid || !strings.Contains(s.Reason, "per engine") {
+		t.Errorf("two targets: %+v", s)
 	}
 }

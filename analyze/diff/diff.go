@@ -33,6 +33,11 @@
 //     latencies, preemptions and KV usage);
 //   - ~: anything else, with the interval.
 //
+// A quantile whose figures on both sides fell in one histogram bucket is
+// insufficient ("inside (a, b]") whatever the samples said: inside a bucket
+// the value is an interpolation, and the quantity's mean row (Δsum/Δcount,
+// exact) decides.
+//
 // Requiring both keeps the false-positive rate of A/A comparisons at most
 // Alpha (the test alone controls it; the threshold only removes verdicts).
 package diff
@@ -43,6 +48,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/llmrec/llmrec/analyze"
@@ -150,7 +156,7 @@ type Settings struct {
 }
 
 // Rule is the verdict rule in words.
-const Rule = "better or worse only when the test is significant at alpha and the change's whole confidence interval lies beyond the quantity's threshold on one side; unlike across an engine, version or model seam; insufficient when a side has too few values; ~ otherwise"
+const Rule = "better or worse only when the test is significant at alpha and the change's whole confidence interval lies beyond the quantity's threshold on one side; unlike across an engine, version or model seam; insufficient when a side has too few values, or a quantile falls in one histogram bucket on both sides (the mean row decides); ~ otherwise"
 
 // SideInfo describes one side.
 type SideInfo struct {
@@ -263,6 +269,9 @@ type Value struct {
 	Median rate.Num `json:"median"`
 	Lo     rate.Num `json:"lo"`
 	Hi     rate.Num `json:"hi"`
+	// Bucket is, for a quantile, the histogram bucket the first run's
+	// figure fell in and its flags.
+	Bucket rate.Bucket `json:"bucket,omitzero"`
 }
 
 // Chart is one quantity of one aligned phase on both sides, on a
@@ -811,8 +820,8 @@ func mapsKeys(m map[string]int) func(func(string) bool) {
 func (rep *Report) rows(u *unit, base, cand Side, o Options, th Thresholds, samples string) {
 	blocking := rep.blockingSeams(u)
 	for _, q := range Quantities {
-		bf, bxs := gather(base.Runs, u.base, q.Figure, samples)
-		cf, cxs := gather(cand.Runs, u.cand, q.Figure, samples)
+		bf, bxs, bb := gather(base.Runs, u.base, q.Figure, samples)
+		cf, cxs, cb := gather(cand.Runs, u.cand, q.Figure, samples)
 		// Neither side published it: no row, a line saying so.
 		if !bf.Value.Valid && !cf.Value.Valid && len(bxs) == 0 && len(cxs) == 0 {
 			if !u.fleet || slices.Contains(fleetKeys, q.Key) {
@@ -826,6 +835,10 @@ func (rep *Report) rows(u *unit, base, cand Side, o Options, th Thresholds, samp
 			Change: num(r.Change), ChangeLo: num(r.ChangeLo), ChangeHi: num(r.ChangeHi), P: num(r.P), Method: r.Method,
 			Samples: samples, Threshold: th.For(q), Notes: []string{}}
 		row.Verdict, row.Why = verdict(r, q, row.Threshold, o.Alpha, blocking, samples, u.fleet)
+		row.Baseline.Bucket, row.Candidate.Bucket = bf.Bucket, cf.Bucket
+		if v, why, ok := oneBucket(row.Verdict, q, bb, cb); ok {
+			row.Verdict, row.Why = v, why+"; the samples: "+row.Why
+		}
 		// A ratio compared in points: its shift against ±Threshold points.
 		if q.Points > 0 && r.Insufficient == "" {
 			est, lo, hi := stat.Shift(bxs, cxs, o.Conf)
@@ -835,7 +848,7 @@ func (rep *Report) rows(u *unit, base, cand Side, o Options, th Thresholds, samp
 			}
 		}
 		// Too short for blocks: the length the phase would need.
-		if row.Verdict == Insufficient && samples == "blocks" && !u.fleet {
+		if row.Verdict == Insufficient && r.Insufficient != "" && samples == "blocks" && !u.fleet {
 			row.NeedSeconds = max(needSeconds(bf), needSeconds(cf))
 			if row.NeedSeconds > 0 {
 				row.Why = fmt.Sprintf("%s (blocks of the phase: it needs at least %s between good polls at its cadence)", r.Insufficient, secondsText(row.NeedSeconds))
@@ -892,10 +905,13 @@ func (rep *Report) blockingSeams(u *unit) string {
 }
 
 // gather is the first run's figure and the samples of name over the runs:
-// one value per run (repeats), or every run's blocks.
-func gather(runs []*analyze.Result, figs func(*analyze.Result) *phases.Figures, name, samples string) (phases.Figure, []float64) {
+// one value per run (repeats), or every run's blocks; and, for a
+// quantile, the bucket every run's figure fell in (zero when they differ).
+func gather(runs []*analyze.Result, figs func(*analyze.Result) *phases.Figures, name, samples string) (phases.Figure, []float64, rate.Bucket) {
 	var first phases.Figure
 	var xs []float64
+	var bucket rate.Bucket
+	one := true
 	for i, r := range runs {
 		fs := figs(r)
 		if fs == nil {
@@ -906,8 +922,9 @@ func gather(runs []*analyze.Result, figs func(*analyze.Result) *phases.Figures, 
 			continue
 		}
 		if i == 0 {
-			first = f
+			first, bucket = f, f.Bucket
 		}
+		one = one && f.Bucket.Same(bucket)
 		if samples == "repeats" {
 			if f.Value.Valid {
 				xs = append(xs, f.Value.V)
@@ -919,7 +936,43 @@ func gather(runs []*analyze.Result, figs func(*analyze.Result) *phases.Figures, 
 	if first.Name == "" {
 		first = phases.Figure{Name: name, Reason: "no such phase in the first run"}
 	}
-	return first, xs
+	if !one {
+		bucket = rate.Bucket{}
+	}
+	return first, xs, bucket
+}
+
+// oneBucket is the verdict of a quantile row whose sides' figures all fell
+// in one histogram bucket: insufficient, "inside (a, b]". Inside a bucket
+// the value is an interpolation (vLLM's (10, 25] ms ITL bucket holds a 20 %
+// slower decode on both sides, with a zero-width interval), and even a
+// significant interpolated change has the size of an assumption, not of
+// the data; the quantity's mean row (Δsum/Δcount, exact) decides. ok is
+// false when the verdict stands as it is (other buckets, or a row already
+// unlike or insufficient).
+func oneBucket(v string, q Quantity, b, c rate.Bucket) (string, string, bool) {
+	// Not one bucket on both sides, or another reason already withholds a verdict.
+	if b.IsZero() || !b.Same(c) || v == Unlike || v == Insufficient {
+		return "", "", false
+	}
+	in := b.Interval(func(x float64) string { return unitValue(x, q.Unit) })
+	why := fmt.Sprintf("inside %s: both sides' %s fall in this one histogram bucket, where interpolated values cannot measure a change", in, q.Label)
+	base := q.Figure[:max(0, strings.LastIndex(q.Figure, "__"))]
+	if m := slices.IndexFunc(Quantities, func(x Quantity) bool { return x.Figure == base+"__mean" }); m >= 0 {
+		why += "; the " + Quantities[m].Label + " row (Δsum/Δcount, exact) decides"
+	}
+	return Insufficient, why, true
+}
+
+// unitValue is x in unit u, seconds as ms below 1 s.
+func unitValue(x float64, u string) string {
+	if u == "s" && math.Abs(x) < 1 {
+		return strconv.FormatFloat(x*1000, 'g', 4, 64) + " ms"
+	}
+	if u == "s" {
+		return strconv.FormatFloat(x, 'g', 4, 64) + " s"
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
 }
 
 func absentWhy(b, c phases.Figure) string {

@@ -43,19 +43,27 @@ const (
 	Lower  = "lower"
 )
 
-// Quantities are the compared quantities, in the order rows list them.
+// Quantities are the compared quantities, in the order rows list them. A
+// latency histogram's exact mean (Δsum/Δcount) is a row of its own before
+// its quantiles: where both sides' quantile falls in one bucket the
+// quantile row cannot decide, and the mean can.
 var Quantities = []Quantity{
 	{Key: "decode", Figure: "decode_tokens_per_second", Cell: "decode_tokens_per_second", Label: "decode tokens/s", Unit: "tokens/s", Better: Higher, Tokens: true},
 	{Key: "prompt", Figure: "prompt_tokens_per_second", Cell: "prompt_tokens_per_second", Label: "prompt tokens/s", Unit: "tokens/s", Better: Higher, Tokens: true},
 	{Key: "requests", Figure: "requests_finished_per_second", Cell: "requests_finished_per_second", Label: "requests finished/s", Unit: "requests/s", Better: Higher},
+	{Key: "ttft_mean", Figure: "time_to_first_token_seconds__mean", Cell: "time_to_first_token_seconds__mean", Label: "TTFT mean", Unit: "s", Better: Lower},
 	{Key: "ttft_p50", Figure: "time_to_first_token_seconds__p50", Cell: "time_to_first_token_seconds__p50", Label: "TTFT p50", Unit: "s", Better: Lower},
 	{Key: "ttft_p99", Figure: "time_to_first_token_seconds__p99", Cell: "time_to_first_token_seconds__p99", Label: "TTFT p99", Unit: "s", Better: Lower},
+	{Key: "tpot_mean", Figure: "time_per_output_token_seconds__mean", Cell: "time_per_output_token_seconds__mean", Label: "TPOT mean", Unit: "s", Better: Lower},
 	{Key: "tpot_p50", Figure: "time_per_output_token_seconds__p50", Cell: "time_per_output_token_seconds__p50", Label: "TPOT p50", Unit: "s", Better: Lower},
 	{Key: "tpot_p99", Figure: "time_per_output_token_seconds__p99", Cell: "time_per_output_token_seconds__p99", Label: "TPOT p99", Unit: "s", Better: Lower},
+	{Key: "itl_mean", Figure: "inter_token_latency_seconds__mean", Cell: "inter_token_latency_seconds__mean", Label: "ITL mean", Unit: "s", Better: Lower},
 	{Key: "itl_p50", Figure: "inter_token_latency_seconds__p50", Cell: "inter_token_latency_seconds__p50", Label: "ITL p50", Unit: "s", Better: Lower},
 	{Key: "itl_p99", Figure: "inter_token_latency_seconds__p99", Cell: "inter_token_latency_seconds__p99", Label: "ITL p99", Unit: "s", Better: Lower},
+	{Key: "e2e_mean", Figure: "e2e_request_latency_seconds__mean", Cell: "e2e_request_latency_seconds__mean", Label: "e2e mean", Unit: "s", Better: Lower},
 	{Key: "e2e_p50", Figure: "e2e_request_latency_seconds__p50", Cell: "e2e_request_latency_seconds__p50", Label: "e2e p50", Unit: "s", Better: Lower},
 	{Key: "e2e_p99", Figure: "e2e_request_latency_seconds__p99", Cell: "e2e_request_latency_seconds__p99", Label: "e2e p99", Unit: "s", Better: Lower},
+	{Key: "queue_mean", Figure: "request_queue_time_seconds__mean", Cell: "request_queue_time_seconds__mean", Label: "queue mean", Unit: "s", Better: Lower},
 	{Key: "queue_p50", Figure: "request_queue_time_seconds__p50", Cell: "request_queue_time_seconds__p50", Label: "queue p50", Unit: "s", Better: Lower},
 	{Key: "queue_p99", Figure: "request_queue_time_seconds__p99", Cell: "request_queue_time_seconds__p99", Label: "queue p99", Unit: "s", Better: Lower},
 	{Key: "preemptions", Figure: "preemptions_per_second", Cell: "preemptions_per_second", Label: "preemptions/s", Unit: "/s", Better: Lower},

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llmrec/llmrec/analyze/diff/stat"
+	"github.com/llmrec/llmrec/analyze/rate"
 )
 
 // The verdict rule on results made by package stat from small samples.
@@ -56,5 +57,34 @@ func TestVerdictRule(t *testing.T) {
 	}
 	if got, _ := verdict(r, decode, 0.05, 1e-9, "", "blocks", false); got != Same {
 		t.Errorf("10 %% at alpha 1e-9: %s", got)
+	}
+}
+
+// A quantile row whose figures fell in one bucket on both sides is
+// insufficient, naming the bucket and the mean row, whether the samples
+// said ~ or worse; other buckets, or a row already unlike, keep their
+// verdict.
+func TestOneBucket(t *testing.T) {
+	itl, _ := quantity("itl_p50")
+	in := rate.Bucket{Lo: rate.Some(0.01), Hi: rate.Some(0.025), Flags: rate.FlagCoarse}
+	other := rate.Bucket{Lo: rate.Some(0.025), Hi: rate.Some(0.05)}
+	for _, c := range []struct {
+		name   string
+		v      string
+		b, c   rate.Bucket
+		want   string
+		ok     bool
+		substr string
+	}{
+		{"same bucket, no change", Same, in, in, Insufficient, true, "inside (10 ms, 25 ms]: both sides' ITL p50 fall in this one histogram bucket"},
+		{"same bucket, worse", Worse, in, in, Insufficient, true, "cannot measure a change; the ITL mean row (Δsum/Δcount, exact) decides"},
+		{"other buckets", Same, in, other, "", false, ""},
+		{"no bucket", Same, rate.Bucket{}, rate.Bucket{}, "", false, ""},
+		{"unlike", Unlike, in, in, "", false, ""},
+	} {
+		v, why, ok := oneBucket(c.v, itl, c.b, c.c)
+		if ok != c.ok || v != c.want || !strings.Contains(why, c.substr) {
+			t.Errorf("%s: %q %q %v, want %q containing %q", c.name, v, why, ok, c.want, c.substr)
+		}
 	}
 }

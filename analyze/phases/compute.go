@@ -110,7 +110,7 @@ func Compute(named []Phase, found map[string][]Phase, inputs []*Input, problems 
 		if n == 0 {
 			busy.Bounds.Reason = ReasonNoSteady
 			for k := range busy.Figures {
-				busy.Figures[k].Value, busy.Figures[k].Reason, busy.Figures[k].Bucket = rate.Num{}, ReasonNoSteady, nil
+				busy.Figures[k].Value, busy.Figures[k].Reason, busy.Figures[k].Bucket = rate.Num{}, ReasonNoSteady, rate.Bucket{}
 			}
 		}
 		out.Busy = append(out.Busy, busy)

@@ -160,9 +160,9 @@ type Figure struct {
 	Reason string   `json:"reason,omitempty"`
 	// Source is the series or formula, as the cells name theirs.
 	Source string `json:"source"`
-	// Bucket is the bucket a quantile fell in: its lower and upper bound
-	// (null upper: past the last finite bound, which is the value).
-	Bucket *[2]rate.Num `json:"bucket,omitempty"`
+	// Bucket is the bucket a quantile fell in and its flags (package
+	// rate's BucketQuantile); absent for other figures.
+	Bucket rate.Bucket `json:"bucket,omitzero"`
 	// Published is the distribution of the per-poll published values of
 	// the cell inside the windows; nil for figures with no per-poll twin.
 	Published *Published `json:"published,omitempty"`
@@ -655,8 +655,9 @@ func histSeries(src string) (string, bool) {
 // sets by le: les are the distinct bounds, rising; n the Δs, made
 // cumulative-monotonic as histogram_quantile makes them.
 type buckets struct {
-	les []float64
-	n   []float64
+	les   []float64
+	n     []float64
+	mixed bool // the label sets have different bounds (rate.MixedEdges)
 }
 
 // bucketLayout is where each logged series of a bucket series adds:
@@ -686,13 +687,14 @@ func (l *Log) buckets(series string, acc []float64) *buckets {
 			ly.ids = append(ly.ids, int32(x))
 			ly.les = append(ly.les, le)
 		}
+		mixed := rate.MixedEdges(ly.les)
 		les := slices.Compact(slices.Sorted(slices.Values(ly.les)))
 		ly.at = make([]int, len(ly.ids))
 		for k, le := range ly.les {
 			ly.at[k], _ = slices.BinarySearch(les, le)
 		}
 		ly.les = les
-		ly.bs = buckets{les: les, n: make([]float64, len(les))}
+		ly.bs = buckets{les: les, n: make([]float64, len(les)), mixed: mixed}
 		if l.layouts == nil {
 			l.layouts = map[string]*bucketLayout{}
 		}
@@ -709,38 +711,24 @@ func (l *Log) buckets(series string, acc []float64) *buckets {
 	return bs
 }
 
-// quantile is Prometheus' histogram_quantile of the buckets and the bucket
-// it fell in.
-func (bs *buckets) quantile(q float64) (rate.Num, *[2]rate.Num, string) {
+// quantile is Prometheus' histogram_quantile of the buckets, with the
+// bucket it fell in and its flags.
+func (bs *buckets) quantile(q float64) (rate.Num, rate.Bucket, string) {
 	les, n := bs.les, bs.n
 	// A quantile needs a +Inf bucket and a finite one to interpolate in.
 	if len(les) < 2 || !math.IsInf(les[len(les)-1], 1) {
-		return rate.Num{}, nil, rate.ReasonBuckets
+		return rate.Num{}, rate.Bucket{}, rate.ReasonBuckets
 	}
-	total := n[len(n)-1]
 	// No observation in the phase: no quantile, not 0.
-	if total == 0 {
-		return rate.Num{}, nil, rate.ReasonEmpty
+	if n[len(n)-1] == 0 {
+		return rate.Num{}, rate.Bucket{}, rate.ReasonEmpty
 	}
-	rank := q * total
-	k := 0
-	for k < len(n)-1 && n[k] < rank {
-		k++
+	// Label sets with different bounds: a seam no quantile crosses.
+	if bs.mixed {
+		return rate.Num{}, rate.Bucket{}, rate.ReasonEdges
 	}
-	// Past every finite bound: the last one is all that can be said.
-	if k == len(n)-1 {
-		lo := les[k-1]
-		return rate.Some(lo), &[2]rate.Num{rate.Some(lo), {}}, ""
-	}
-	lo, c, r := 0.0, n[k], rank
-	if k > 0 {
-		lo, c, r = les[k-1], c-n[k-1], rank-n[k-1]
-	}
-	// A first bucket with a bound ≤ 0 has no lower bound to interpolate from.
-	if k == 0 && les[0] <= 0 {
-		return rate.Some(les[0]), &[2]rate.Num{rate.Some(les[0]), rate.Some(les[0])}, ""
-	}
-	return rate.Some(lo + (les[k]-lo)*(r/c)), &[2]rate.Num{rate.Some(lo), rate.Some(les[k])}, ""
+	v, b := rate.BucketQuantile(q, les, n)
+	return rate.Some(v), b, ""
 }
 
 // leOf reads the le label of a bucket series' canonical label set.

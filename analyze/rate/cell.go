@@ -12,17 +12,18 @@ import (
 
 // Reasons a cell's Value is null.
 const (
-	ReasonAbsent     = "absent"      // no label set of the series in this poll
-	ReasonNoBaseline = "no_baseline" // the key's first sample: nothing to diff against
-	ReasonOrder      = "order"       // the poll is not later than the previous one
-	ReasonReset      = "reset"       // the counter decreased, or _created / process start changed
-	ReasonCeiling    = "ceiling"     // the window is longer than CeilingFactor × span
-	ReasonFloor      = "floor"       // the window is shorter than MinWindow
-	ReasonStale      = "stale"       // a sample's timing uncertainty is too large a part of the window
-	ReasonJump       = "jump"        // held by the jump gate until another base confirms it
-	ReasonEmpty      = "empty"       // no new observations (histogram) or no denominator events (ratio)
-	ReasonBuckets    = "buckets"     // a histogram without a +Inf bucket and a finite one
-	ReasonOverflow   = "overflow"    // the arithmetic left float64's range (a counter near 1e308): no number
+	ReasonAbsent     = "absent"       // no label set of the series in this poll
+	ReasonNoBaseline = "no_baseline"  // the key's first sample: nothing to diff against
+	ReasonOrder      = "order"        // the poll is not later than the previous one
+	ReasonReset      = "reset"        // the counter decreased, or _created / process start changed
+	ReasonCeiling    = "ceiling"      // the window is longer than CeilingFactor × span
+	ReasonFloor      = "floor"        // the window is shorter than MinWindow
+	ReasonStale      = "stale"        // a sample's timing uncertainty is too large a part of the window
+	ReasonJump       = "jump"         // held by the jump gate until another base confirms it
+	ReasonEmpty      = "empty"        // no new observations (histogram) or no denominator events (ratio)
+	ReasonBuckets    = "buckets"      // a histogram without a +Inf bucket and a finite one
+	ReasonEdges      = "bucket_edges" // label sets with different bucket bounds: a seam no quantile crosses
+	ReasonOverflow   = "overflow"     // the arithmetic left float64's range (a counter near 1e308): no number
 )
 
 // Severities of [KVSeverity].
@@ -96,6 +97,9 @@ type Cell struct {
 	Reason   string   `json:"reason,omitempty"`   // why Value is null; one of the Reason constants
 	Severity string   `json:"severity,omitempty"` // a verdict where one is defined
 	Notes    []string `json:"notes,omitempty"`    // about label sets: "<reason> <labels>"
+	// Bucket is, for a quantile read from histogram buckets, the bucket it
+	// fell in and its flags; absent otherwise.
+	Bucket Bucket `json:"bucket,omitzero"`
 }
 
 // Hist is a histogram over the window of the poll just observed. Count is the

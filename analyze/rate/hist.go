@@ -28,16 +28,13 @@ func (e *Estimator) addBucket(st *keyState, n float64) {
 	}
 }
 
-// notePastBuckets says a quantile fell in the +Inf bucket.
-const notePastBuckets = "above the highest finite bucket: its bound is reported"
-
 // Histogram returns the histogram named base (series base_bucket, base_count
 // and base_sum) over the window of the poll just observed, summed over the
 // label sets match accepts (nil accepts all; it sees the le label too).
 // Count is the number of new observations, Mean Δsum/Δcount, and the
 // quantiles are interpolated linearly within the bucket deltas as
-// Prometheus' histogram_quantile does; a rank past the last finite bound
-// reports that bound, with a note. Every gate but the jump gate applies.
+// Prometheus' histogram_quantile does (BucketQuantile), each with the
+// bucket it fell in and its flags. Every gate but the jump gate applies.
 func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist {
 	src := e.histSources(base)
 	h := Hist{
@@ -59,10 +56,14 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 	cnt := e.gather(src.countName, match, modeDelta)
 	sum := e.gather(src.sumName, match, modeDelta)
 	var bs []bucket
-	readable, malformed := false, false
+	readable, malformed, mixed := false, false, false
 	if b.usable() {
-		bs, readable = e.prepareBuckets(src.bucket, e.buckets)
+		bs, readable, mixed = e.prepareBuckets(src.bucket, e.buckets)
 		malformed = !readable
+	}
+	e.qles, e.qn = e.qles[:0], e.qn[:0]
+	for _, x := range bs {
+		e.qles, e.qn = append(e.qles, x.le), append(e.qn, x.n)
 	}
 
 	// Count: Δ_count, or the +Inf bucket's Δ when the engine has no _count.
@@ -103,15 +104,15 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 		case malformed:
 			// Quantiles need a +Inf bucket and a finite one to interpolate in.
 			c.Reason, c.Window = ReasonBuckets, Some(b.window)
+		case mixed:
+			// Label sets with different bounds: a seam no quantile crosses.
+			c.Reason, c.Window = ReasonEdges, Some(b.window)
 		case bs[len(bs)-1].n == 0:
 			// A window with no new observations has no quantile, not a quantile of 0.
 			c.Reason, c.Window = ReasonEmpty, Some(b.window)
 		default:
-			v, past := bucketQuantile(q.q, bs)
-			c.Value, c.Window = Some(v), Some(b.window)
-			if past {
-				c.Notes = []string{notePastBuckets}
-			}
+			v, bk := BucketQuantile(q.q, e.qles, e.qn)
+			c.Value, c.Window, c.Bucket = Some(v), Some(b.window), bk
 		}
 	}
 	return h
@@ -121,27 +122,29 @@ func (h *Hist) cells() []*Cell { return []*Cell{&h.Count, &h.Mean, &h.P50, &h.P9
 
 // prepareBuckets sorts the gathered bucket deltas of series, merges equal
 // bounds (one per label set) and makes the counts monotonic. It reports
-// false when the buckets lack a +Inf bucket or a finite one.
-func (e *Estimator) prepareBuckets(series *seriesState, bs []bucket) ([]bucket, bool) {
+// false when the buckets lack a +Inf bucket or a finite one, and mixed when
+// the label sets have different bounds (MixedEdges).
+func (e *Estimator) prepareBuckets(series *seriesState, bs []bucket) (out []bucket, ok, mixed bool) {
 	// Targets print one label set's buckets by rising le: the sort and the
 	// merge are skipped when they are strictly in order, which leaves
 	// nothing to merge.
-	out := bs
+	out = bs
 	for i := 1; i < len(bs); i++ {
 		if !(bs[i-1].le < bs[i].le) {
 			out = e.mergeBuckets(series, bs)
+			mixed = series.merge.mixed
 			break
 		}
 	}
 	// Quantiles need a +Inf bucket and a finite one to interpolate in.
 	if len(out) < 2 || !math.IsInf(out[len(out)-1].le, 1) {
-		return nil, false
+		return nil, false, mixed
 	}
 	// Cumulative counts cannot fall with le; float noise across sets can.
 	for i := 1; i < len(out); i++ {
 		out[i].n = max(out[i].n, out[i-1].n)
 	}
-	return out, true
+	return out, true, mixed
 }
 
 // mergePlan is how one sequence of bounds is merged: the order a sort by le
@@ -149,6 +152,7 @@ func (e *Estimator) prepareBuckets(series *seriesState, bs []bucket) ([]bucket, 
 type mergePlan struct {
 	les   []float64 // the bounds, as gathered
 	order []int32   // the gathered indices, sorted by le
+	mixed bool      // the label sets have different bounds (MixedEdges)
 }
 
 // mergeBuckets sorts bucket deltas by le and sums those of equal bounds.
@@ -164,6 +168,7 @@ func (e *Estimator) mergeBuckets(series *seriesState, bs []bucket) []bucket {
 			p.les[i], p.order[i] = b.le, int32(i)
 		}
 		slices.SortFunc(p.order, func(x, y int32) int { return cmp.Compare(p.les[x], p.les[y]) })
+		p.mixed = MixedEdges(p.les)
 		series.merge = p
 	}
 	out := e.merged[:0]
@@ -179,6 +184,27 @@ func (e *Estimator) mergeBuckets(series *seriesState, bs []bucket) []bucket {
 	return out
 }
 
+// MixedEdges reports whether bounds gathered from several label sets (each
+// set's bounds once) come from sets with different bounds: every distinct
+// bound must appear as often as the others. Summing such sets by le puts
+// one set's observations below a bound the other does not have, so no
+// quantile is taken across them (two builds of an engine in one fleet, a
+// build change): a seam.
+func MixedEdges(les []float64) bool {
+	n := map[float64]int{}
+	for _, le := range les {
+		n[le]++
+	}
+	k := -1
+	for _, c := range n {
+		if k >= 0 && c != k {
+			return true
+		}
+		k = c
+	}
+	return false
+}
+
 // sameBounds reports whether bs has the bounds les, in order.
 func sameBounds(les []float64, bs []bucket) bool {
 	if len(les) != len(bs) {
@@ -190,33 +216,4 @@ func sameBounds(les []float64, bs []bucket) bool {
 		}
 	}
 	return true
-}
-
-// bucketQuantile is Prometheus' histogram_quantile over cumulative buckets
-// that end with +Inf and hold at least one observation: linear interpolation
-// within the bucket the rank falls in, 0 as the lower bound of a first bucket
-// with a positive bound. past reports that the rank fell in the +Inf bucket,
-// where the highest finite bound is returned.
-func bucketQuantile(q float64, bs []bucket) (v float64, past bool) {
-	rank := q * bs[len(bs)-1].n
-	b, _ := slices.BinarySearchFunc(bs[:len(bs)-1], rank, func(x bucket, r float64) int {
-		// The first bucket holding the rank: count ≥ rank.
-		if x.n >= r {
-			return 1
-		}
-		return -1
-	})
-	// Past every finite bound, the last one is the best that can be said.
-	if b == len(bs)-1 {
-		return bs[len(bs)-2].le, true
-	}
-	// A first bucket with a bound ≤ 0 has no lower bound to interpolate from.
-	if b == 0 && bs[0].le <= 0 {
-		return bs[0].le, false
-	}
-	lo, n := 0.0, bs[b].n
-	if b > 0 {
-		lo, n, rank = bs[b-1].le, n-bs[b-1].n, rank-bs[b-1].n
-	}
-	return lo + (bs[b].le-lo)*(rank/n), false
 }

@@ -110,8 +110,9 @@ type Estimator struct {
 	// print their series in a stable order, so most lookups are one compare.
 	prev, cur []int32
 
-	buckets []bucket // scratch for Histogram
-	merged  []bucket // scratch of Histogram's merge by plan
+	buckets  []bucket  // scratch for Histogram
+	merged   []bucket  // scratch of Histogram's merge by plan
+	qles, qn []float64 // scratch of Histogram: the merged bounds and counts
 	// Provenance strings and histogram series, built once per base name.
 	histSrc map[string]*histSources
 	// The queries' lookups of series and histograms by name, by the order

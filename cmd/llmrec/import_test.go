@@ -256,7 +256,7 @@ func sameFigures(t *testing.T, phase string, fa, fb *phases.Figures) int {
 		if !x.Value.Valid {
 			continue
 		}
-		exact := x.Bucket != nil || strings.HasSuffix(x.Name, "__max")
+		exact := !x.Bucket.IsZero() || strings.HasSuffix(x.Name, "__max")
 		d := math.Abs(x.Value.V - y.Value.V)
 		if exact && d != 0 || !exact && d > tol*math.Abs(x.Value.V)+1e-12 {
 			t.Fatalf("phase %s target %s %s: recording %v, import %v (tolerance %.2g)", phase, fa.Target, x.Name, x.Value.V, y.Value.V, tol)

@@ -321,10 +321,10 @@ func serverQuantile(t *testing.T, f *phases.Figures, name string) (float64, [2]f
 	t.Helper()
 	v := serverFig(t, f, name)
 	g, _ := f.Get(name)
-	if g.Bucket == nil || !g.Bucket[0].Valid || !g.Bucket[1].Valid {
+	if !g.Bucket.Lo.Valid || !g.Bucket.Hi.Valid {
 		t.Fatalf("%s: %s has no finite bucket", f.Target, name)
 	}
-	return v, [2]float64{g.Bucket[0].V, g.Bucket[1].V}
+	return v, [2]float64{g.Bucket.Lo.V, g.Bucket.Hi.V}
 }
 
 func clientFig(t *testing.T, f *client.Figures, name string) float64 {
