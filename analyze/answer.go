@@ -9,6 +9,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/phases"
+	"github.com/llmrec/llmrec/analyze/rate"
 )
 
 // AnswerFigures are the figures of the answer, in order: each target's busy
@@ -91,7 +92,7 @@ func targetAnswer(t *Target, incidents []findings.Incident) AnswerRow {
 	for _, in := range incidents {
 		if string(in.Target) == t.Name || in.Target == "" && slices.Contains(in.Targets, t.Name) {
 			row.Incidents++
-			kinds[in.Kind]++
+			kinds[IncidentKey(&in)]++
 		}
 	}
 	b := &t.Summary.Busy
@@ -189,8 +190,35 @@ var incidentNouns = map[string][2]string{
 	findings.KindTargetJoin:  {"target joining", "targets joining"}, findings.KindTargetLeave: {"target leaving", "targets leaving"},
 }
 
-// IncidentNoun names n incidents of kind in words.
+// refusedAs names a spell of refused windows by its gate's reason.
+var refusedAs = map[string]string{
+	rate.ReasonJump: "refused as jumps", rate.ReasonStale: "refused as stale", rate.ReasonFloor: "refused under the floor",
+	rate.ReasonCeiling: "refused over the ceiling",
+}
+
+// IncidentKey is the key an incident is counted under in words
+// (IncidentWords): its kind, and for a spell of refused windows the
+// gate's reason as well ("refused:jump"), so that it is named for what
+// refused it, never taken for a restart.
+func IncidentKey(in *findings.Incident) string {
+	if in.Kind == findings.KindRefused && in.Gate != "" {
+		return in.Kind + ":" + string(in.Gate)
+	}
+	return in.Kind
+}
+
+// IncidentNoun names n incidents of kind (an IncidentKey) in words.
 func IncidentNoun(kind string, n int) string {
+	if gate, ok := strings.CutPrefix(kind, findings.KindRefused+":"); ok {
+		as := refusedAs[gate]
+		if as == "" {
+			as = "refused (" + strings.ReplaceAll(gate, "_", " ") + ")"
+		}
+		if n == 1 {
+			return "spell of windows " + as
+		}
+		return "spells of windows " + as
+	}
 	w, ok := incidentNouns[kind]
 	if !ok {
 		return strings.ReplaceAll(kind, "_", " ")
@@ -199,4 +227,36 @@ func IncidentNoun(kind string, n int) string {
 		return w[0]
 	}
 	return w[1]
+}
+
+// incidentEffects say what an incident kind does to the figures of a phase
+// it falls in (the phase figures are the counters' Δ between good polls).
+var incidentEffects = map[string]string{
+	findings.KindRestart:     "the interval across a restart is left out, the counters differenced per process",
+	findings.KindGap:         "a gap, a stall or failed scrapes are counted across: the counters' Δ spans them, nothing was seen inside",
+	findings.KindHostStall:   "a gap, a stall or failed scrapes are counted across: the counters' Δ spans them, nothing was seen inside",
+	findings.KindMissedTick:  "a gap, a stall or failed scrapes are counted across: the counters' Δ spans them, nothing was seen inside",
+	findings.KindScrapeErr:   "a gap, a stall or failed scrapes are counted across: the counters' Δ spans them, nothing was seen inside",
+	findings.KindDown:        "a gap, a stall or failed scrapes are counted across: the counters' Δ spans them, nothing was seen inside",
+	findings.KindEngineStall: "an engine stall is in the figures: the engine made no progress for a while",
+	findings.KindRefused:     "refused windows withhold only the values published per poll: the phase figures difference the counters across them",
+	findings.KindSlow:        "slow scrapes blur their polls' stamps: a poll not sure to a quarter interval ends no phase figure",
+	findings.KindLabelJoin:   "a label set joined or left: the sums change their members there",
+	findings.KindLabelLeave:  "a label set joined or left: the sums change their members there",
+	findings.KindTargetJoin:  "the target was out of the target set for a while: its counters are differenced across the time away",
+	findings.KindTargetLeave: "the target was out of the target set for a while: its counters are differenced across the time away",
+}
+
+// IncidentEffects says, once each, what incidents of these kinds (or
+// IncidentKeys) do to the figures of a phase they fall in, in the order of
+// the kinds' names.
+func IncidentEffects(kinds map[string]int) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		k, _, _ = strings.Cut(k, ":")
+		if e := incidentEffects[k]; e != "" && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return strings.Join(out, "; ")
 }

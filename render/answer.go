@@ -236,7 +236,7 @@ func incidentsFinding(res *analyze.Result) *Verdict {
 	kinds := map[string]int{}
 	var who []string
 	for _, in := range res.Incidents {
-		kinds[in.Kind]++
+		kinds[analyze.IncidentKey(&in)]++
 		if in.Target != "" {
 			who = append(who, string(in.Target))
 		} else {
