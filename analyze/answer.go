@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmrec/llmrec/analyze/client"
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/phases"
@@ -26,6 +27,29 @@ var AnswerFigures = []string{
 // FleetBusy; the answer adds what a reader judges them by.
 type Answer struct {
 	Rows []AnswerRow `json:"rows"`
+	// Phases has a row per named phase (a --phases file, marks, else the
+	// client's stages) and target, in time order, each judged over its
+	// phase alone: where phases are named they answer, every load level
+	// its own row, and the busy figures of Rows (every steady phase
+	// blended) are not the answer. Empty when nothing is named.
+	Phases []PhaseRow `json:"phases"`
+}
+
+// PhaseRow is the answer of one target over one named phase: its status
+// judged over the phase, with the phase's concurrency. Its figures are
+// the target's in the phase's entry of the phases list.
+type PhaseRow struct {
+	AnswerRow
+	Phase  string  `json:"phase"`
+	Source string  `json:"source"` // where the phase was named: file, mark, client
+	Start  float64 `json:"start"`
+	End    float64 `json:"end"`
+	// Concurrency is the engine's mean requests running plus waiting over
+	// the phase (its gauges at the good polls); null when it publishes
+	// neither. ClientConcurrency is the client's mean requests in flight
+	// over the same phase, when a client record names it; null without.
+	Concurrency       rate.Num `json:"concurrency"`
+	ClientConcurrency rate.Num `json:"client_concurrency"`
 }
 
 // AnswerRow is one row of the answer.
@@ -81,7 +105,82 @@ func (r *Result) answer() Answer {
 		fleet.Reason += fmt.Sprintf("; sums cross %d seam(s)", len(r.Seams))
 	}
 	a.Rows = append(a.Rows, fleet)
+	a.Phases = r.phaseRows()
 	return a
+}
+
+// phaseRows are the answer's rows per named phase and target, in time
+// order. The client's phases answer only when no file or mark names any:
+// a client phase named like one of those is the same stage again.
+func (r *Result) phaseRows() []PhaseRow {
+	out := []PhaseRow{}
+	given := slices.ContainsFunc(r.Output.Phases, func(m phases.Measured) bool {
+		return m.Kind == phases.KindNamed && m.Source != client.Source
+	})
+	for _, m := range r.Output.Phases {
+		// Found phases are the busy rows' own; client phases yield to given ones.
+		if m.Kind != phases.KindNamed || (given && m.Source == client.Source) {
+			continue
+		}
+		for k := range m.Targets {
+			figs := &m.Targets[k]
+			t := r.target(figs.Target)
+			if t == nil {
+				continue
+			}
+			row := PhaseRow{Phase: m.Name, Source: m.Source, Start: m.Start, End: m.End,
+				Concurrency: concurrency(figs), ClientConcurrency: r.clientConcurrency(m.Name, m.Start, m.End)}
+			row.AnswerRow = judge(t, figs, r.Incidents, "the phase")
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// target is the target named name; nil when none is.
+func (r *Result) target(name string) *Target {
+	for i := range r.Targets {
+		if r.Targets[i].Name == name {
+			return &r.Targets[i]
+		}
+	}
+	return nil
+}
+
+// concurrency is the mean requests running plus waiting of figs; null
+// when neither gauge was read, the one read alone when the other is null.
+func concurrency(figs *phases.Figures) rate.Num {
+	run, ok1 := figs.Get("requests_running__mean")
+	wait, ok2 := figs.Get("requests_waiting__mean")
+	switch {
+	case ok1 && run.Value.Valid && ok2 && wait.Value.Valid:
+		return rate.Some(run.Value.V + wait.Value.V)
+	case ok1 && run.Value.Valid:
+		return run.Value
+	}
+	return rate.Num{}
+}
+
+// clientConcurrency is the client's mean requests in flight over the
+// phase named name with these bounds (its own, or renamed "client: NAME"
+// where a file or marks named it too); null when no client record has it.
+func (r *Result) clientConcurrency(name string, start, end float64) rate.Num {
+	if r.Client == nil {
+		return rate.Num{}
+	}
+	for _, f := range r.Client.Files {
+		for _, sd := range f.Sides {
+			if (sd.Phase != name && sd.Phase != "client: "+name) || !phases.Same(sd.Start, sd.End, start, end) {
+				continue
+			}
+			for _, row := range sd.Rows {
+				if row.Quantity == client.FConcMean && row.Client.Value.Valid {
+					return row.Client.Value
+				}
+			}
+		}
+	}
+	return rate.Num{}
 }
 
 // targetAnswer is one target's row: its status by the first rule that
@@ -110,6 +209,32 @@ func targetAnswer(t *Target, incidents []findings.Incident) AnswerRow {
 		row.Status, row.Reason = StatusNoSteady, "the engine never ran at one level: idle or ramping throughout"
 		return row
 	}
+	j := judge(t, b, incidents, "its steady phases")
+	row.Status, row.Reason = j.Status, j.Reason
+	if row.Status == StatusOK && len(kinds) > 0 {
+		row.Reason += " (elsewhere: " + IncidentWords(kinds) + ")"
+	}
+	return row
+}
+
+// judge is the status of target t's figures b measured over where ("its
+// steady phases", "the phase"), by the first rule that holds, with the
+// incidents of t inside them counted.
+func judge(t *Target, b *phases.Figures, incidents []findings.Incident, where string) AnswerRow {
+	row := AnswerRow{Target: t.Name}
+	var kinds []string
+	inside := map[string]int{}
+	for _, in := range incidents {
+		if !(string(in.Target) == t.Name || in.Target == "" && slices.Contains(in.Targets, t.Name)) || !overlaps(&in, b.Bounds.Windows) {
+			continue
+		}
+		row.Incidents++
+		kinds = append(kinds, in.Kind)
+		if degrading[in.Kind] {
+			inside[in.Kind]++
+		}
+	}
+	// No good poll in the windows: nothing was measured.
 	if d, ok := b.Get(engine.DecodeTokensPerSecond); !ok || !d.Value.Valid {
 		why := b.Bounds.Reason
 		if why == "" && ok {
@@ -119,38 +244,41 @@ func targetAnswer(t *Target, incidents []findings.Incident) AnswerRow {
 		return row
 	}
 	var why []string
-	inside := map[string]int{}
-	for _, in := range incidents {
-		if (string(in.Target) == t.Name || in.Target == "" && slices.Contains(in.Targets, t.Name)) &&
-			degrading[in.Kind] && overlaps(&in, b.Bounds.Windows) {
-			inside[in.Kind]++
-		}
-	}
 	if n := max(inside[findings.KindRestart], len(b.Bounds.RestartsLeftOut)); n > 0 {
-		why = append(why, fmt.Sprintf("%d %s in its steady phases (the intervals across left out)", n, IncidentNoun(findings.KindRestart, n)))
+		why = append(why, fmt.Sprintf("%d %s in %s (the intervals across left out)", n, IncidentNoun(findings.KindRestart, n), where))
 	}
 	delete(inside, findings.KindRestart)
 	if len(inside) > 0 {
-		why = append(why, IncidentWords(inside)+" in its steady phases (counted across, unseen by any poll)")
+		why = append(why, IncidentWords(inside)+" in "+where+" (counted across, unseen by any poll)")
 	}
-	if c := b.Bounds.Coverage; c.Valid && c.V < minCoverage {
-		why = append(why, fmt.Sprintf("its counters cover only %.0f %% of its steady phases", 100*c.V))
+	if c := b.Bounds.Coverage; c.Valid && c.V < minCoverage && !cadenceOnly(&b.Bounds) {
+		why = append(why, fmt.Sprintf("its counters cover only %.0f %% of %s", 100*c.V, where))
 	}
 	if len(why) > 0 {
 		row.Status, row.Reason = StatusDegraded, strings.Join(why, "; ")
 		return row
 	}
-	row.Status = StatusOK
-	row.Reason = "nothing went wrong in its steady phases"
-	if len(kinds) > 0 {
-		row.Reason += " (elsewhere: " + IncidentWords(kinds) + ")"
-	}
+	row.Status, row.Reason = StatusOK, "nothing went wrong in "+where
 	return row
 }
 
 // minCoverage is the least share of its steady phases a target's
 // counters must be differenced over for its row to be ok.
 const minCoverage = 0.9
+
+// cadenceOnly reports whether what the counters do not cover of the
+// windows is no more than the polling cadence leaves out: up to an
+// interval at each end of each window, before its first good poll and
+// after its last (a short named phase at a long interval).
+func cadenceOnly(b *phases.Bounds) bool {
+	// No interval measured: nothing to weigh the cadence by.
+	// A restart's interval left out is not the cadence's.
+	if b.Intervals == 0 || !b.Coverage.Valid || b.Coverage.V <= 0 || len(b.RestartsLeftOut) > 0 {
+		return false
+	}
+	length := b.Seconds / b.Coverage.V
+	return length-b.Seconds <= 2*float64(len(b.Windows))*b.Seconds/float64(b.Intervals)
+}
 
 // overlaps says whether incident in touches one of the windows.
 func overlaps(in *findings.Incident, ws []phases.Window) bool {

@@ -265,9 +265,13 @@ func OneSet(file, marked []Phase) []Phase {
 
 // same reports whether a and b overlap by at least sameShare of the
 // shorter.
-func same(a, b Phase) bool {
-	ov := min(a.End, b.End) - max(a.Start, b.Start)
-	return ov > 0 && ov >= sameShare*min(a.Duration(), b.Duration())
+func same(a, b Phase) bool { return Same(a.Start, a.End, b.Start, b.End) }
+
+// Same reports whether the stretches [a0, a1] and [b0, b1] are one phase:
+// they overlap by at least 90 % of the shorter.
+func Same(a0, a1, b0, b1 float64) bool {
+	ov := min(a1, b1) - max(a0, b0)
+	return ov > 0 && ov >= sameShare*min(a1-a0, b1-b0)
 }
 
 // offset says a signed time difference in milliseconds: "+13 ms".

@@ -294,7 +294,7 @@ func (e *Estimator) SetSpan(id int32, span float64) {
 // completion): its jump gate lets a window hold up to RequestSteps typical
 // steps whatever the last accepted rate, so that a window holding a
 // request or two after one that held none is not a jump. The typical step
-// is learnt from the key's earlier single-poll increments.
+// is the largest of the key's recent single-poll increments before it.
 func (e *Estimator) SetPerRequest(id int32, on bool) { e.keys[id].perRequest = on }
 
 // RequestSteps is how many typical steps of a per-request key a window may
@@ -313,9 +313,12 @@ func (e *Estimator) jumpLimit(st *keyState, dt float64) float64 {
 	return limit
 }
 
-// stepWeight is the weight of a new increment in a per-request key's
-// typical step (an exponentially weighted mean).
-const stepWeight = 0.25
+// stepDecay is how much a per-request key's typical step shrinks at each
+// poll it moves by less: the step is the largest recent single-poll
+// increment, so that requests landing together (a batch that started
+// together ends together) set it, and a lighter load lowers it in a few
+// polls.
+const stepDecay = 0.9
 
 // learnStep folds a per-request key's single-poll increment inc into its
 // typical step.
@@ -324,11 +327,7 @@ func (st *keyState) learnStep(inc float64) {
 	if !st.perRequest || !(inc > 0) {
 		return
 	}
-	if st.step == 0 {
-		st.step = inc
-		return
-	}
-	st.step += stepWeight * (inc - st.step)
+	st.step = max(inc, stepDecay*st.step)
 }
 
 // step gates one key's reading at poll e.seq, time e.lastT, and records it.
