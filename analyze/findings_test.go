@@ -288,8 +288,10 @@ func TestFindingsRecording(t *testing.T) {
 	if len(edges) != 10 {
 		t.Fatalf("%d true edges", len(edges))
 	}
-	// The truth's level changes while busy: the second label set joining
-	// at 86 s doubles the summed decode rate, found as one level edge.
+	// The second label set joining at 86 s doubles the summed decode rate
+	// 4 polls after the load started and 6 before it ends: no level edge,
+	// which needs 8 polls at each level (a level must outlast a load
+	// driver's drain).
 	var found, levels []findings.Edge
 	for _, e := range res.Edges {
 		if e.Kind == findings.EdgeLevel {
@@ -298,8 +300,8 @@ func TestFindingsRecording(t *testing.T) {
 			found = append(found, e)
 		}
 	}
-	if len(levels) != 1 || math.Abs(levels[0].T-joinedAt) > 0.5 || math.Abs(math.Log(levels[0].Level.V/levels[0].From.V)-math.Log(2)) > 0.1 {
-		t.Errorf("level edges %+v, want one doubling at the label join %.3f", levels, joinedAt)
+	if len(levels) != 0 {
+		t.Errorf("level edges %+v, want none around the label join %.3f", levels, joinedAt)
 	}
 	if len(found) != len(edges) {
 		for _, e := range res.Edges {
@@ -353,8 +355,8 @@ func TestFindingsRecording(t *testing.T) {
 		}
 	}
 	// Every-step decode over the interval reads the new level, and 0 after
-	// a load ends, by poll 2 on every edge (the level edge included).
-	if s := res.Settle[0]; !s.Published || s.Span != 1 || s.Judged != 11 || s.Edges != 11 || s.ByPoll2 != 11 {
+	// a load ends, by poll 2 on every edge.
+	if s := res.Settle[0]; !s.Published || s.Span != 1 || s.Judged != 10 || s.Edges != 10 || s.ByPoll2 != 10 {
 		t.Errorf("settle %+v", s)
 	}
 

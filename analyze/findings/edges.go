@@ -72,8 +72,9 @@ func (v *view) findEdges(spans []float64, published float64) {
 			})
 		}
 		// A load start or a level change is what the jump gate holds: its
-		// holds are the edge's.
-		for j := p1; e.Kind != EdgeEnd && j >= 0 && j < min(p1+SteadyPolls, len(ps)) && ps[j].T < next; j++ {
+		// holds are the edge's, from the poll before its first (a prompt
+		// counter moves at prefill, before the decode rate rises).
+		for j := max(p1-1, 0); e.Kind != EdgeEnd && p1 >= 0 && j < min(p1+SteadyPolls, len(ps)) && ps[j].T < next; j++ {
 			for k := range NRates {
 				if ps[j].Rates[k].Reason == rate.ReasonJump {
 					e.Held++
@@ -388,13 +389,14 @@ func num(x float64) string { return strconv.FormatFloat(x, 'g', 5, 64) }
 // either side of a poll must be for it to be a level edge: a change of
 // the load while busy (2 clients to 8), which cuts a steady phase as an
 // idle spell does.
-const LevelLn = 0.3
+const LevelLn = 0.4
 
 // levelEdges finds the changes of level inside busy stretches, on a
-// decode counter that moves every step: a poll whose SteadyPolls-1
-// polls before and after (the poll itself, whose interval holds the
-// change, left out) all read on their own side of the midpoint between
-// the two medians, which are more than LevelLn apart. Of neighbouring
+// decode counter that moves every step: a poll whose levelPolls polls
+// before and after (the poll itself, whose interval holds the change,
+// left out) read on their own side of the midpoint between the two
+// medians, but for levelStray a side, the medians more than LevelLn
+// apart. Of neighbouring
 // candidates the one with the largest change is the edge. (A decode
 // counter that moves at completion reads 0 in most intervals: its level
 // changes are not found.)
@@ -403,8 +405,9 @@ func (v *view) levelEdges() []Edge {
 		return nil
 	}
 	ps := v.t.Polls
-	const k = SteadyPolls - 1
+	const k = levelPolls
 	var out []Edge
+	var at []int // the poll of each edge
 	busy := func(i int) bool { return i >= 1 && i < len(ps) && v.state[i] == grow && ps[i].Interval.V.Valid }
 	for i := 1 + k; i+k < len(ps); i++ {
 		best, bestLn := -1, 0.0
@@ -419,7 +422,15 @@ func (v *view) levelEdges() []Edge {
 			}
 		}
 		if best >= 0 {
-			out = append(out, v.levelEdge(best, k))
+			e := v.levelEdge(best, k)
+			// A level reached in two rises (or falls) close together is one
+			// change: the load driver's ramp.
+			if n := len(out); n > 0 && (e.Level.V > e.From.V) == (out[n-1].Level.V > out[n-1].From.V) &&
+				best-at[n-1] <= k+1 {
+				out[n-1].Level, out[n-1].LevelSource = e.Level, e.LevelSource
+			} else {
+				out, at = append(out, e), append(at, best)
+			}
 			i = best + k
 		}
 	}
@@ -447,13 +458,30 @@ func (v *view) levelChange(i, k int, busy func(int) bool) (float64, bool) {
 	}
 	mid := (a.V + b.V) / 2
 	up := a.V > b.V
+	wrongBefore, wrongAfter := 0, 0
 	for j := range k {
-		if (before[j] > mid) == up || (after[j] > mid) != up {
-			return 0, false
+		if (before[j] > mid) == up {
+			wrongBefore++
 		}
+		if (after[j] > mid) != up {
+			wrongAfter++
+		}
+	}
+	if wrongBefore > levelStray || wrongAfter > levelStray {
+		return 0, false
 	}
 	return ln, true
 }
+
+// levelPolls is how many polls a level must hold on either side of a
+// level edge: twice a start's, so that the spell of a load driver
+// draining one level's last requests before it starts the next (a
+// request's length) is no level of its own.
+const levelPolls = 2 * (SteadyPolls - 1)
+
+// levelStray is how many of the levelPolls either side may read on the
+// other side of the midpoint: a poll or two of a drain or a hiccup.
+const levelStray = 2
 
 // levelEdge is the level edge at poll i: its interval's rate between the
 // two levels places it.

@@ -134,7 +134,7 @@ const (
 	EdgeStart = "start" // the decode counter went from flat to growing
 	EdgeEnd   = "end"   // from growing to flat
 	// EdgeLevel: the decode level changed while busy (a load of 2 clients
-	// became 8), by more than LevelLn, every poll either side on its side.
+	// became 8), by more than LevelLn (see levelEdges).
 	EdgeLevel = "level"
 )
 

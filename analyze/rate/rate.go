@@ -409,8 +409,11 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 			// base, and confirms the jump when it too is above the gate.
 			// (Without it, a window that cannot slide yet, early in a run or
 			// after a reset, would hold a real load start for a whole span.)
+			// The rate to confirm is the last accepted one's, without a
+			// per-request key's step allowance: one request after an idle
+			// spell confirms that the load started.
 			if ind := st.find(st.heldAt); now-ind.t >= e.cfg.MinWindow &&
-				(v-ind.v)/(now-ind.t) > e.jumpLimit(st, now-ind.t) {
+				(v-ind.v)/(now-ind.t) > e.cfg.JumpFactor*max(st.lastRate, e.cfg.JumpFloor) {
 				st.held = false
 				st.lastRate, st.hasRate = rate, true
 				return
