@@ -73,8 +73,13 @@ func (v *view) findEdges(spans []float64, published float64) {
 		}
 		// A load start or a level change is what the jump gate holds: its
 		// holds are the edge's, from the poll before its first (a prompt
-		// counter moves at prefill, before the decode rate rises).
-		for j := max(p1-1, 0); e.Kind != EdgeEnd && p1 >= 0 && j < min(p1+SteadyPolls, len(ps)) && ps[j].T < next; j++ {
+		// counter moves at prefill, before the decode rate rises) and, for
+		// a level edge, the stray polls it allows before that.
+		from := p1 - 1
+		if e.Kind == EdgeLevel {
+			from -= levelStray
+		}
+		for j := max(from, 0); e.Kind != EdgeEnd && p1 >= 0 && j < min(p1+SteadyPolls, len(ps)) && ps[j].T < next; j++ {
 			for k := range NRates {
 				if ps[j].Rates[k].Reason == rate.ReasonJump {
 					e.Held++
