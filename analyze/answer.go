@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmrec/llmrec/analyze/client"
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/phases"
+	"github.com/llmrec/llmrec/analyze/rate"
 )
 
 // AnswerFigures are the figures of the answer, in order: each target's busy
@@ -28,6 +30,29 @@ var AnswerFigures = []string{
 // FleetBusy; the answer adds what a reader judges them by.
 type Answer struct {
 	Rows []AnswerRow `json:"rows"`
+	// Phases has a row per named phase (a --phases file, marks, else the
+	// client's stages) and target, in time order, each judged over its
+	// phase alone: where phases are named they answer, every load level
+	// its own row, and the busy figures of Rows (every steady phase
+	// blended) are not the answer. Empty when nothing is named.
+	Phases []PhaseRow `json:"phases"`
+}
+
+// PhaseRow is the answer of one target over one named phase: its status
+// judged over the phase, with the phase's concurrency. Its figures are
+// the target's in the phase's entry of the phases list.
+type PhaseRow struct {
+	AnswerRow
+	Phase  string  `json:"phase"`
+	Source string  `json:"source"` // where the phase was named: file, mark, client
+	Start  float64 `json:"start"`
+	End    float64 `json:"end"`
+	// Concurrency is the engine's mean requests running plus waiting over
+	// the phase (its gauges at the good polls); null when it publishes
+	// neither. ClientConcurrency is the client's mean requests in flight
+	// over the same phase, when a client record names it; null without.
+	Concurrency       rate.Num `json:"concurrency"`
+	ClientConcurrency rate.Num `json:"client_concurrency"`
 }
 
 // AnswerRow is one row of the answer.
@@ -83,7 +108,82 @@ func (r *Result) answer() Answer {
 		fleet.Reason += fmt.Sprintf("; sums cross %d seam(s)", len(r.Seams))
 	}
 	a.Rows = append(a.Rows, fleet)
+	a.Phases = r.phaseRows()
 	return a
+}
+
+// phaseRows are the answer's rows per named phase and target, in time
+// order. The client's phases answer only when no file or mark names any:
+// a client phase named like one of those is the same stage again.
+func (r *Result) phaseRows() []PhaseRow {
+	out := []PhaseRow{}
+	given := slices.ContainsFunc(r.Output.Phases, func(m phases.Measured) bool {
+		return m.Kind == phases.KindNamed && m.Source != client.Source
+	})
+	for _, m := range r.Output.Phases {
+		// Found phases are the busy rows' own; client phases yield to given ones.
+		if m.Kind != phases.KindNamed || (given && m.Source == client.Source) {
+			continue
+		}
+		for k := range m.Targets {
+			figs := &m.Targets[k]
+			t := r.target(figs.Target)
+			if t == nil {
+				continue
+			}
+			row := PhaseRow{Phase: m.Name, Source: m.Source, Start: m.Start, End: m.End,
+				Concurrency: concurrency(figs), ClientConcurrency: r.clientConcurrency(m.Name, m.Start, m.End)}
+			row.AnswerRow = judge(t, figs, r.Incidents, "the phase")
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// target is the target named name; nil when none is.
+func (r *Result) target(name string) *Target {
+	for i := range r.Targets {
+		if r.Targets[i].Name == name {
+			return &r.Targets[i]
+		}
+	}
+	return nil
+}
+
+// concurrency is the mean requests running plus waiting of figs; null
+// when neither gauge was read, the one read alone when the other is null.
+func concurrency(figs *phases.Figures) rate.Num {
+	run, ok1 := figs.Get("requests_running__mean")
+	wait, ok2 := figs.Get("requests_waiting__mean")
+	switch {
+	case ok1 && run.Value.Valid && ok2 && wait.Value.Valid:
+		return rate.Some(run.Value.V + wait.Value.V)
+	case ok1 && run.Value.Valid:
+		return run.Value
+	}
+	return rate.Num{}
+}
+
+// clientConcurrency is the client's mean requests in flight over the
+// phase named name with these bounds (its own, or renamed "client: NAME"
+// where a file or marks named it too); null when no client record has it.
+func (r *Result) clientConcurrency(name string, start, end float64) rate.Num {
+	if r.Client == nil {
+		return rate.Num{}
+	}
+	for _, f := range r.Client.Files {
+		for _, sd := range f.Sides {
+			if (sd.Phase != name && sd.Phase != "client: "+name) || !phases.Same(sd.Start, sd.End, start, end) {
+				continue
+			}
+			for _, row := range sd.Rows {
+				if row.Quantity == client.FConcMean && row.Client.Value.Valid {
+					return row.Client.Value
+				}
+			}
+		}
+	}
+	return rate.Num{}
 }
 
 // targetAnswer is one target's row; an import that is partial is never
@@ -109,7 +209,7 @@ func statusOf(t *Target, incidents []findings.Incident) AnswerRow {
 	for _, in := range incidents {
 		if string(in.Target) == t.Name || in.Target == "" && slices.Contains(in.Targets, t.Name) {
 			row.Incidents++
-			kinds[in.Kind]++
+			kinds[IncidentKey(&in)]++
 		}
 	}
 	b := &t.Summary.Busy
@@ -131,6 +231,32 @@ func statusOf(t *Target, incidents []findings.Incident) AnswerRow {
 		row.Status, row.Reason = StatusNoSteady, "the engine never ran at one level: idle or ramping throughout"
 		return row
 	}
+	j := judge(t, b, incidents, "its steady phases")
+	row.Status, row.Reason = j.Status, j.Reason
+	if row.Status == StatusOK && len(kinds) > 0 {
+		row.Reason += " (elsewhere: " + IncidentWords(kinds) + ")"
+	}
+	return row
+}
+
+// judge is the status of target t's figures b measured over where ("its
+// steady phases", "the phase"), by the first rule that holds, with the
+// incidents of t inside them counted.
+func judge(t *Target, b *phases.Figures, incidents []findings.Incident, where string) AnswerRow {
+	row := AnswerRow{Target: t.Name}
+	var kinds []string
+	inside := map[string]int{}
+	for _, in := range incidents {
+		if !(string(in.Target) == t.Name || in.Target == "" && slices.Contains(in.Targets, t.Name)) || !overlaps(&in, b.Bounds.Windows) {
+			continue
+		}
+		row.Incidents++
+		kinds = append(kinds, in.Kind)
+		if degrading[in.Kind] {
+			inside[in.Kind]++
+		}
+	}
+	// No good poll in the windows: nothing was measured.
 	if d, ok := b.Get(engine.DecodeTokensPerSecond); !ok || !d.Value.Valid {
 		why := b.Bounds.Reason
 		if why == "" && ok {
@@ -140,13 +266,6 @@ func statusOf(t *Target, incidents []findings.Incident) AnswerRow {
 		return row
 	}
 	var why []string
-	inside := map[string]int{}
-	for _, in := range incidents {
-		if (string(in.Target) == t.Name || in.Target == "" && slices.Contains(in.Targets, t.Name)) &&
-			degrading[in.Kind] && overlaps(&in, b.Bounds.Windows) {
-			inside[in.Kind]++
-		}
-	}
 	left, zero := len(b.Bounds.RestartsLeftOut), len(b.Bounds.FromZero)
 	if n := max(inside[findings.KindRestart], left+zero); n > 0 {
 		how := "the intervals across left out"
@@ -156,30 +275,40 @@ func statusOf(t *Target, incidents []findings.Incident) AnswerRow {
 		case zero > 0:
 			how = fmt.Sprintf("%d interval(s) across left out, %d new process(es) counted from 0", left, zero)
 		}
-		why = append(why, fmt.Sprintf("%d %s in its steady phases (%s)", n, IncidentNoun(findings.KindRestart, n), how))
+		why = append(why, fmt.Sprintf("%d %s in %s (%s)", n, IncidentNoun(findings.KindRestart, n), where, how))
 	}
 	delete(inside, findings.KindRestart)
 	if len(inside) > 0 {
-		why = append(why, IncidentWords(inside)+" in its steady phases (counted across, unseen by any poll)")
+		why = append(why, IncidentWords(inside)+" in "+where+" (counted across, unseen by any poll)")
 	}
-	if c := b.Bounds.Coverage; c.Valid && c.V < minCoverage {
-		why = append(why, fmt.Sprintf("its counters cover only %.0f %% of its steady phases", 100*c.V))
+	if c := b.Bounds.Coverage; c.Valid && c.V < minCoverage && !cadenceOnly(&b.Bounds) {
+		why = append(why, fmt.Sprintf("its counters cover only %.0f %% of %s", 100*c.V, where))
 	}
 	if len(why) > 0 {
 		row.Status, row.Reason = StatusDegraded, strings.Join(why, "; ")
 		return row
 	}
-	row.Status = StatusOK
-	row.Reason = "nothing went wrong in its steady phases"
-	if len(kinds) > 0 {
-		row.Reason += " (elsewhere: " + IncidentWords(kinds) + ")"
-	}
+	row.Status, row.Reason = StatusOK, "nothing went wrong in "+where
 	return row
 }
 
 // minCoverage is the least share of its steady phases a target's
 // counters must be differenced over for its row to be ok.
 const minCoverage = 0.9
+
+// cadenceOnly reports whether what the counters do not cover of the
+// windows is no more than the polling cadence leaves out: up to an
+// interval at each end of each window, before its first good poll and
+// after its last (a short named phase at a long interval).
+func cadenceOnly(b *phases.Bounds) bool {
+	// No interval measured: nothing to weigh the cadence by.
+	// A restart's interval left out is not the cadence's.
+	if b.Intervals == 0 || !b.Coverage.Valid || b.Coverage.V <= 0 || len(b.RestartsLeftOut) > 0 {
+		return false
+	}
+	length := b.Seconds / b.Coverage.V
+	return length-b.Seconds <= 2*float64(len(b.Windows))*b.Seconds/float64(b.Intervals)
+}
 
 // overlaps says whether incident in touches one of the windows.
 func overlaps(in *findings.Incident, ws []phases.Window) bool {
@@ -219,8 +348,35 @@ var incidentNouns = map[string][2]string{
 	findings.KindTargetJoin:  {"target joining", "targets joining"}, findings.KindTargetLeave: {"target leaving", "targets leaving"},
 }
 
-// IncidentNoun names n incidents of kind in words.
+// refusedAs names a spell of refused windows by its gate's reason.
+var refusedAs = map[string]string{
+	rate.ReasonJump: "refused as jumps", rate.ReasonStale: "refused as stale", rate.ReasonFloor: "refused under the floor",
+	rate.ReasonCeiling: "refused over the ceiling",
+}
+
+// IncidentKey is the key an incident is counted under in words
+// (IncidentWords): its kind, and for a spell of refused windows the
+// gate's reason as well ("refused:jump"), so that it is named for what
+// refused it, never taken for a restart.
+func IncidentKey(in *findings.Incident) string {
+	if in.Kind == findings.KindRefused && in.Gate != "" {
+		return in.Kind + ":" + string(in.Gate)
+	}
+	return in.Kind
+}
+
+// IncidentNoun names n incidents of kind (an IncidentKey) in words.
 func IncidentNoun(kind string, n int) string {
+	if gate, ok := strings.CutPrefix(kind, findings.KindRefused+":"); ok {
+		as := refusedAs[gate]
+		if as == "" {
+			as = "refused (" + strings.ReplaceAll(gate, "_", " ") + ")"
+		}
+		if n == 1 {
+			return "spell of windows " + as
+		}
+		return "spells of windows " + as
+	}
 	w, ok := incidentNouns[kind]
 	if !ok {
 		return strings.ReplaceAll(kind, "_", " ")
@@ -229,4 +385,36 @@ func IncidentNoun(kind string, n int) string {
 		return w[0]
 	}
 	return w[1]
+}
+
+// incidentEffects say what an incident kind does to the figures of a phase
+// it falls in (the phase figures are the counters' Δ between good polls).
+var incidentEffects = map[string]string{
+	findings.KindRestart:     "the interval across a restart is left out, the counters differenced per process",
+	findings.KindGap:         "a gap, a stall or failed scrapes are counted across: the counters' Δ spans them, nothing was seen inside",
+	findings.KindHostStall:   "a gap, a stall or failed scrapes are counted across: the counters' Δ spans them, nothing was seen inside",
+	findings.KindMissedTick:  "a gap, a stall or failed scrapes are counted across: the counters' Δ spans them, nothing was seen inside",
+	findings.KindScrapeErr:   "a gap, a stall or failed scrapes are counted across: the counters' Δ spans them, nothing was seen inside",
+	findings.KindDown:        "a gap, a stall or failed scrapes are counted across: the counters' Δ spans them, nothing was seen inside",
+	findings.KindEngineStall: "an engine stall is in the figures: the engine made no progress for a while",
+	findings.KindRefused:     "refused windows withhold only the values published per poll: the phase figures difference the counters across them",
+	findings.KindSlow:        "slow scrapes blur their polls' stamps: a poll not sure to a quarter interval ends no phase figure",
+	findings.KindLabelJoin:   "a label set joined or left: the sums change their members there",
+	findings.KindLabelLeave:  "a label set joined or left: the sums change their members there",
+	findings.KindTargetJoin:  "the target was out of the target set for a while: its counters are differenced across the time away",
+	findings.KindTargetLeave: "the target was out of the target set for a while: its counters are differenced across the time away",
+}
+
+// IncidentEffects says, once each, what incidents of these kinds (or
+// IncidentKeys) do to the figures of a phase they fall in, in the order of
+// the kinds' names.
+func IncidentEffects(kinds map[string]int) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		k, _, _ = strings.Cut(k, ":")
+		if e := incidentEffects[k]; e != "" && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return strings.Join(out, "; ")
 }

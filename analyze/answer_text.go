@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmrec/llmrec/analyze/phases"
+	"github.com/llmrec/llmrec/analyze/rate"
 )
 
 // answerHeads are the text table's column heads, one per AnswerFigures.
@@ -16,6 +17,11 @@ var answerHeads = []string{"decode tok/s", "prompt tok/s", "TTFT p50", "TTFT p99
 // status and the busy figures, unknown where there is no figure; then
 // each row's reason.
 func (r *Result) writeAnswer(w io.Writer) {
+	// Named phases answer, each level its own row.
+	if len(r.Answer.Phases) > 0 {
+		r.writePhaseAnswer(w)
+		return
+	}
 	if len(r.Answer.Rows) == 0 {
 		return
 	}
@@ -69,4 +75,55 @@ func answerText(figs *phases.Figures, name string) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// writePhaseAnswer writes the answer of named phases: a row per phase and
+// target in time order, with its concurrency, status and figures; then
+// the reason of each row that is not ok.
+func (r *Result) writePhaseAnswer(w io.Writer) {
+	fmt.Fprintf(w, "answer (per named phase in time order, each target from its own counters over the phase; conc = mean running + waiting, client = the client's in flight; unknown is never 0):\n  %-18s %-12s %-9s %6s %6s", "phase", "target", "status", "conc", "client")
+	for _, h := range answerHeads {
+		fmt.Fprintf(w, " %12s", h)
+	}
+	fmt.Fprintf(w, " %9s\n", "incidents")
+	for i := range r.Answer.Phases {
+		row := &r.Answer.Phases[i]
+		figs := r.PhaseFigures(row)
+		fmt.Fprintf(w, "  %-18s %-12s %-9s %6s %6s", row.Phase, row.Target, row.Status, concText(row.Concurrency), concText(row.ClientConcurrency))
+		for _, f := range AnswerFigures {
+			fmt.Fprintf(w, " %12s", answerText(figs, f))
+		}
+		fmt.Fprintf(w, " %9d\n", row.Incidents)
+	}
+	for _, row := range r.Answer.Phases {
+		if row.Status != StatusOK {
+			fmt.Fprintf(w, "  %s on %s %s: %s\n", row.Phase, row.Target, row.Status, row.Reason)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// concText is a concurrency as the answer prints it: "—" when unknown.
+func concText(c rate.Num) string {
+	if !c.Valid {
+		return "—"
+	}
+	return strconv.FormatFloat(c.V, 'f', 1, 64)
+}
+
+// PhaseFigures are the figures of a phase row: its target's in its phase's
+// entry of the phases list; empty when there is none.
+func (r *Result) PhaseFigures(row *PhaseRow) *phases.Figures {
+	for i := range r.Output.Phases {
+		m := &r.Output.Phases[i]
+		if m.Kind != phases.KindNamed || m.Name != row.Phase || m.Start != row.Start || m.Source != row.Source {
+			continue
+		}
+		for k := range m.Targets {
+			if m.Targets[k].Target == row.Target {
+				return &m.Targets[k]
+			}
+		}
+	}
+	return &phases.Figures{}
 }

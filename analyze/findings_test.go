@@ -288,11 +288,26 @@ func TestFindingsRecording(t *testing.T) {
 	if len(edges) != 10 {
 		t.Fatalf("%d true edges", len(edges))
 	}
-	if len(res.Edges) != len(edges) {
+	// The second label set joining at 86 s doubles the summed decode rate
+	// 4 polls after the load started and 6 before it ends: no level edge,
+	// which needs 8 polls at each level (a level must outlast a load
+	// driver's drain).
+	var found, levels []findings.Edge
+	for _, e := range res.Edges {
+		if e.Kind == findings.EdgeLevel {
+			levels = append(levels, e)
+		} else {
+			found = append(found, e)
+		}
+	}
+	if len(levels) != 0 {
+		t.Errorf("level edges %+v, want none around the label join %.3f", levels, joinedAt)
+	}
+	if len(found) != len(edges) {
 		for _, e := range res.Edges {
 			t.Logf("edge %s %s %.3f judged %v %s", e.Target, e.Kind, e.T, e.Judged, e.Why)
 		}
-		t.Fatalf("%d edges found, want %d", len(res.Edges), len(edges))
+		t.Fatalf("%d edges found, want %d", len(found), len(edges))
 	}
 	ts, vs := published(t, res, "vllm-0")
 	// The counterfactual span replayed is checked against a real replay
@@ -302,7 +317,7 @@ func TestFindingsRecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts2, vs2 := published(t, res2, "vllm-0")
-	for i, e := range res.Edges {
+	for i, e := range found {
 		te := edges[i]
 		if e.Target != "vllm-0" || e.Kind != te.kind || math.Abs(e.T-te.t) > 0.05 || !e.Judged {
 			t.Errorf("edge %d: %s %s at %.3f judged %v (%s); truth %s at %.3f", i, e.Target, e.Kind, e.T, e.Judged, e.Why,

@@ -34,11 +34,13 @@ func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) 
 			end = max(end, st.fw.t.Polls[n-1].T)
 		}
 	}
-	named := append([]phases.Phase{}, a.opts.Phases...)
+	var marked []phases.Phase
 	if len(marks) > 0 && !math.IsInf(end, -1) {
 		ps, bad := phases.FromMarks(marks, end)
-		named, problems = append(named, ps...), append(problems, bad...)
+		marked, problems = ps, append(problems, bad...)
 	}
+	// A file and marks naming the same phases are one set.
+	named := phases.OneSet(a.opts.Phases, marked)
 	found := map[string][]phases.Phase{}
 	for _, st := range a.targets {
 		// A target that is not an engine has no load to cut phases at.

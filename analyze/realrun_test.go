@@ -17,9 +17,10 @@ import (
 // (../shared/real-runs, README there), relative to this package.
 const realRuns = "../../shared/real-runs/llamacpp-b4748"
 
-// realRun analyses one real run with its phases.csv and its marks; it
+// realRun analyses one real run twice: with its phases.csv (the marks
+// naming the same phases join them: one set) and by its marks alone; it
 // skips where the shared folder is absent, and fails under CI=true.
-func realRun(t *testing.T, name string) (*Result, []truthRow) {
+func realRun(t *testing.T, name string) (byFile, byMarks *Result, truth []truthRow) {
 	t.Helper()
 	dir := filepath.Join(realRuns, name)
 	if _, err := os.Stat(filepath.Join(dir, "truth.csv")); err != nil {
@@ -32,12 +33,18 @@ func realRun(t *testing.T, name string) (*Result, []truthRow) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Analyze(Options{Dirs: []string{filepath.Join(dir, "rec")}, Phases: ps, SkipPolls: true})
-	if err != nil {
-		t.Fatal(err)
+	for _, o := range []struct {
+		res **Result
+		ps  []phases.Phase
+	}{{&byFile, ps}, {&byMarks, nil}} {
+		res, err := Analyze(Options{Dirs: []string{filepath.Join(dir, "rec")}, Phases: o.ps, SkipPolls: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { res.Close() })
+		*o.res = res
 	}
-	t.Cleanup(func() { res.Close() })
-	return res, readRunTruth(t, filepath.Join(dir, "truth.csv"))
+	return byFile, byMarks, readRunTruth(t, filepath.Join(dir, "truth.csv"))
 }
 
 // truthRow is one phase of a truth.csv: the client's own tokens/s.
@@ -150,7 +157,7 @@ var markMisses = map[string]float64{"mark/load-1client/prompt_tokens_per_second"
 // within 2 % of the client's truth by --phases and by the marks, every idle
 // phase exactly 0; the lifetime average is listed once as mistyped.
 func TestRealRunCleanReadsClean(t *testing.T) {
-	res, truth := realRun(t, "a-baseline")
+	res, marked, truth := realRun(t, "a-baseline")
 	for _, k := range []string{findings.KindRestart, findings.KindHostStall, findings.KindGap} {
 		if n, d := countKind(res, k); n != 0 {
 			t.Errorf("%d %s incidents in a clean run, want 0: %v", n, k, d[:min(3, len(d))])
@@ -158,7 +165,7 @@ func TestRealRunCleanReadsClean(t *testing.T) {
 	}
 	for _, tr := range truth {
 		checkPhase(t, res, "file", tr, 0.02, nil)
-		checkPhase(t, res, "mark", tr, 0.02, markMisses)
+		checkPhase(t, marked, "mark", tr, 0.02, markMisses)
 	}
 	var mis []string
 	for _, tg := range res.Targets {
@@ -177,7 +184,7 @@ func TestRealRunCleanReadsClean(t *testing.T) {
 // from 0 (its first poll holds all it did since it started), within 2 % of
 // the client's truth.
 func TestRealRunHeaderRestartFoundOnce(t *testing.T) {
-	res, truth := realRun(t, "e-restart-overtake")
+	res, marked, truth := realRun(t, "e-restart-overtake")
 	n, d := countKind(res, findings.KindRestart)
 	if n != 1 || !strings.Contains(d[0], "Process-Start-Time-Unix") {
 		t.Fatalf("restart incidents %d %v, want the header restart once", n, d)
@@ -185,13 +192,43 @@ func TestRealRunHeaderRestartFoundOnce(t *testing.T) {
 	for _, tr := range truth {
 		if tr.phase == "load-8clients-after-restart" {
 			checkPhase(t, res, "file", tr, 0.02, nil)
-			checkPhase(t, res, "mark", tr, 0.02, nil)
+			checkPhase(t, marked, "mark", tr, 0.02, nil)
 			if _, b := phaseFigure(t, res, "llama", "file", tr.phase, "decode_tokens_per_second"); len(b.FromZero) != 1 {
 				t.Errorf("%s: from zero %v, want the new process once", tr.phase, b.FromZero)
 			}
 		}
 		if tr.clients == 0 {
 			checkPhase(t, res, "file", tr, 0, nil)
+		}
+	}
+}
+
+// A real llama.cpp run whose phases were both marked while recording
+// (rec/marks.jsonl) and written to phases.csv: given the file, each phase
+// is listed once, with the file's bounds, and says it was marked too.
+func TestRealFileAndMarksOneSet(t *testing.T) {
+	res, _, _ := realRun(t, "a-baseline")
+	file, err := phases.ReadFile(filepath.Join(realRuns, "a-baseline", "phases.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, m := range res.Output.Phases {
+		if m.Kind == phases.KindNamed {
+			seen[m.Name]++
+		}
+	}
+	if len(seen) != len(file) {
+		t.Errorf("named phases %v, want the file's %d", seen, len(file))
+	}
+	for _, p := range file {
+		if seen[p.Name] != 1 {
+			t.Errorf("phase %q listed %d times, want once", p.Name, seen[p.Name])
+		}
+	}
+	for _, m := range res.Output.Phases {
+		if m.Kind == phases.KindNamed && (m.Source != phases.SourceFile || !strings.Contains(m.Why, "marked too")) {
+			t.Errorf("phase %q: source %s, why %q: want the file's, marked too", m.Name, m.Source, m.Why)
 		}
 	}
 }

@@ -52,6 +52,10 @@ func answerTable(res *analyze.Result) Table {
 	t.Columns = append(t.Columns, answerColumns...)
 	t.Columns = append(t.Columns, Column{Title: "incidents", Num: true, Prov: "where the measurement could not be trusted (gaps, restarts, failed scrapes, stalls...), anywhere in the recording"},
 		Column{Title: "why this status"})
+	// Named phases answer, each load level its own row.
+	if len(res.Answer.Phases) > 0 {
+		return phaseAnswerTable(res)
+	}
 	rows := map[string]analyze.AnswerRow{}
 	for _, row := range res.Answer.Rows {
 		rows[row.Target] = row
@@ -77,6 +81,37 @@ func answerTable(res *analyze.Result) Table {
 	if n := importedAnswerNote(res.Targets); n != "" {
 		t.Notes = append(t.Notes, n)
 	}
+	return t
+}
+
+// phaseAnswerTable is the answer of named phases: a row per phase and
+// target in time order, with the phase's concurrency beside the figures.
+func phaseAnswerTable(res *analyze.Result) Table {
+	t := Table{Title: "The answer: each named phase, in time order, from the engine's own counters over it", Summary: true}
+	t.Columns = append(t.Columns, Column{Title: "phase", Prov: "named by a --phases file, marks made while recording, else the client's stages"}, Column{Title: "target"},
+		Column{Title: "concurrency", Num: true, Prov: "the engine's mean requests running + waiting over the phase; the client's mean in flight after the slash when a client record names it"},
+		Column{Title: "status", Prov: "judged over the phase alone: ok, degraded (the caveat in the last column), withheld (too little to measure)"})
+	t.Columns = append(t.Columns, answerColumns...)
+	t.Columns = append(t.Columns, Column{Title: "incidents", Num: true, Prov: "incidents touching the phase"}, Column{Title: "why this status"})
+	for i := range res.Answer.Phases {
+		row := &res.Answer.Phases[i]
+		eng := ""
+		for k := range res.Targets {
+			if res.Targets[k].Name == row.Target {
+				eng = res.Targets[k].Engine
+			}
+		}
+		conc := "unknown"
+		if row.Concurrency.Valid {
+			conc = strconv.FormatFloat(row.Concurrency.V, 'f', 1, 64)
+		}
+		if row.ClientConcurrency.Valid {
+			conc += " / " + strconv.FormatFloat(row.ClientConcurrency.V, 'f', 1, 64)
+		}
+		cells := answerRow(Cell{Text: row.Target, Href: "#" + ID("target", row.Target), Prov: "engine " + eng}, row.AnswerRow, res.PhaseFigures(row), eng)
+		t.Rows = append(t.Rows, append([]Cell{{Text: row.Phase, Href: "#phases", Prov: row.Source}, cells[0], text(conc)}, cells[1:]...))
+	}
+	t.Notes = append(t.Notes, "Each figure is Δcounter/Δt between the phase's first and last good polls (latencies: quantiles of the histograms' bucket deltas across it). Hover a number for its source; unknown means the engine publishes no such figure or none could be measured, never 0. The busy figures (every steady phase blended) are in each target's section.")
 	return t
 }
 
@@ -237,7 +272,7 @@ func incidentsFinding(res *analyze.Result) *Verdict {
 	kinds := map[string]int{}
 	var who []string
 	for _, in := range res.Incidents {
-		kinds[in.Kind]++
+		kinds[analyze.IncidentKey(&in)]++
 		if in.Target != "" {
 			who = append(who, string(in.Target))
 		} else {

@@ -45,6 +45,7 @@ package diff
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -765,7 +766,7 @@ func incidentsIn(r *analyze.Result, target string, span [2]float64, fleet bool) 
 		if b < span[0] || a > span[1] {
 			continue
 		}
-		out[inc.Kind]++
+		out[analyze.IncidentKey(&inc)]++
 	}
 	return out
 }
@@ -790,30 +791,28 @@ func (rep *Report) incidentSeam(a *Aligned) {
 	}
 	rep.Seams = append(rep.Seams, Seam{Kind: SeamIncidents, Target: a.Target, Phase: a.Name,
 		Baseline: kinds(a.BaselineIncidents), Candidate: kinds(a.CandidateIncidents),
-		Detail: fmt.Sprintf("%s, %s: incidents inside the compared phase (baseline: %s; candidate: %s): the figures leave out an interval across a restart, not a stall or a gap",
-			a.Name, a.Target, kinds(a.BaselineIncidents), kinds(a.CandidateIncidents))})
+		Detail: fmt.Sprintf("%s, %s: incidents inside the compared phase (baseline: %s; candidate: %s): %s",
+			a.Name, a.Target, kinds(a.BaselineIncidents), kinds(a.CandidateIncidents), effects(a))})
 }
 
-// kinds lists counts by kind, "3 gap, 1 restart"; "none".
+// kinds lists counts by kind in words, "3 gaps, 1 restart"; "none".
 func kinds(m map[string]int) string {
 	if len(m) == 0 {
 		return "none"
 	}
-	var parts []string
-	for _, k := range slices.Sorted(mapsKeys(m)) {
-		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
-	}
-	return strings.Join(parts, ", ")
+	return analyze.IncidentWords(m)
 }
 
-func mapsKeys(m map[string]int) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
+// effects says what the incidents of both sides of a do to its figures.
+func effects(a *Aligned) string {
+	all := maps.Clone(a.BaselineIncidents)
+	if all == nil {
+		all = map[string]int{}
 	}
+	for k, n := range a.CandidateIncidents {
+		all[k] += n
+	}
+	return analyze.IncidentEffects(all)
 }
 
 // rows compares every quantity of unit u.

@@ -88,3 +88,27 @@ func TestOneBucket(t *testing.T) {
 		}
 	}
 }
+
+// The seam line of incidents inside a compared phase says what they do to
+// the figures: spells of refused windows are named for their gate and are
+// no restart; a restart says its interval is left out.
+func TestIncidentSeamWords(t *testing.T) {
+	rep := &Report{}
+	rep.incidentSeam(&Aligned{Name: "concurrency 2", Target: "vllm",
+		BaselineIncidents: map[string]int{"refused:jump": 3}, CandidateIncidents: map[string]int{}})
+	if len(rep.Seams) != 1 {
+		t.Fatalf("seams %+v", rep.Seams)
+	}
+	d := rep.Seams[0].Detail
+	if strings.Contains(d, "restart") || !strings.Contains(d, "3 spells of windows refused as jumps") ||
+		!strings.Contains(d, "the phase figures difference the counters across them") {
+		t.Errorf("refused windows: %q", d)
+	}
+	rep = &Report{}
+	rep.incidentSeam(&Aligned{Name: "steady 1", Target: "llama",
+		BaselineIncidents: map[string]int{"restart": 1, "gap": 2}, CandidateIncidents: nil})
+	if d := rep.Seams[0].Detail; !strings.Contains(d, "baseline: 2 gaps, 1 restart; candidate: none") ||
+		!strings.Contains(d, "counted across") || !strings.Contains(d, "the interval across a restart is left out") {
+		t.Errorf("a restart and gaps: %q", d)
+	}
+}

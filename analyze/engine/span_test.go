@@ -159,10 +159,12 @@ func TestCompletionSpanOff(t *testing.T) {
 	if c, ok := tr.CompletionSpan(); !ok || c.Span.Valid || len(c.Counters) != 0 {
 		t.Errorf("no completion counter: %+v", c)
 	}
+	// vLLM's decode counter moves every step: a body with no prompt
+	// counter gives the span to no counter.
 	tr = NewTracker("vllm", rate.Config{Span: 10})
 	tr.SetCompletionSpan(1, 60)
 	feed(t, tr, 1, strings.NewReplacer("%G", "1", "%R", "1", "%S", "5").Replace(stepBody))
-	if _, ok := tr.CompletionSpan(); ok {
-		t.Error("vLLM: a completion span chosen")
+	if c, ok := tr.CompletionSpan(); ok && (c.Span.Valid || len(c.Counters) != 0) {
+		t.Errorf("vLLM without a prompt counter: %+v", c)
 	}
 }

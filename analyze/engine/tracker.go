@@ -535,6 +535,8 @@ func (t *Tracker) classify(id int32) {
 			span = t.stepSpan
 		}
 		t.est.SetSpan(ks.est, span)
+		// A counter that moves once per request steps by a request's size.
+		t.est.SetPerRequest(ks.est, t.rd.atCompletion[ks.Family])
 		t.classifyCompletion(ks)
 	}
 }

@@ -44,14 +44,21 @@ func newVLLM(id, p string) *reader {
 		local     = newSel("source", "local_compute", false)
 	)
 	r := &reader{id: id, prefixes: []string{"python_", "process_"}}
-	// The scheduler adds to these on every step: a prefill chunk's prompt
-	// tokens and prefix-cache lookups, a decode step's tokens. The
-	// prompt-computed cell subtracts the hits from the prompt tokens and
-	// the hit ratio divides hits by queries: all of them move together.
-	r.everyStep = map[string]bool{gen: true, prompt: true, bySource: true}
+	// The decode tokens move on every step. The prompt tokens move once
+	// per request, by its whole prompt, when its prefill is done (V1's
+	// IterationStats counts a request's prompt at its first output), and
+	// the prefix-cache lookups once when it is scheduled: at low
+	// concurrency most poll intervals hold none, so they are windowed over
+	// the typical request duration (from the e2e histogram) and a
+	// request-sized step is no jump. The prompt-computed cell subtracts
+	// the hits from the prompt tokens and the hit ratio divides hits by
+	// queries: all of them move together.
+	r.everyStep = map[string]bool{gen: true}
+	r.atCompletion = map[string]bool{prompt: true, bySource: true}
 	for _, f := range append(slices.Clone(hits), queries...) {
-		r.everyStep[f] = true
+		r.atCompletion[f] = true
 	}
+	r.duration = durationSource{e2e: e2e.base}
 	r.families = catalog(
 		gen, "decode_tokens_per_second generation_tokens_total tokens_total",
 		prompt, "prompt_tokens_per_second prompt_tokens_computed_per_second prompt_tokens_total tokens_total",

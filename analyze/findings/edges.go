@@ -1,6 +1,7 @@
 package findings
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -51,6 +52,8 @@ func (v *view) findEdges(spans []float64, published float64) {
 		v.edges = append(v.edges, e)
 		last = i
 	}
+	v.edges = append(v.edges, v.levelEdges()...)
+	slices.SortStableFunc(v.edges, func(a, b Edge) int { return cmp.Compare(a.T, b.T) })
 	for k := range v.edges {
 		e := &v.edges[k]
 		next := math.Inf(1)
@@ -68,8 +71,15 @@ func (v *view) findEdges(spans []float64, published float64) {
 				return rate.Num{}
 			})
 		}
-		// A load start is what the jump gate holds: its holds are the edge's.
-		for j := p1; e.Kind == EdgeStart && j >= 0 && j < min(p1+SteadyPolls, len(ps)) && ps[j].T < next; j++ {
+		// A load start or a level change is what the jump gate holds: its
+		// holds are the edge's, from the poll before its first (a prompt
+		// counter moves at prefill, before the decode rate rises) and, for
+		// a level edge, the stray polls it allows before that.
+		from := p1 - 1
+		if e.Kind == EdgeLevel {
+			from -= levelStray
+		}
+		for j := max(from, 0); e.Kind != EdgeEnd && p1 >= 0 && j < min(p1+SteadyPolls, len(ps)) && ps[j].T < next; j++ {
 			for k := range NRates {
 				if ps[j].Rates[k].Reason == rate.ReasonJump {
 					e.Held++
@@ -379,3 +389,122 @@ func secs(s float64) string {
 
 // num formats a number with up to 5 significant digits.
 func num(x float64) string { return strconv.FormatFloat(x, 'g', 5, 64) }
+
+// LevelLn is how far apart, as |ln(after/before)|, the decode levels on
+// either side of a poll must be for it to be a level edge: a change of
+// the load while busy (2 clients to 8), which cuts a steady phase as an
+// idle spell does.
+const LevelLn = 0.4
+
+// levelEdges finds the changes of level inside busy stretches, on a
+// decode counter that moves every step: a poll whose levelPolls polls
+// before and after (the poll itself, whose interval holds the change,
+// left out) read on their own side of the midpoint between the two
+// medians, but for levelStray a side, the medians more than LevelLn
+// apart. Of neighbouring
+// candidates the one with the largest change is the edge. (A decode
+// counter that moves at completion reads 0 in most intervals: its level
+// changes are not found.)
+func (v *view) levelEdges() []Edge {
+	if v.signal != signalDecode || !v.stepDecode {
+		return nil
+	}
+	ps := v.t.Polls
+	const k = levelPolls
+	var out []Edge
+	var at []int // the poll of each edge
+	busy := func(i int) bool { return i >= 1 && i < len(ps) && v.state[i] == grow && ps[i].Interval.V.Valid }
+	for i := 1 + k; i+k < len(ps); i++ {
+		best, bestLn := -1, 0.0
+		// Candidates run while each side stays busy and steady; keep the largest.
+		for ; i+k < len(ps); i++ {
+			ln, ok := v.levelChange(i, k, busy)
+			if !ok {
+				break
+			}
+			if best < 0 || ln > bestLn {
+				best, bestLn = i, ln
+			}
+		}
+		if best >= 0 {
+			e := v.levelEdge(best, k)
+			// A level reached in two rises (or falls) close together is one
+			// change: the load driver's ramp.
+			if n := len(out); n > 0 && (e.Level.V > e.From.V) == (out[n-1].Level.V > out[n-1].From.V) &&
+				best-at[n-1] <= k+1 {
+				out[n-1].Level, out[n-1].LevelSource = e.Level, e.LevelSource
+			} else {
+				out, at = append(out, e), append(at, best)
+			}
+			i = best + k
+		}
+	}
+	return out
+}
+
+// levelChange is |ln(after/before)| at poll i over k polls each side; ok
+// when it is a level edge by the rule of levelEdges.
+func (v *view) levelChange(i, k int, busy func(int) bool) (float64, bool) {
+	ps := v.t.Polls
+	before, after := make([]float64, 0, k), make([]float64, 0, k)
+	for j := 1; j <= k; j++ {
+		if !busy(i-j) || !busy(i+j) {
+			return 0, false
+		}
+		before, after = append(before, ps[i-j].Interval.V.V), append(after, ps[i+j].Interval.V.V)
+	}
+	b, a := median(before), median(after)
+	if !b.Valid || !a.Valid || b.V <= 0 || a.V <= 0 {
+		return 0, false
+	}
+	ln := math.Abs(math.Log(a.V / b.V))
+	if ln <= LevelLn {
+		return 0, false
+	}
+	mid := (a.V + b.V) / 2
+	up := a.V > b.V
+	wrongBefore, wrongAfter := 0, 0
+	for j := range k {
+		if (before[j] > mid) == up {
+			wrongBefore++
+		}
+		if (after[j] > mid) != up {
+			wrongAfter++
+		}
+	}
+	if wrongBefore > levelStray || wrongAfter > levelStray {
+		return 0, false
+	}
+	return ln, true
+}
+
+// levelPolls is how many polls a level must hold on either side of a
+// level edge: twice a start's, so that the spell of a load driver
+// draining one level's last requests before it starts the next (a
+// request's length) is no level of its own.
+const levelPolls = 2 * (SteadyPolls - 1)
+
+// levelStray is how many of the levelPolls either side may read on the
+// other side of the midpoint: a poll or two of a drain or a hiccup.
+const levelStray = 2
+
+// levelEdge is the level edge at poll i: its interval's rate between the
+// two levels places it.
+func (v *view) levelEdge(i, k int) Edge {
+	ps := v.t.Polls
+	var before, after []int
+	for j := 1; j <= k; j++ {
+		before, after = append(before, i-j), append(after, i+j)
+	}
+	from, _ := v.level(before)
+	level, _ := v.level(after)
+	a, b := ps[i-1].T, ps[i].T
+	// The share of the interval at the new level places the change.
+	f := 0.5
+	if x := ps[i].Interval.V; x.Valid && level.V != from.V {
+		f = min(1, max(0, (x.V-from.V)/(level.V-from.V)))
+	}
+	return Edge{Target: v.t.Name, Kind: EdgeLevel, Between: [2]float64{a, b}, T: b - f*(b-a), Poll1: b,
+		From: from, Level: level, Judged: true, Signal: signalNames[v.signal],
+		LevelSource: v.levelSource(fmt.Sprintf("the %d polls either side", k))}
+}

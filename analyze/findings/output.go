@@ -133,6 +133,9 @@ func (n *Name) UnmarshalJSON(b []byte) error {
 const (
 	EdgeStart = "start" // the decode counter went from flat to growing
 	EdgeEnd   = "end"   // from growing to flat
+	// EdgeLevel: the decode level changed while busy (a load of 2 clients
+	// became 8), by more than LevelLn (see levelEdges).
+	EdgeLevel = "level"
 )
 
 // Edge is a change of load on one target and how the published numbers

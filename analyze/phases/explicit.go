@@ -242,3 +242,50 @@ func FromMarks(marks []capture.Mark, end float64) (out []Phase, bad []string) {
 	out = slices.DeleteFunc(out, func(p Phase) bool { return !(p.End > p.Start) })
 	return out, bad
 }
+
+// sameShare is the least share of the shorter of two phases of one name
+// their overlap must cover for a file's and the marks' to be one phase.
+const sameShare = 0.9
+
+// OneSet joins the phases a file gives and those marked while recording:
+// a marked phase of the name of a file's phase that overlaps it by at
+// least sameShare of the shorter is that phase, listed once with the
+// file's bounds (given explicitly) and the marks' offsets in its Why.
+// The others stay, file's first.
+func OneSet(file, marked []Phase) []Phase {
+	out := slices.Clone(file)
+	for _, m := range marked {
+		i := slices.IndexFunc(out[:len(file)], func(f Phase) bool { return f.Name == m.Name && same(f, m) })
+		// A marked phase no file phase matches is a phase of its own.
+		if i < 0 {
+			out = append(out, m)
+			continue
+		}
+		out[i].Why = joinWhy(out[i].Why, fmt.Sprintf("marked too, %s at the start and %s at the end (%s)",
+			offset(m.Start-out[i].Start), offset(m.End-out[i].End), m.Why))
+	}
+	return out
+}
+
+// same reports whether a and b overlap by at least sameShare of the
+// shorter.
+func same(a, b Phase) bool { return Same(a.Start, a.End, b.Start, b.End) }
+
+// Same reports whether the stretches [a0, a1] and [b0, b1] are one phase:
+// they overlap by at least 90 % of the shorter.
+func Same(a0, a1, b0, b1 float64) bool {
+	ov := min(a1, b1) - max(a0, b0)
+	return ov > 0 && ov >= sameShare*min(a1-a0, b1-b0)
+}
+
+// offset says a signed time difference in milliseconds: "+13 ms".
+func offset(d float64) string {
+	return fmt.Sprintf("%+.0f ms", 1e3*d)
+}
+
+func joinWhy(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}

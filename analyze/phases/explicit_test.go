@@ -99,3 +99,34 @@ func TestTornMarks(t *testing.T) {
 }
 
 func secs(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+// A file's phases and the marks' naming the same stretches are one set:
+// a marked phase of a file phase's name that overlaps it by 90 % of the
+// shorter is listed once, with the file's bounds and the marks' offsets;
+// a marked phase of another name, or of the same name elsewhere, stays.
+func TestOneSet(t *testing.T) {
+	file := []Phase{
+		{Name: "idle", Kind: KindNamed, Source: SourceFile, Start: 100, End: 120, Why: "p.csv:2"},
+		{Name: "load", Kind: KindNamed, Source: SourceFile, Start: 120, End: 180, Why: "p.csv:3"},
+	}
+	marked := []Phase{
+		{Name: "idle", Kind: KindNamed, Source: SourceMark, Start: 100.012, End: 120.015, Why: "cli mark"},
+		{Name: "load", Kind: KindNamed, Source: SourceMark, Start: 120.02, End: 180.01, Why: "cli mark"},
+		{Name: "load", Kind: KindNamed, Source: SourceMark, Start: 300, End: 360, Why: "cli mark"},
+		{Name: "cool", Kind: KindNamed, Source: SourceMark, Start: 180, End: 190, Why: "cli mark"},
+	}
+	got := OneSet(file, marked)
+	var names []string
+	for _, p := range got {
+		names = append(names, p.Name+"/"+p.Source+"/"+strconv.FormatFloat(p.Start, 'g', -1, 64))
+	}
+	if want := "idle/file/100 load/file/120 load/mark/300 cool/mark/180"; strings.Join(names, " ") != want {
+		t.Errorf("one set %q, want %q", strings.Join(names, " "), want)
+	}
+	if want := "p.csv:2; marked too, +12 ms at the start and +15 ms at the end (cli mark)"; got[0].Why != want {
+		t.Errorf("why %q, want %q", got[0].Why, want)
+	}
+	if len(OneSet(nil, marked)) != len(marked) || len(OneSet(file, nil)) != len(file) {
+		t.Error("one source alone is not kept whole")
+	}
+}

@@ -150,7 +150,7 @@ func rampEnd(t *findings.Target, e *findings.Edge, next float64) float64 {
 		return math.Inf(1)
 	}
 	k := p1
-	if e.Kind == findings.EdgeStart && e.Signal == "decode counter" && e.Level.Valid && e.Level.V > 0 {
+	if e.Kind != findings.EdgeEnd && e.Signal == "decode counter" && e.Level.Valid && e.Level.V > 0 {
 		for k+1 < len(ps) && k+1 < p1+findings.SteadyPolls && ps[k+1].T < next {
 			x := ps[k+1].Interval.V
 			if x.Valid && x.V > 0 && math.Abs(math.Log(x.V/e.Level.V)) <= findings.SettleLn {

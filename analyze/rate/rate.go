@@ -201,6 +201,10 @@ type keyState struct {
 	held     bool
 	heldBase uint64 // seq of the base sample of the held jump
 	heldAt   uint64 // seq of the poll the jump was held at: an independent base
+	// A key that moves once per request (SetPerRequest): its typical
+	// single-poll increment, a request-sized step.
+	perRequest bool
+	step       float64
 }
 
 // Observe records one poll. Polls must come in time order: one not later than
@@ -286,6 +290,47 @@ func (e *Estimator) SetSpan(id int32, span float64) {
 	e.keys[id].span = span
 }
 
+// SetPerRequest says key id (from Register) moves once per request, by
+// a request-sized step (a prompt counter at prefill, a token counter at
+// completion): its jump gate lets a window hold up to RequestSteps typical
+// steps whatever the last accepted rate, so that a window holding a
+// request or two after one that held none is not a jump. The typical step
+// is the largest of the key's recent single-poll increments before it.
+func (e *Estimator) SetPerRequest(id int32, on bool) { e.keys[id].perRequest = on }
+
+// RequestSteps is how many typical steps of a per-request key a window may
+// hold without being a jump: two requests landing in one poll interval.
+// A stale body's catch-up holds many more.
+const RequestSteps = 2
+
+// jumpLimit is the rate above which a window of dt seconds is held as a
+// jump: JumpFactor × the last accepted rate, which counts as at least the
+// floor; for a per-request key at least RequestSteps typical steps over dt.
+func (e *Estimator) jumpLimit(st *keyState, dt float64) float64 {
+	limit := e.cfg.JumpFactor * max(st.lastRate, e.cfg.JumpFloor)
+	if st.perRequest && st.step > 0 && dt > 0 {
+		limit = max(limit, RequestSteps*st.step/dt)
+	}
+	return limit
+}
+
+// stepDecay is how much a per-request key's typical step shrinks at each
+// poll it moves by less: the step is the largest recent single-poll
+// increment, so that requests landing together (a batch that started
+// together ends together) set it, and a lighter load lowers it in a few
+// polls.
+const stepDecay = 0.9
+
+// learnStep folds a per-request key's single-poll increment inc into its
+// typical step.
+func (st *keyState) learnStep(inc float64) {
+	// A poll the key did not move in holds no request.
+	if !st.perRequest || !(inc > 0) {
+		return
+	}
+	st.step = max(inc, stepDecay*st.step)
+}
+
 // step gates one key's reading at poll e.seq, time e.lastT, and records it.
 func (e *Estimator) step(st *keyState, v, created, u float64) {
 	// A key seen twice in one poll keeps its first reading.
@@ -312,7 +357,8 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 		return
 	}
 	// A decrease, a new _created or a new process start is a restart: null, never a spike.
-	if v < st.hist[len(st.hist)-1].v || restarted {
+	inc := v - st.hist[len(st.hist)-1].v
+	if inc < 0 || restarted {
 		st.reason = ReasonReset
 		st.held = false
 		st.rebase(pt)
@@ -353,6 +399,10 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 	st.reason = ""
 
 	rate := st.delta / dt
+	limit := e.jumpLimit(st, dt)
+	// The step the gate weighs is the one learnt before this poll: a
+	// poll's own increment never vouches for itself.
+	defer st.learnStep(inc)
 	if st.held {
 		if base.seq == st.heldBase {
 			// A window on the held jump's base sample is no confirmation; a
@@ -360,6 +410,9 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 			// base, and confirms the jump when it too is above the gate.
 			// (Without it, a window that cannot slide yet, early in a run or
 			// after a reset, would hold a real load start for a whole span.)
+			// The rate to confirm is the last accepted one's, without a
+			// per-request key's step allowance: one request after an idle
+			// spell confirms that the load started.
 			if ind := st.find(st.heldAt); now-ind.t >= e.cfg.MinWindow &&
 				(v-ind.v)/(now-ind.t) > e.cfg.JumpFactor*max(st.lastRate, e.cfg.JumpFloor) {
 				st.held = false
@@ -371,7 +424,7 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 		}
 		// A window on a different base confirms or replaces the held jump.
 		st.held = false
-	} else if st.hasRate && rate > e.cfg.JumpFactor*max(st.lastRate, e.cfg.JumpFloor) {
+	} else if st.hasRate && rate > limit {
 		// A rate that many times the last accepted one is held.
 		st.held, st.heldBase, st.heldAt, st.jump = true, base.seq, e.seq, true
 		return

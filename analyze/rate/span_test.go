@@ -76,3 +76,44 @@ func TestSetSpanBetweenPolls(t *testing.T) {
 		t.Errorf("span 6 later: window %v", c.Window)
 	}
 }
+
+// A counter that moves once per request (a prompt counter at prefill) at
+// one request in flight: 100 tokens every 1.7 s, polled every second over
+// a 1.7 s span, so most windows hold one request and some none. As a
+// per-request key, no window after the load's first is held as a jump: a
+// window holding a request after one that held none is a request-sized
+// step. As a plain key the same windows are refused (the gate's reference
+// is 0 after an empty window). A stale body's catch-up of five requests
+// in one poll is still held.
+func TestPerRequestStepIsNoJump(t *testing.T) {
+	run := func(perRequest bool, catchUp bool) (jumps int) {
+		e := New(Config{Span: 1.7})
+		k := Key{Series: "prompt"}
+		id := e.Register(k)
+		e.SetSpan(id, 1.7)
+		e.SetPerRequest(id, perRequest)
+		for i := range 60 {
+			T := float64(i)
+			v := 100 * math.Floor(T/1.7)
+			if catchUp && i >= 40 {
+				v += 500 // five requests the body held back arrive at poll 40
+			}
+			e.Observe(Poll{T: T, Samples: []Sample{{Key: k, Value: v}}})
+			c := e.Rate("prompt", nil)
+			if c.Reason == ReasonJump && i > 2 && (!catchUp || i != 40) {
+				jumps++
+			}
+			if catchUp && i == 40 && c.Reason != ReasonJump {
+				t.Errorf("per-request %v: the catch-up of five requests at poll 40 read %+v, want held as a jump", perRequest, c)
+			}
+		}
+		return jumps
+	}
+	if n := run(true, false); n != 0 {
+		t.Errorf("per-request key: %d windows held as jumps, want 0", n)
+	}
+	if n := run(false, false); n == 0 {
+		t.Error("plain key: no window held as a jump; the test no longer shows what SetPerRequest changes")
+	}
+	run(true, true)
+}
