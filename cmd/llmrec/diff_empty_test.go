@@ -19,7 +19,7 @@ import (
 func TestDiffNothingToCompareFails(t *testing.T) {
 	base := diffRuns(t, filepath.Join(t.TempDir(), "base"), 1, 1)
 	for _, c := range []struct{ target, table, want string }{
-		{"e", "16 insufficient", "the candidate holds no value in any of the 16 rows"},
+		{"e", "21 insufficient", "the candidate holds no value in any of the 21 rows"},
 		{"other", "no rows", "no phase and quantity is held by both sides"},
 	} {
 		cand := deadRecording(t, c.target)
