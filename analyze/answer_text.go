@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
@@ -81,19 +82,36 @@ func answerText(figs *phases.Figures, name string) string {
 // target in time order, with its concurrency, status and figures; then
 // the reason of each row that is not ok.
 func (r *Result) writePhaseAnswer(w io.Writer) {
-	fmt.Fprintf(w, "answer (per named phase in time order, each target from its own counters over the phase; conc = mean running + waiting, client = the client's in flight; unknown is never 0):\n  %-18s %-12s %-9s %6s %6s", "phase", "target", "status", "conc", "client")
-	for _, h := range answerHeads {
-		fmt.Fprintf(w, " %12s", h)
-	}
-	fmt.Fprintf(w, " %9s\n", "incidents")
+	fmt.Fprintln(w, "answer (per named phase in time order, each target from its own counters over the phase; conc = mean running + waiting, client = the client's in flight; unknown is never 0):")
+	head := append([]string{"phase", "target", "status", "conc", "client"}, answerHeads...)
+	rows := [][]string{append(head, "incidents")}
 	for i := range r.Answer.Phases {
 		row := &r.Answer.Phases[i]
 		figs := r.PhaseFigures(row)
-		fmt.Fprintf(w, "  %-18s %-12s %-9s %6s %6s", row.Phase, row.Target, row.Status, concText(row.Concurrency), concText(row.ClientConcurrency))
+		cells := []string{row.Phase, row.Target, row.Status, concText(row.Concurrency), concText(row.ClientConcurrency)}
 		for _, f := range AnswerFigures {
-			fmt.Fprintf(w, " %12s", answerText(figs, f))
+			cells = append(cells, answerText(figs, f))
 		}
-		fmt.Fprintf(w, " %9d\n", row.Incidents)
+		rows = append(rows, append(cells, strconv.Itoa(row.Incidents)))
+	}
+	// Each column as wide as its widest cell: names left, figures right.
+	width := make([]int, len(head)+1)
+	for _, cells := range rows {
+		for j, c := range cells {
+			width[j] = max(width[j], utf8.RuneCountInString(c))
+		}
+	}
+	for _, cells := range rows {
+		fmt.Fprint(w, " ")
+		for j, c := range cells {
+			pad := strings.Repeat(" ", width[j]-utf8.RuneCountInString(c))
+			if j < 3 {
+				fmt.Fprint(w, " "+c+pad)
+			} else {
+				fmt.Fprint(w, " "+pad+c)
+			}
+		}
+		fmt.Fprintln(w)
 	}
 	for _, row := range r.Answer.Phases {
 		if row.Status != StatusOK {
