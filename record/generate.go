@@ -144,7 +144,7 @@ func FromGenerated(runID string, g sim.Generated) capture.Scrape {
 	if g.StartHeader != "" {
 		h.Set(g.StartHeader, g.StartValue)
 	}
-	s.Headers = responseHeaders(h)
+	s.Headers = responseHeaders(h, g.StartHeader)
 	if g.Status != http.StatusOK {
 		s.Outcome = capture.OutcomeHTTPError
 		msg := fmt.Sprintf("HTTP %d %s", g.Status, http.StatusText(g.Status))

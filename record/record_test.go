@@ -356,12 +356,15 @@ func TestRunStoresPageOverLimitUnparsed(t *testing.T) {
 // A target that sends 6.8 MB of response headers (what made a segment its
 // readers refused) has them cut at capture.MaxHeaderBytes, with the note
 // that says so; its body is kept and parses, and the row passes through the
-// writer into a segment every reader reads.
+// writer into a segment every reader reads. The engine's own short headers
+// (a content type, a process start) outlast a flood of long ones that sort
+// before them.
 func TestScrapeHeadersOverTheCapAreCut(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for i := range 68_000 {
-			w.Header().Set(fmt.Sprintf("X-Filler-%06d", i), strings.Repeat("v", 80))
+			w.Header().Set(fmt.Sprintf("A-Filler-%06d", i), strings.Repeat("v", 80))
 		}
+		w.Header().Set("Process-Start-Time-Unix", "31835962853")
 		w.Write([]byte(exposition))
 	}))
 	defer srv.Close()
@@ -377,7 +380,7 @@ func TestScrapeHeadersOverTheCapAreCut(t *testing.T) {
 		t.Fatalf("body %q", s.Body)
 	}
 	var m map[string]string
-	if err := json.Unmarshal([]byte(*s.Headers), &m); err != nil || m["Content-Type"] == "" {
-		t.Fatalf("headers do not decode, or lost Content-Type: %v", err)
+	if err := json.Unmarshal([]byte(*s.Headers), &m); err != nil || m["Content-Type"] == "" || m["Process-Start-Time-Unix"] == "" {
+		t.Fatalf("headers do not decode, or lost Content-Type or Process-Start-Time-Unix: %v %q", err, (*s.Headers)[max(0, len(*s.Headers)-400):])
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmrec/llmrec/internal/engines"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/expo"
 	"github.com/llmrec/llmrec/record/redact"
@@ -214,7 +215,7 @@ func fetch(ctx context.Context, client *http.Client, clock Clock, q request) cap
 	}
 	status := int32(resp.StatusCode)
 	row.Status = &status
-	row.Headers = responseHeaders(resp.Header)
+	row.Headers = responseHeaders(resp.Header, q.target.ProcessStartHeader)
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		row.ContentType = &ct
 	}
@@ -290,11 +291,14 @@ func describe(err error, timeout time.Duration) error {
 
 // responseHeaders is a response's headers as the headers column stores
 // them: a JSON object with sorted keys, each value through redact.Header,
-// cut at capture.MaxHeaderBytes (capture.EncodeHeaders).
-func responseHeaders(h http.Header) *string {
+// cut at capture.MaxHeaderBytes (capture.EncodeHeaders) keeping the
+// target's process-start header (startHeader, "" none), every engine's own,
+// and the content type first.
+func responseHeaders(h http.Header, startHeader string) *string {
 	m := make(map[string]string, len(h))
 	for k, vs := range h {
 		m[k] = strings.Join(vs, ", ")
 	}
-	return capture.EncodeHeaders(redact.Headers(m))
+	first := append([]string{"Content-Type", startHeader}, engines.ProcessStartHeaders("")...)
+	return capture.EncodeHeaders(redact.Headers(m), first...)
 }

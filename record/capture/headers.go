@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -23,9 +24,10 @@ const HeadersOverCap = "llmrec: headers over the cap"
 // EncodeHeaders is the headers column's value of m (values already
 // redacted): a JSON object with sorted keys, written as it is (a digest
 // <redacted sha256:…> is not escaped to \u003c). Over MaxHeaderBytes, the
-// headers are kept in key order as far as they fit, and HeadersOverCap
-// says what was dropped.
-func EncodeHeaders(m map[string]string) *string {
+// headers named in first (restart evidence, the content type) are kept,
+// then the shortest as far as they fit (written in key order), and
+// HeadersOverCap says what was dropped.
+func EncodeHeaders(m map[string]string, first ...string) *string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -42,19 +44,41 @@ func EncodeHeaders(m map[string]string) *string {
 		s := "{" + strings.Join(pairs, ",") + "}"
 		return &s
 	}
-	// The note takes at most 200 bytes; the pairs that fit before it are
-	// kept, in key order.
+	// The note takes at most 200 bytes; the shortest pairs are kept first
+	// (an engine's own few short headers, such as a process start, outlast
+	// a flood of long ones), written in key order.
+	bySize := make([]int, len(pairs))
+	for i := range bySize {
+		bySize[i] = i
+	}
+	rank := func(i int) int {
+		if slices.ContainsFunc(first, func(f string) bool { return strings.EqualFold(f, keys[i]) }) {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(bySize, func(a, b int) int {
+		return cmp.Or(rank(a)-rank(b), len(pairs[a])-len(pairs[b]))
+	})
+	keep := make([]bool, len(pairs))
 	kept, size := 0, 2
-	for _, p := range pairs {
-		if size+len(p)+1 > MaxHeaderBytes-200 {
+	for _, i := range bySize {
+		if size+len(pairs[i])+1 > MaxHeaderBytes-200 {
 			break
 		}
+		keep[i] = true
 		kept++
-		size += len(p) + 1
+		size += len(pairs[i]) + 1
+	}
+	out := make([]string, 0, kept+1)
+	for i, p := range pairs {
+		if keep[i] {
+			out = append(out, p)
+		}
 	}
 	note := jsonString(HeadersOverCap) + ":" + jsonString(fmt.Sprintf("%d of %d headers kept, %d of %d bytes (cap %d bytes a scrape)",
 		kept, len(pairs), size, total, MaxHeaderBytes))
-	s := "{" + strings.Join(append(slices.Clone(pairs[:kept]), note), ",") + "}"
+	s := "{" + strings.Join(append(out, note), ",") + "}"
 	return &s
 }
 
