@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -409,4 +410,67 @@ func headersSegment(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// The worst body each cap allows reads back too: two incompressible bodies
+// of MaxBodyBytes, each beside a healthy target's rows, in one segment,
+// read by every reader (rows, columns, sealed, inspect).
+func TestWorstCaseBodiesReadBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and reads 200 MiB of bodies")
+	}
+	big := make([]byte, MaxBodyBytes)
+	rand.New(rand.NewSource(1)).Read(big)
+	dir := t.TempDir()
+	w, err := NewWriter(dir, runR, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2
+	for i := range n {
+		bad, good := row(runR, "bad", i), row(runR, "good", i)
+		bad.Body, bad.Samples = big, nil
+		for _, s := range []Scrape{bad, good} {
+			if err := w.Append(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	run, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seals, err := ReadSeals(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, seg := range run.Segments {
+		for i, err := range readEvery(t, seg) {
+			if err != nil {
+				t.Fatalf("reader %d: %v", i, err)
+			}
+		}
+		tab := NewStrings()
+		r := NewColumnReader(tab)
+		r.WantBody = func(*Row) bool { return true }
+		got, err := r.ReadSealed(seals, seg, func(w *Row) {
+			if tab.Str(w.Target) == "bad" && len(w.Body) != MaxBodyBytes {
+				t.Fatalf("a body of %d bytes read back, want %d", len(w.Body), MaxBodyBytes)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += got
+	}
+	if total != 2*n {
+		t.Fatalf("%d rows read, want %d", total, 2*n)
+	}
+	if rep := Inspect(run); rep.Rows != 2*n || len(rep.Problems) != 0 {
+		t.Fatalf("inspect: %d rows, problems %v", rep.Rows, rep.Problems)
+	}
 }
