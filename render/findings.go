@@ -223,6 +223,10 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		}
 		drift.Tables = append(drift.Tables, t)
 	}
+	// Rule: only engine targets are compared with their version's catalog.
+	if len(res.Drift) == 0 {
+		drift.Notes = append(drift.Notes, "no engine target: drift compares what an engine's version should publish with what it did")
+	}
 	out = append(out, drift)
 
 	roll := Table{Title: "Plausibility: published values above the cap (must be 0) next to naive Δ/Δt", Summary: true,
