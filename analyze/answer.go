@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -99,6 +100,32 @@ func targetAnswer(t *Target, incidents []findings.Incident) AnswerRow {
 	return row
 }
 
+// neverAnswered says that t never answered: its attempts, and the error
+// its down incidents counted most often.
+func neverAnswered(t *Target, incidents []findings.Incident) string {
+	attempts := 0
+	for _, n := range t.Scrapes {
+		attempts += n
+	}
+	errs := map[string]int{}
+	for _, in := range incidents {
+		if string(in.Target) == t.Name && in.Kind == findings.KindDown {
+			for e, n := range in.Errors {
+				errs[e] += n
+			}
+		}
+	}
+	text := fmt.Sprintf("never answered: %d attempt(s)", attempts)
+	// Rule: no error text recorded (e.g. no attempt at all), nothing to quote.
+	if len(errs) == 0 {
+		return text
+	}
+	top := slices.MinFunc(slices.Collect(maps.Keys(errs)), func(a, b string) int {
+		return cmp.Or(cmp.Compare(errs[b], errs[a]), strings.Compare(a, b))
+	})
+	return fmt.Sprintf("%s; error (×%d): %s", text, errs[top], top)
+}
+
 // statusOf is one target's row: its status by the first rule that holds.
 func statusOf(t *Target, incidents []findings.Incident) AnswerRow {
 	row := AnswerRow{Target: t.Name}
@@ -110,9 +137,9 @@ func statusOf(t *Target, incidents []findings.Incident) AnswerRow {
 		}
 	}
 	b := &t.Summary.Busy
-	// No poll at all: nothing was measured.
+	// No poll at all: nothing was measured; say how often it was asked.
 	if t.Summary.Polls == 0 {
-		row.Status, row.Reason = StatusWithheld, "no scrape answered"
+		row.Status, row.Reason = StatusWithheld, neverAnswered(t, incidents)
 		return row
 	}
 	// A target that is not an engine has no load, so no phases.

@@ -305,6 +305,19 @@ func withheldFinding(res *analyze.Result) *Verdict {
 		}
 	}
 	prov := "a gate is a check of the rate estimator (floor, ceiling, stale, jump, reset, order) that refuses a window it cannot trust; a refused value is published as null with its reason, never interpolated; the first poll's missing baseline and a jump confirmed at the next poll are normal and not counted"
+	var silent []string
+	for _, t := range res.Targets {
+		if t.Summary.Polls == 0 {
+			silent = append(silent, t.Name)
+		}
+	}
+	// Rule: no target answered, so the gates judged nothing: not "ok".
+	if len(silent) == len(res.Targets) {
+		return &Verdict{Topic: "gates", Class: ClassUnknown, Prov: prov, Text: "No target answered a scrape: there was no value for the gates to judge."}
+	}
+	if n == 0 && len(silent) > 0 {
+		return &Verdict{Topic: "gates", Class: ClassOK, Prov: prov, Text: fmt.Sprintf("Every per-poll value a reader needed passed the estimator's gates on the targets that answered; %s never answered.", targetsText(silent))}
+	}
 	if n == 0 {
 		return &Verdict{Topic: "gates", Class: ClassOK, Prov: prov, Text: "Every per-poll value a reader needed passed the estimator's gates."}
 	}

@@ -34,6 +34,10 @@ func elapsed(t0, t float64) Cell {
 	if t == 0 {
 		return text("—")
 	}
+	// Rule: a run without a poll has no start to count from: the clock time.
+	if t0 == 0 {
+		return Cell{Text: unix(t), Prov: "UTC; no target answered, so the run has no first poll to count time from"}
+	}
 	d := time.Duration(math.Round(t-t0)) * time.Second
 	sign := "+"
 	if d < 0 {
