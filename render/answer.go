@@ -147,6 +147,11 @@ func unitText(name string, v float64) string {
 	return format(v)
 }
 
+// formatIn is unitText of the cell name, as a formatter for CellOf.
+func formatIn(name string) func(float64) string {
+	return func(v float64) string { return unitText(name, v) }
+}
+
 // seconds is a duration in s, or in ms under one second.
 func seconds(v float64) string {
 	if math.Abs(v) < 1 {

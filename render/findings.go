@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
@@ -155,7 +156,7 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		{text("decode tokens/s, median of the sum"), Cell{Text: numText(fs.DecodeMedian), Prov: "sum over the engines that answered, each its published cell"}},
 		{text("decode tokens/s, max of the sum"), Cell{Text: numText(fs.DecodeMax), Prov: "sum over the engines that answered"}},
 		{text("requests waiting, max"), text(numText(fs.WaitingMax))},
-		{text("KV pressure, max"), Cell{Text: numText(fs.KVMax), Prov: "the fullest engine, never a sum"}},
+		{text("KV pressure, max"), Cell{Text: optionalIn(engine.KVCacheUsageRatio, fs.KVMax), Prov: "the fullest engine, never a sum"}},
 		{text("tokens over the run"), Cell{Text: numText(fs.TokensRun), Prov: "Σ over engines and their processes of the rise of tokens_total; a restarted process counted from 0"}},
 		{text("lifetime tokens at the end"), Cell{Text: numText(fs.TokensTotal), Prov: "Σ tokens_total (prompt incl. cache hits + generated), each engine's processes summed across restarts"}},
 	}
@@ -240,8 +241,8 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		if !r.Cap.Valid {
 			continue
 		}
-		roll.Rows = append(roll.Rows, []Cell{text(r.Target), text(r.Cell), text(numText(r.Cap)), text(strconv.Itoa(r.AboveCap)),
-			text(strconv.Itoa(r.NaiveAboveCap)), text(numText(r.Max)), text(numText(r.NaiveMax)), text(numText(r.MinuteMeanMax))})
+		roll.Rows = append(roll.Rows, []Cell{text(r.Target), text(r.Cell), text(optionalIn(r.Cell, r.Cap)), text(strconv.Itoa(r.AboveCap)),
+			text(strconv.Itoa(r.NaiveAboveCap)), text(optionalIn(r.Cell, r.Max)), text(optionalIn(r.Cell, r.NaiveMax)), text(optionalIn(r.Cell, r.MinuteMeanMax))})
 	}
 	if len(roll.Rows) == 0 {
 		roll.Notes = append(roll.Notes, "no plausibility cap configured (llmrec analyze --cap)")

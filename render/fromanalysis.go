@@ -256,7 +256,7 @@ func targetSection(t analyze.Target, ps *Polls, marks []Mark) (Section, error) {
 		if h.Window.Valid {
 			win = Window(h.Window.V)
 		}
-		head.Rows = append(head.Rows, []Cell{nameCell(h.Cell), CellOf(c, format), text(win), text(strconv.Itoa(h.Values)), text(outcomes(h.Nulls))})
+		head.Rows = append(head.Rows, []Cell{nameCell(h.Cell), CellOf(c, formatIn(h.Cell)), text(win), text(strconv.Itoa(h.Values)), text(outcomes(h.Nulls))})
 	}
 	s.Tables = append(s.Tables, head)
 	if tp.late > 0 {
