@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -170,9 +171,10 @@ func windowText(name string, b *phases.Bounds) string {
 }
 
 // answerFindings are the findings in brief, at most one line per kind,
-// each naming its targets, with its number and a link to its section:
-// what could not be read first, then what went wrong, then what the
-// engines said, then how the measurement itself behaved.
+// each naming its targets, with its number and a link to its section,
+// the most severe first (Severity); within one severity, what could not be
+// read first, then what went wrong, then what the engines said, then how
+// the measurement itself behaved.
 func answerFindings(res *analyze.Result) []Verdict {
 	var vs []Verdict
 	add := func(v *Verdict) {
@@ -190,7 +192,26 @@ func answerFindings(res *analyze.Result) []Verdict {
 	add(driftFinding(res))
 	add(seamsFinding(res))
 	add(settleFinding(res))
+	slices.SortStableFunc(vs, func(a, b Verdict) int { return cmp.Compare(Severity(a.Class), Severity(b.Class)) })
 	return vs
+}
+
+// Severity ranks a class for ordering findings, the most severe first:
+// fail, warn, refused, unknown, a plain note, ok.
+func Severity(class string) int {
+	switch class {
+	case ClassFail:
+		return 0
+	case ClassWarn:
+		return 1
+	case ClassRefused:
+		return 2
+	case ClassUnknown:
+		return 3
+	case ClassOK:
+		return 5
+	}
+	return 4
 }
 
 func problemsFinding(res *analyze.Result) *Verdict {

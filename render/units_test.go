@@ -60,3 +60,20 @@ func TestOneUnitPerQuantity(t *testing.T) {
 		t.Fatalf("only %d values checked: the test looked at nothing", checked)
 	}
 }
+
+// The findings under the answer come the most severe first: a warning
+// (such as the client and the server disagreeing) never sits below a
+// refused window or a note.
+func TestFindingsBySeverity(t *testing.T) {
+	for name, r := range map[string]render.Report{"shipped": findingsReport(t), "8 engines": fleetReport(t)} {
+		vs := r.Verdicts
+		if len(vs) < 3 {
+			t.Fatalf("%s: %d findings, too few to judge an order", name, len(vs))
+		}
+		for i := 1; i < len(vs); i++ {
+			if render.Severity(vs[i].Class) < render.Severity(vs[i-1].Class) {
+				t.Errorf("%s: finding %q (%s) under %q (%s)", name, vs[i].Topic, vs[i].Class, vs[i-1].Topic, vs[i-1].Class)
+			}
+		}
+	}
+}
