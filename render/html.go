@@ -123,6 +123,7 @@ type page struct {
 	EChartsVersion   string
 	Banner           *Verdict
 	Answer           *tableView // nil: the report has no answer table
+	Overview         *chartView // nil: no chart under the answer
 	Header           headerView
 	Verdicts         []Verdict
 	TOC              []tocEntry
@@ -219,6 +220,13 @@ func newPage(r Report, a *assets) (*page, error) {
 			return nil, err
 		}
 		p.Answer = &tv
+	}
+	if r.Overview != nil {
+		cv, err := chartOf(*r.Overview, c)
+		if err != nil {
+			return nil, err
+		}
+		p.Overview = &cv
 	}
 	for _, f := range r.Header.Facts {
 		v, err := cellOf(f.Value, false, "header fact "+f.Name)

@@ -62,3 +62,37 @@ func TestTablesKeepWords(t *testing.T) {
 		})
 	}
 }
+
+// Under the answer and above the findings, one chart: throughput over time
+// with the phases shaded, drawn and whole on the 1400×900 first screen of
+// the shipped recording.
+func TestOverviewChartOnFirstScreen(t *testing.T) {
+	b := browsertest.Start(t)
+	p := loadAndDraw(t, b, writeReport(t, findingsReport(t)))
+	defer checkClean(t, p)
+	if err := p.SetViewport(1400, 900); err != nil {
+		t.Fatal(err)
+	}
+	viewshot(t, p, "overview")
+	type box struct{ Top, Bottom float64 }
+	got, err := browsertest.Eval[map[string]box](p, `(function () {
+		window.scrollTo(0, 0);
+		var out = {};
+		var q = {answer: "#answer table", chart: "section.overview .chart canvas", findings: "section.verdicts"};
+		for (var k in q) { var e = document.querySelector(q[k]); if (e) { var r = e.getBoundingClientRect(); out[k] = {Top: r.top, Bottom: r.bottom}; } }
+		return out;
+	})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, c, f := got["answer"], got["chart"], got["findings"]
+	if _, ok := got["chart"]; !ok {
+		t.Fatal("no drawn overview chart on the page")
+	}
+	if c.Top < a.Bottom || f.Top < c.Bottom {
+		t.Errorf("answer %+v, chart %+v, findings %+v: the chart is not between the answer and the findings", a, c, f)
+	}
+	if c.Bottom > 900 {
+		t.Errorf("the overview chart ends at %.0f px, below the 900 px first screen", c.Bottom)
+	}
+}
