@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -202,6 +203,32 @@ func targetAnswer(t *Target, incidents []findings.Incident) AnswerRow {
 	return row
 }
 
+// neverAnswered says that t never answered: its attempts, and the error
+// its down incidents counted most often.
+func neverAnswered(t *Target, incidents []findings.Incident) string {
+	attempts := 0
+	for _, n := range t.Scrapes {
+		attempts += n
+	}
+	errs := map[string]int{}
+	for _, in := range incidents {
+		if string(in.Target) == t.Name && in.Kind == findings.KindDown {
+			for e, n := range in.Errors {
+				errs[e] += n
+			}
+		}
+	}
+	text := fmt.Sprintf("never answered: %d attempt(s)", attempts)
+	// Rule: no error text recorded (e.g. no attempt at all), nothing to quote.
+	if len(errs) == 0 {
+		return text
+	}
+	top := slices.MinFunc(slices.Collect(maps.Keys(errs)), func(a, b string) int {
+		return cmp.Or(cmp.Compare(errs[b], errs[a]), strings.Compare(a, b))
+	})
+	return fmt.Sprintf("%s; error (×%d): %s", text, errs[top], top)
+}
+
 // statusOf is one target's row: its status by the first rule that holds.
 func statusOf(t *Target, incidents []findings.Incident) AnswerRow {
 	row := AnswerRow{Target: t.Name}
@@ -213,9 +240,9 @@ func statusOf(t *Target, incidents []findings.Incident) AnswerRow {
 		}
 	}
 	b := &t.Summary.Busy
-	// No poll at all: nothing was measured.
+	// No poll at all: nothing was measured; say how often it was asked.
 	if t.Summary.Polls == 0 {
-		row.Status, row.Reason = StatusWithheld, "no scrape answered"
+		row.Status, row.Reason = StatusWithheld, neverAnswered(t, incidents)
 		// Answered, but every page was stored unparsed: up, unparsed.
 		if n := t.Scrapes["parse_error"]; n > 0 {
 			row.Reason = fmt.Sprintf("up, unparsed: %d page(s) answered and stored unparsed (over a parse limit, or malformed: llmrec inspect names why)", n)

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -183,6 +184,11 @@ func unitText(name string, v float64) string {
 	return format(v)
 }
 
+// formatIn is unitText of the cell name, as a formatter for CellOf.
+func formatIn(name string) func(float64) string {
+	return func(v float64) string { return unitText(name, v) }
+}
+
 // seconds is a duration in s, or in ms under one second.
 func seconds(v float64) string {
 	if math.Abs(v) < 1 {
@@ -201,9 +207,10 @@ func windowText(name string, b *phases.Bounds) string {
 }
 
 // answerFindings are the findings in brief, at most one line per kind,
-// each naming its targets, with its number and a link to its section:
-// what could not be read first, then what went wrong, then what the
-// engines said, then how the measurement itself behaved.
+// each naming its targets, with its number and a link to its section,
+// the most severe first (Severity); within one severity, what could not be
+// read first, then what went wrong, then what the engines said, then how
+// the measurement itself behaved.
 func answerFindings(res *analyze.Result) []Verdict {
 	var vs []Verdict
 	add := func(v *Verdict) {
@@ -221,7 +228,26 @@ func answerFindings(res *analyze.Result) []Verdict {
 	add(driftFinding(res))
 	add(seamsFinding(res))
 	add(settleFinding(res))
+	slices.SortStableFunc(vs, func(a, b Verdict) int { return cmp.Compare(Severity(a.Class), Severity(b.Class)) })
 	return vs
+}
+
+// Severity ranks a class for ordering findings, the most severe first:
+// fail, warn, refused, unknown, a plain note, ok.
+func Severity(class string) int {
+	switch class {
+	case ClassFail:
+		return 0
+	case ClassWarn:
+		return 1
+	case ClassRefused:
+		return 2
+	case ClassUnknown:
+		return 3
+	case ClassOK:
+		return 5
+	}
+	return 4
 }
 
 func problemsFinding(res *analyze.Result) *Verdict {
@@ -341,6 +367,19 @@ func withheldFinding(res *analyze.Result) *Verdict {
 		}
 	}
 	prov := "a gate is a check of the rate estimator (floor, ceiling, stale, jump, reset, order) that refuses a window it cannot trust; a refused value is published as null with its reason, never interpolated; the first poll's missing baseline and a jump confirmed at the next poll are normal and not counted"
+	var silent []string
+	for _, t := range res.Targets {
+		if t.Summary.Polls == 0 {
+			silent = append(silent, t.Name)
+		}
+	}
+	// Rule: no target answered, so the gates judged nothing: not "ok".
+	if len(silent) == len(res.Targets) {
+		return &Verdict{Topic: "gates", Class: ClassUnknown, Prov: prov, Text: "No target answered a scrape: there was no value for the gates to judge."}
+	}
+	if n == 0 && len(silent) > 0 {
+		return &Verdict{Topic: "gates", Class: ClassOK, Prov: prov, Text: fmt.Sprintf("Every per-poll value a reader needed passed the estimator's gates on the targets that answered; %s never answered.", targetsText(silent))}
+	}
 	if n == 0 {
 		return &Verdict{Topic: "gates", Class: ClassOK, Prov: prov, Text: "Every per-poll value a reader needed passed the estimator's gates."}
 	}

@@ -40,7 +40,7 @@ type TimeSeries struct {
 	YMax    rate.Num
 	Series  []Series
 	Bands   []Band // horizontal bands: severity ranges of the value
-	Marks   []Mark // vertical ranges: incidents
+	Marks   []Mark // vertical ranges: incidents (class warn or fail), phases (class ok)
 	// Partial are spans where the chart's sum covers fewer members than it
 	// has (the fleet's engines): shaded, their labels on hover. Points with
 	// ReasonPartial are not shaded as refused.
@@ -108,7 +108,7 @@ func KVBands() []Band {
 // Mark is a marked span of time, such as an incident.
 type Mark struct {
 	From, To float64 // Unix seconds; To == From marks an instant
-	Class    string  // ClassWarn or ClassFail
+	Class    string  // ClassWarn or ClassFail: an incident; ClassOK: a phase
 	Label    string  // shown on hover
 }
 
@@ -129,6 +129,7 @@ const classPartial = "partial"
 // the white page, a little deeper so that the legend's small square
 // reads; the hue is the shading's, so legend and chart agree.
 var legendColour = map[string]string{
+	ClassOK:      "#a8dcb3",
 	ClassWarn:    "#ecd27f",
 	ClassFail:    "#eb9aa0",
 	ClassRefused: "#b3b3b3",
@@ -144,6 +145,7 @@ const (
 	partialSeries  = "fewer engines"      // spans where a sum covers fewer members than it has
 	incidentSeries = "incident"           // marks of class warn
 	outageSeries   = "restart/down/stall" // marks of class fail
+	phaseSeries    = "phase"              // marks of class ok
 	bandSeries     = "bands"
 )
 
@@ -239,15 +241,18 @@ func (ts TimeSeries) Chart() (Chart, error) {
 	// every series merged where they overlap or nearly touch; refusals and
 	// want of data apart. Then the spans of partial sums and the incidents.
 	refused, absent := refusedAreas(series, mergeGap)
-	var partial, warn, fail []area
+	var partial, phase, warn, fail []area
 	for _, m := range ts.Partial {
 		partial = append(partial, area{from: m.From, to: m.To, label: m.Label})
 	}
 	for _, m := range ts.Marks {
 		a := area{from: m.From, to: m.To, label: m.Label}
-		if cmp.Or(m.Class, ClassFail) == ClassFail {
+		switch {
+		case cmp.Or(m.Class, ClassFail) == ClassFail:
 			fail = append(fail, a)
-		} else {
+		case m.Class == ClassOK:
+			phase = append(phase, a)
+		default:
 			warn = append(warn, a)
 		}
 	}
@@ -256,7 +261,7 @@ func (ts TimeSeries) Chart() (Chart, error) {
 		class string
 		areas []area
 	}{
-		{refusedSeries, ClassRefused, refused}, {absentSeries, ClassUnknown, absent}, {partialSeries, classPartial, partial},
+		{phaseSeries, ClassOK, phase}, {refusedSeries, ClassRefused, refused}, {absentSeries, ClassUnknown, absent}, {partialSeries, classPartial, partial},
 		{incidentSeries, ClassWarn, warn}, {outageSeries, ClassFail, fail},
 	} {
 		if len(a.areas) > 0 {

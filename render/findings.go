@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
@@ -33,6 +34,10 @@ func factProv(f findings.Fact) string {
 func elapsed(t0, t float64) Cell {
 	if t == 0 {
 		return text("—")
+	}
+	// Rule: a run without a poll has no start to count from: the clock time.
+	if t0 == 0 {
+		return Cell{Text: unix(t), Prov: "UTC; no target answered, so the run has no first poll to count time from"}
 	}
 	d := time.Duration(math.Round(t-t0)) * time.Second
 	sign := "+"
@@ -151,7 +156,7 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		{text("decode tokens/s, median of the sum"), Cell{Text: numText(fs.DecodeMedian), Prov: "sum over the engines that answered, each its published cell"}},
 		{text("decode tokens/s, max of the sum"), Cell{Text: numText(fs.DecodeMax), Prov: "sum over the engines that answered"}},
 		{text("requests waiting, max"), text(numText(fs.WaitingMax))},
-		{text("KV pressure, max"), Cell{Text: numText(fs.KVMax), Prov: "the fullest engine, never a sum"}},
+		{text("KV pressure, max"), Cell{Text: optionalIn(engine.KVCacheUsageRatio, fs.KVMax), Prov: "the fullest engine, never a sum"}},
 		{text("tokens over the run"), Cell{Text: numText(fs.TokensRun), Prov: "Σ over engines and their processes of the rise of tokens_total; a restarted process counted from 0"}},
 		{text("lifetime tokens at the end"), Cell{Text: numText(fs.TokensTotal), Prov: "Σ tokens_total (prompt incl. cache hits + generated), each engine's processes summed across restarts"}},
 	}
@@ -223,6 +228,10 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		}
 		drift.Tables = append(drift.Tables, t)
 	}
+	// Rule: only engine targets are compared with their version's catalog.
+	if len(res.Drift) == 0 {
+		drift.Notes = append(drift.Notes, "no engine target: drift compares what an engine's version should publish with what it did")
+	}
 	out = append(out, drift)
 
 	roll := Table{Title: "Plausibility: published values above the cap (must be 0) next to naive Δ/Δt", Summary: true,
@@ -232,8 +241,8 @@ func findingSections(res *analyze.Result) ([]Section, error) {
 		if !r.Cap.Valid {
 			continue
 		}
-		roll.Rows = append(roll.Rows, []Cell{text(r.Target), text(r.Cell), text(numText(r.Cap)), text(strconv.Itoa(r.AboveCap)),
-			text(strconv.Itoa(r.NaiveAboveCap)), text(numText(r.Max)), text(numText(r.NaiveMax)), text(numText(r.MinuteMeanMax))})
+		roll.Rows = append(roll.Rows, []Cell{text(r.Target), text(r.Cell), text(optionalIn(r.Cell, r.Cap)), text(strconv.Itoa(r.AboveCap)),
+			text(strconv.Itoa(r.NaiveAboveCap)), text(optionalIn(r.Cell, r.Max)), text(optionalIn(r.Cell, r.NaiveMax)), text(optionalIn(r.Cell, r.MinuteMeanMax))})
 	}
 	if len(roll.Rows) == 0 {
 		roll.Notes = append(roll.Notes, "no plausibility cap configured (llmrec analyze --cap)")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmrec/llmrec/analyze"
 	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
@@ -75,6 +76,11 @@ func FromAnalysis(in Input) (Report, error) {
 			}
 		}
 	}
+	ov, err := overview(res, polls)
+	if err != nil {
+		return Report{}, err
+	}
+	r.Overview = ov
 	for _, t := range res.Targets {
 		s, err := targetSection(t, polls, incidentMarks(res, t.Name))
 		if err != nil {
@@ -259,7 +265,7 @@ func targetSection(t analyze.Target, ps *Polls, marks []Mark) (Section, error) {
 		if h.Window.Valid {
 			win = Window(h.Window.V)
 		}
-		head.Rows = append(head.Rows, []Cell{nameCell(h.Cell), CellOf(c, format), text(win), text(strconv.Itoa(h.Values)), text(outcomes(h.Nulls))})
+		head.Rows = append(head.Rows, []Cell{nameCell(h.Cell), CellOf(c, formatIn(h.Cell)), text(win), text(strconv.Itoa(h.Values)), text(outcomes(h.Nulls))})
 	}
 	s.Tables = append(s.Tables, head)
 	if tp.late > 0 {
@@ -401,4 +407,52 @@ func floorsText(fs []analyze.TargetFloor) string {
 		parts = append(parts, fmt.Sprintf("%s %s", f.Target, format(f.MinWindow)+" s"))
 	}
 	return " (half the interval where polled faster: " + strings.Join(parts, ", ") + ")"
+}
+
+// overview is the chart under the answer: each target's decode tokens/s
+// over the run, the named phases shaded (the steady phases where none is
+// named), the incidents that broke a target (down, restart, host stall)
+// marked. Nil when no target publishes a decode rate.
+func overview(res *analyze.Result, ps *Polls) (*Chart, error) {
+	ts := TimeSeries{ID: ID("chart", "overview"), Title: "Throughput over time: decode tokens/s per target, phases shaded", Unit: UnitTokensPS}
+	for _, t := range res.Targets {
+		points, any := ps.series(ps.target(t.Name), engine.DecodeTokensPerSecond)
+		// Rule: a target with no decode value at any poll draws no line.
+		if !any || !slices.ContainsFunc(points, Point.valid) {
+			continue
+		}
+		ts.Series = append(ts.Series, Series{Name: t.Name, Canon: engine.DecodeTokensPerSecond, Points: points})
+	}
+	// Rule: nothing to draw, no chart.
+	if len(ts.Series) == 0 {
+		return nil, nil
+	}
+	kind := phases.KindSteady
+	if slices.ContainsFunc(res.Output.Phases, func(m phases.Measured) bool { return m.Kind == phases.KindNamed }) {
+		kind = phases.KindNamed
+	}
+	seen := map[[2]float64]bool{}
+	for _, m := range res.Output.Phases {
+		span := [2]float64{m.Start, m.End}
+		if m.Kind != kind || seen[span] {
+			continue
+		}
+		seen[span] = true
+		ts.Marks = append(ts.Marks, Mark{From: m.Start, To: m.End, Class: ClassOK, Label: "phase " + m.Name + " (" + m.Kind + ")"})
+	}
+	marked := map[Mark]bool{}
+	for _, t := range res.Targets {
+		for _, m := range incidentMarks(res, t.Name) {
+			if m.Class == ClassFail && !marked[m] {
+				marked[m] = true
+				ts.Marks = append(ts.Marks, m)
+			}
+		}
+	}
+	ts.Notes = append(ts.Notes, fmt.Sprintf("Shaded green: the %s phases; red: a target down, restarted or the recording host stalled. Each target's own charts are in its section.", kind))
+	ch, err := ts.Chart()
+	if err != nil {
+		return nil, fmt.Errorf("overview chart: %w", err)
+	}
+	return &ch, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/llmrec/llmrec/templates"
 )
@@ -24,7 +25,7 @@ type assets struct {
 }
 
 var loadAssets = sync.OnceValues(func() (*assets, error) {
-	t, err := template.New("report").ParseFS(templates.FS, templates.Pages)
+	t, err := template.New("report").Funcs(template.FuncMap{"words": keepWords}).ParseFS(templates.FS, templates.Pages)
 	if err != nil {
 		return nil, fmt.Errorf("render: parse templates: %w", err)
 	}
@@ -48,6 +49,37 @@ var loadAssets = sync.OnceValues(func() (*assets, error) {
 		scriptHash(ec), scriptHash(js))
 	return &assets{tmpl: t, css: template.CSS(css), js: template.JS(js), echarts: template.JS(ec), csp: csp}, nil
 })
+
+// keepWords escapes a table cell's text and wraps each word that holds a
+// line-break opportunity of its own (after a hyphen or a slash, around
+// brackets: "llamacpp-3", "Qwen/Qwen3-8B") in a span that keeps it on one
+// line, so a cell wraps at spaces only (CSS cannot forbid those breaks).
+func keepWords(s string) template.HTML {
+	var b strings.Builder
+	for i, w := range strings.Split(s, " ") {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		// Rule: a word with no break opportunity inside it needs no span.
+		if !breaksInside(w) {
+			b.WriteString(template.HTMLEscapeString(w))
+			continue
+		}
+		b.WriteString(`<span class="w">`)
+		b.WriteString(template.HTMLEscapeString(w))
+		b.WriteString(`</span>`)
+	}
+	return template.HTML(b.String())
+}
+
+// breaksInside reports whether a browser may break w inside: after a
+// hyphen, dash, slash, "?" or "!" that is not its last character, or
+// before an opening bracket that is not its first.
+func breaksInside(w string) bool {
+	_, last := utf8.DecodeLastRuneInString(w)
+	_, first := utf8.DecodeRuneInString(w)
+	return strings.ContainsAny(w[:len(w)-last], "-/|?!\u2010\u2013\u2014") || strings.ContainsAny(w[first:], "({[")
+}
 
 func scriptHash(s string) string {
 	sum := sha256.Sum256([]byte(s))
@@ -91,6 +123,7 @@ type page struct {
 	EChartsVersion   string
 	Banner           *Verdict
 	Answer           *tableView // nil: the report has no answer table
+	Overview         *chartView // nil: no chart under the answer
 	Header           headerView
 	Verdicts         []Verdict
 	TOC              []tocEntry
@@ -187,6 +220,13 @@ func newPage(r Report, a *assets) (*page, error) {
 			return nil, err
 		}
 		p.Answer = &tv
+	}
+	if r.Overview != nil {
+		cv, err := chartOf(*r.Overview, c)
+		if err != nil {
+			return nil, err
+		}
+		p.Overview = &cv
 	}
 	for _, f := range r.Header.Facts {
 		v, err := cellOf(f.Value, false, "header fact "+f.Name)

@@ -13,7 +13,10 @@ type Report struct {
 	Banner *Verdict
 	// Answer is the first table: a row per target and one for the fleet,
 	// with the busy figures and a status and its reason.
-	Answer   Table
+	Answer Table
+	// Overview, if set, is the one chart between the answer and the
+	// findings: throughput over time with the phases shaded.
+	Overview *Chart
 	Verdicts []Verdict // the findings in brief, one line per kind, under the answer
 	Header   Header    // the run header: below the answer
 	Sections []Section // the body: per target, fleet, incidents, settle polls...

@@ -125,7 +125,7 @@ func phasesSection(res *analyze.Result) (Section, bool) {
 		for _, tf := range m.Targets {
 			fig := func(name string) Cell {
 				f, _ := tf.Get(name)
-				c := CellOf(rate.Cell{Value: f.Value, Reason: f.Reason, Source: f.Source, Derived: true}, format)
+				c := CellOf(rate.Cell{Value: f.Value, Reason: f.Reason, Source: f.Source, Derived: true}, formatIn(name))
 				if f.Disagrees != "" {
 					c.Class, c.Text, c.Prov = ClassWarn, c.Text+" ≠ published", c.Prov+"; "+f.Disagrees
 				}
