@@ -271,14 +271,12 @@ func statusOf(t *Target, incidents []findings.Incident) AnswerRow {
 // incidents of t inside them counted.
 func judge(t *Target, b *phases.Figures, incidents []findings.Incident, where string) AnswerRow {
 	row := AnswerRow{Target: t.Name}
-	var kinds []string
 	inside := map[string]int{}
 	for _, in := range incidents {
 		if !(string(in.Target) == t.Name || in.Target == "" && slices.Contains(in.Targets, t.Name)) || !overlaps(&in, b.Bounds.Windows) {
 			continue
 		}
 		row.Incidents++
-		kinds = append(kinds, in.Kind)
 		if degrading[in.Kind] {
 			inside[in.Kind]++
 		}
