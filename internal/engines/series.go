@@ -23,7 +23,7 @@ const (
 	// process.
 	Timestamp Kind = "timestamp"
 	// Clock: a point in time that moves in a healthy process (the last
-	// iteration, the last adapter change): never a rate, never a restart.
+	// iteration, the last stats log): never a rate, never a restart.
 	Clock Kind = "wall-clock time"
 )
 
@@ -88,7 +88,7 @@ var declarations = map[string][]Declaration{
 		// TGI has no process start (series or header): its counters,
 		// typed counter without the _total suffix, are its only restart
 		// evidence.
-		{Family: "tgi_request_count", Kind: Monotonic, Source: "text-generation-inference router/src/server.rs: metrics::counter!(\"tgi_request_count\").increment(1); metric catalog 5"},
+		{Family: "tgi_request_count", Kind: Monotonic, Source: "text-generation-inference router/src/server.rs: metrics::counter!(\"tgi_request_count\").increment(1) (increment_counter! in older builds); metric catalog 5"},
 		{Family: "tgi_request_success", Kind: Monotonic, Source: "text-generation-inference router/src/server.rs: counter at each successful request; metric catalog 5"},
 		{Family: "tgi_request_failure", Kind: Monotonic, Source: "text-generation-inference router/src/server.rs: counter by err; metric catalog 5"},
 		{Family: "tgi_batch_inference_count", Kind: Monotonic, Source: "text-generation-inference backends/v3 queue and batching: counter by method; metric catalog 5"},
@@ -108,7 +108,7 @@ var vllmDeclarations = []Declaration{
 	{Family: "process_start_time_seconds", Kind: Timestamp, Typed: "gauge",
 		Source: "prometheus_client ProcessCollector in vLLM's registry (vllm/entrypoints/openai/api_server.py mounts make_asgi_app)"},
 	{Family: "vllm:lora_requests_info", Kind: Clock, Typed: "gauge",
-		Source: "vllm/v1/metrics/loggers.py and vllm/engine/metrics.py: gauge set to time.time() at each adapter change; metric catalog 1.1, mistyped (a timestamp)"},
+		Source: "vllm/v1/metrics/loggers.py and vllm/engine/metrics.py: gauge_lora_info.labels(...).set_to_current_time() at each stats log; metric catalog 1.1, mistyped (a timestamp)"},
 	{Family: "vllm:num_preemptions_total", Kind: Monotonic, Source: "vllm/v1/metrics/loggers.py, vllm/engine/metrics.py: counter; metric catalog 1.2"},
 	{Family: "vllm:prompt_tokens_total", Kind: Monotonic, Source: "vllm/v1/metrics/loggers.py, vllm/engine/metrics.py: counter at each scheduler step; metric catalog 1.2"},
 	{Family: "vllm:generation_tokens_total", Kind: Monotonic, Source: "vllm/v1/metrics/loggers.py, vllm/engine/metrics.py: counter at each scheduler step; metric catalog 1.2"},
