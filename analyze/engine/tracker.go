@@ -713,21 +713,7 @@ func jsonString(s string) (str, rest string, ok bool) {
 
 // hasLabel reports whether canonical labels carry name="value".
 func hasLabel(labels, name, value string) bool {
-	want := name + `="` + value + `"`
-	for i := strings.Index(labels, want); i >= 0; {
-		before := i == 0 || labels[i-1] == '{' || labels[i-1] == ','
-		end := i + len(want)
-		after := end < len(labels) && (labels[end] == ',' || labels[end] == '}')
-		if before && after {
-			return true
-		}
-		j := strings.Index(labels[i+1:], want)
-		if j < 0 {
-			return false
-		}
-		i += 1 + j
-	}
-	return false
+	return engines.HasPair(labels, name+`="`+value+`"`)
 }
 
 // labelOf returns the value of one label of canonical labels.

@@ -120,7 +120,7 @@ var vllmDeclarations = []Declaration{
 // when nothing is declared (then its TYPE line says).
 func DeclaredKind(id, family, labels string) (d Declaration, ok bool) {
 	for _, d := range declarations[id] {
-		if d.Family == family && (d.Label == "" || hasPair(labels, d.Label)) {
+		if d.Family == family && (d.Label == "" || HasPair(labels, d.Label)) {
 			return d, true
 		}
 	}
@@ -133,7 +133,7 @@ func DeclaredKind(id, family, labels string) (d Declaration, ok bool) {
 func CountsUp(family, labels string) bool {
 	for _, ds := range declarations {
 		for _, d := range ds {
-			if d.Kind == Monotonic && d.Typed == "gauge" && d.Family == family && (d.Label == "" || hasPair(labels, d.Label)) {
+			if d.Kind == Monotonic && d.Typed == "gauge" && d.Family == family && (d.Label == "" || HasPair(labels, d.Label)) {
 				return true
 			}
 		}
@@ -141,9 +141,9 @@ func CountsUp(family, labels string) bool {
 	return false
 }
 
-// hasPair reports whether labels ({a="x",b="y"} or without the braces)
+// HasPair reports whether labels ({a="x",b="y"} or without the braces)
 // holds the pair p as a whole element.
-func hasPair(labels, p string) bool {
+func HasPair(labels, p string) bool {
 	for i := 0; ; {
 		j := strings.Index(labels[i:], p)
 		if j < 0 {
