@@ -63,3 +63,40 @@ func TestGenericNeedsTwoCountersFalling(t *testing.T) {
 		t.Fatalf("two counters falling: restart %q, want both named", r)
 	}
 }
+
+// trtGeneralBody is the general family of TensorRT-LLM's real capture
+// (tensorrtllm_backend README): an iteration counter and a clock, both
+// typed gauge, with a request gauge for detection.
+func trtGeneralBody(iter, clock float64) string {
+	return fmt.Sprintf(`# HELP nv_trt_llm_request_metrics TRT LLM request metrics
+# TYPE nv_trt_llm_request_metrics gauge
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="active",version="1"} 1
+# HELP nv_trt_llm_general_metrics General TRT LLM metrics
+# TYPE nv_trt_llm_general_metrics gauge
+nv_trt_llm_general_metrics{general_type="iteration_counter",model="tensorrt_llm",version="1"} %g
+nv_trt_llm_general_metrics{general_type="timestamp",model="tensorrt_llm",version="1"} %g
+`, iter, clock)
+}
+
+// A counter typed gauge (declared monotonic) falling is a restart; a clock
+// typed gauge (declared so) falling never is, and neither is rated twice.
+func TestDeclaredKindsTypedGauge(t *testing.T) {
+	tr := NewTracker("", rate.Config{Span: 2, MinWindow: 0.5})
+	feed(t, tr, 100, trtGeneralBody(1000, 1700074049))
+	if id, _ := tr.Engine(); id != TRTLLM {
+		t.Fatalf("engine %q, want %q", id, TRTLLM)
+	}
+	// The clock set back (NTP) while iterations go on: no restart.
+	feed(t, tr, 101, trtGeneralBody(1100, 1700074000))
+	if r := tr.Restart(); r != "" {
+		t.Fatalf("a clock falling: restart %q", r)
+	}
+	if m := tr.Mistyped(); len(m) != 0 {
+		t.Fatalf("mistyped %+v: only counters typed counter that count nothing are listed", m)
+	}
+	// The iteration counter falls: a new process.
+	feed(t, tr, 102, trtGeneralBody(3, 1700074002))
+	if r := tr.Restart(); !strings.Contains(r, "nv_trt_llm_general_metrics fell") {
+		t.Fatalf("iteration counter fell: restart %q, want it named", r)
+	}
+}

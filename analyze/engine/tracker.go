@@ -516,7 +516,7 @@ func (t *Tracker) classify(id int32) {
 	}
 	t.vals[id].est = -1
 	ks.noFall = false
-	if d, ok := engines.DeclaredKind(t.engine, ks.Family); ok && ks.counter {
+	if d, ok := engines.DeclaredKind(t.engine, ks.Family, ks.rkey.Labels); ok && ks.counter {
 		// Typed counter, declared no count: listed, never rated.
 		if !d.Kind.Rateable() {
 			t.mistyped[ks.Family] = d
@@ -566,7 +566,7 @@ func (t *Tracker) ObserveSamples(T, start float64, ss []expo.Sample, dst Cells) 
 // counters, the _bucket, _count and _sum of histograms and the _count and
 // _sum of summaries, an untyped *_total (what a `# TYPE foo counter` line
 // followed by `foo_total` parses to), and counters typed gauge by their
-// engine (TensorRT-LLM's iteration counter).
+// engine (engines.CountsUp: TensorRT-LLM's iteration counter).
 func rateable(s Series, labels string) bool {
 	switch s.Type {
 	case "counter":
@@ -578,7 +578,9 @@ func rateable(s Series, labels string) bool {
 	case "untyped":
 		return strings.HasSuffix(s.Name, "_total")
 	}
-	return s.Name == trtGeneral && hasLabel(labels, "general_type", "iteration_counter")
+	// A gauge is a counter where an engine declares it one (a gauge's
+	// name is its family).
+	return engines.CountsUp(s.Name, labels)
 }
 
 // createdOf returns the key of the _created series prometheus_client prints
@@ -711,21 +713,7 @@ func jsonString(s string) (str, rest string, ok bool) {
 
 // hasLabel reports whether canonical labels carry name="value".
 func hasLabel(labels, name, value string) bool {
-	want := name + `="` + value + `"`
-	for i := strings.Index(labels, want); i >= 0; {
-		before := i == 0 || labels[i-1] == '{' || labels[i-1] == ','
-		end := i + len(want)
-		after := end < len(labels) && (labels[end] == ',' || labels[end] == '}')
-		if before && after {
-			return true
-		}
-		j := strings.Index(labels[i+1:], want)
-		if j < 0 {
-			return false
-		}
-		i += 1 + j
-	}
-	return false
+	return engines.HasPair(labels, name+`="`+value+`"`)
 }
 
 // labelOf returns the value of one label of canonical labels.
