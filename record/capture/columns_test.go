@@ -320,6 +320,18 @@ func TestWorstCaseRowsReadBack(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	readBack(t, dir, 2*n, func(r *ColumnReader) { r.Headers = true }, func(w *Row) {
+		if len(w.Headers) > MaxHeaderBytes {
+			t.Fatalf("a row's headers of %d bytes", len(w.Headers))
+		}
+	})
+}
+
+// readBack reads every segment in dir with every reader (rows, columns,
+// sealed columns as set by opt, inspect), each row through check, and
+// wants n rows and no problem.
+func readBack(t *testing.T, dir string, n int64, opt func(*ColumnReader), check func(*Row)) {
+	t.Helper()
 	run, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -336,21 +348,17 @@ func TestWorstCaseRowsReadBack(t *testing.T) {
 			}
 		}
 		r := NewColumnReader(NewStrings())
-		r.Headers = true
-		got, err := r.ReadSealed(seals, seg, func(w *Row) {
-			if len(w.Headers) > MaxHeaderBytes {
-				t.Fatalf("a row's headers of %d bytes", len(w.Headers))
-			}
-		})
+		opt(r)
+		got, err := r.ReadSealed(seals, seg, check)
 		if err != nil {
 			t.Fatal(err)
 		}
 		total += got
 	}
-	if total != 2*n {
-		t.Fatalf("%d rows read, want %d", total, 2*n)
+	if total != n {
+		t.Fatalf("%d rows read, want %d", total, n)
 	}
-	if rep := Inspect(run); rep.Rows != 2*n || len(rep.Problems) != 0 {
+	if rep := Inspect(run); rep.Rows != n || len(rep.Problems) != 0 {
 		t.Fatalf("inspect: %d rows, problems %v", rep.Rows, rep.Problems)
 	}
 }
@@ -439,38 +447,13 @@ func TestWorstCaseBodiesReadBack(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	run, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seals, err := ReadSeals(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total int64
-	for _, seg := range run.Segments {
-		for i, err := range readEvery(t, seg) {
-			if err != nil {
-				t.Fatalf("reader %d: %v", i, err)
-			}
-		}
-		tab := NewStrings()
-		r := NewColumnReader(tab)
+	var tab *Strings
+	readBack(t, dir, 2*n, func(r *ColumnReader) {
+		tab = r.Tab
 		r.WantBody = func(*Row) bool { return true }
-		got, err := r.ReadSealed(seals, seg, func(w *Row) {
-			if tab.Str(w.Target) == "bad" && len(w.Body) != MaxBodyBytes {
-				t.Fatalf("a body of %d bytes read back, want %d", len(w.Body), MaxBodyBytes)
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
+	}, func(w *Row) {
+		if tab.Str(w.Target) == "bad" && len(w.Body) != MaxBodyBytes {
+			t.Fatalf("a body of %d bytes read back, want %d", len(w.Body), MaxBodyBytes)
 		}
-		total += got
-	}
-	if total != 2*n {
-		t.Fatalf("%d rows read, want %d", total, 2*n)
-	}
-	if rep := Inspect(run); rep.Rows != 2*n || len(rep.Problems) != 0 {
-		t.Fatalf("inspect: %d rows, problems %v", rep.Rows, rep.Problems)
-	}
+	})
 }
