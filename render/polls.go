@@ -21,11 +21,16 @@ type Polls struct {
 	strs    []string // Source, Reason and Severity texts, by id
 	ids     map[string]uint32
 	notes   [][]string // Notes lists, by id (0: none)
+	// buckets are the distinct quantile buckets, by id (0: none): a run
+	// has a few dozen, so a poll's cell keeps one uint32, not two Nums.
+	buckets   []rate.Bucket
+	bucketIDs map[rate.Bucket]uint32
 }
 
 // NewPolls returns an empty Polls.
 func NewPolls() *Polls {
-	return &Polls{targets: map[string]*targetPolls{}, strs: []string{""}, ids: map[string]uint32{"": 0}, notes: [][]string{nil}}
+	return &Polls{targets: map[string]*targetPolls{}, strs: []string{""}, ids: map[string]uint32{"": 0}, notes: [][]string{nil},
+		buckets: []rate.Bucket{{}}, bucketIDs: map[rate.Bucket]uint32{{}: 0}}
 }
 
 // targetPolls is one target's polls as the charts need them.
@@ -43,6 +48,7 @@ type targetPolls struct {
 type packed struct {
 	value, window                  rate.Num
 	source, reason, severity, note uint32
+	bucket                         uint32 // Polls.buckets
 	derived, present               bool
 }
 
@@ -120,7 +126,7 @@ func (ps *Polls) Add(target string, p *analyze.Poll) {
 		}
 		rc := c.Cell.Cell
 		col[len(col)-1] = packed{value: rc.Value, window: rc.Window, source: ps.id(rc.Source), reason: ps.id(rc.Reason),
-			severity: ps.id(rc.Severity), note: ps.noteID(rc.Notes), derived: rc.Derived, present: true}
+			severity: ps.id(rc.Severity), note: ps.noteID(rc.Notes), bucket: ps.bucketID(rc.Bucket), derived: rc.Derived, present: true}
 	}
 }
 
@@ -149,10 +155,21 @@ func (ps *Polls) noteID(notes []string) uint32 {
 	return uint32(len(ps.notes) - 1)
 }
 
+// bucketID is the id of bucket b; equal buckets share an id.
+func (ps *Polls) bucketID(b rate.Bucket) uint32 {
+	if i, ok := ps.bucketIDs[b]; ok {
+		return i
+	}
+	i := uint32(len(ps.buckets))
+	ps.buckets = append(ps.buckets, b)
+	ps.bucketIDs[b] = i
+	return i
+}
+
 // cell unpacks c.
 func (ps *Polls) cell(c packed) rate.Cell {
 	return rate.Cell{Value: c.value, Window: c.window, Source: ps.strs[c.source], Reason: ps.strs[c.reason],
-		Severity: ps.strs[c.severity], Notes: ps.notes[c.note], Derived: c.derived}
+		Severity: ps.strs[c.severity], Notes: ps.notes[c.note], Bucket: ps.buckets[c.bucket], Derived: c.derived}
 }
 
 // series is the points of cell name, and whether the engine publishes it
