@@ -47,7 +47,7 @@ func TestPollsKeepBuckets(t *testing.T) {
 			t.Errorf("poll %d: bucket %+v, want %+v", i, p.Cell.Bucket, want[i])
 		}
 	}
-	if len(ps.buckets) != 3 { // none, b1, over
-		t.Errorf("%d buckets kept, want 3: %v", len(ps.buckets), ps.buckets)
+	if len(ps.buckets.list) != 3 { // none, b1, over
+		t.Errorf("%d buckets kept, want 3: %v", len(ps.buckets.list), ps.buckets.list)
 	}
 }
