@@ -309,11 +309,13 @@ func (ts TimeSeries) Chart() (Chart, error) {
 	line.Validate()
 	option := line.JSON()
 	if len(buckets) > 0 {
-		all := []any{}
-		if ms, ok := option["series"].(charts.MultiSeries); ok {
-			for _, s := range ms {
-				all = append(all, s)
-			}
+		ms, ok := option["series"].(charts.MultiSeries)
+		if !ok {
+			return Chart{}, fmt.Errorf("render: chart %s: go-echarts' series are %T, not MultiSeries", ts.ID, option["series"])
+		}
+		all := make([]any, 0, len(ms)+len(buckets))
+		for _, s := range ms {
+			all = append(all, s)
 		}
 		for _, b := range buckets {
 			all = append(all, b)
@@ -574,8 +576,8 @@ func (p *provTable) id(s string) int {
 // timeData returns the drawn points of s as ECharts data, [x, y] or
 // [x, y, prov], x in seconds since t0 to a tenth and y to five
 // significant digits (the tooltip shows four); the series' default provenance (the most common one
-// among the drawn points, which [x, y] items have); and how many points
-// were drawn.
+// among the drawn points, which [x, y] items have); and the indexes in
+// s.Points of the points drawn.
 func timeData(s Series, t0 float64, budget int, factor float64, provs *provTable) (json.RawMessage, int, []int) {
 	pts := make([]downsample.Point, len(s.Points))
 	for i, p := range s.Points {
