@@ -147,6 +147,7 @@ const (
 	outageSeries   = "restart/down/stall" // marks of class fail
 	phaseSeries    = "phase"              // marks of class ok
 	bandSeries     = "bands"
+	bucketSeries   = "bucket" // the histogram bucket a windowed quantile fell in
 )
 
 // ReasonPartial is the reason of a null point of a sum at a poll where
@@ -217,9 +218,13 @@ func (ts TimeSeries) Chart() (Chart, error) {
 	canon := make([]string, 0, len(series)+6)
 	legend := make([]legendItem, 0, len(series)+5)
 	var drawn, total int
+	var buckets []bandOption // the quantiles' buckets, drawn last and behind the lines
 	for i, s := range series {
-		data, def, n := timeData(s, t0, budget, scale.Factor, &provs)
-		drawn += n
+		data, def, idx := timeData(s, t0, budget, scale.Factor, &provs)
+		drawn += len(idx)
+		if lo, width, ok := bucketBand(s, idx, t0, scale.Factor); ok {
+			buckets = append(buckets, bucketBandSeries(i, lo, width)...)
+		}
 		total += len(s.Points)
 		seriesProv = append(seriesProv, def)
 		canon = append(canon, s.Canon)
@@ -308,6 +313,23 @@ func (ts TimeSeries) Chart() (Chart, error) {
 	}
 	line.Validate()
 	option := line.JSON()
+	if len(buckets) > 0 {
+		ms, ok := option["series"].(charts.MultiSeries)
+		if !ok {
+			return Chart{}, fmt.Errorf("render: chart %s: go-echarts' series are %T, not MultiSeries", ts.ID, option["series"])
+		}
+		all := make([]any, 0, len(ms)+len(buckets))
+		for _, s := range ms {
+			all = append(all, s)
+		}
+		for _, b := range buckets {
+			all = append(all, b)
+			seriesProv = append(seriesProv, -1)
+			canon = append(canon, "")
+		}
+		option["series"] = all
+		legend = append(legend, legendItem{Name: bucketSeries, Icon: "rect"})
+	}
 	rows := legendRows(legend)
 	option["legend"] = legendOption{Type: "plain", Top: 0, Left: 8, Right: 8, ItemGap: legendGap, ItemWidth: legendIcon, ItemHeight: 10, Data: legend}
 	option["grid"] = gridOption{Left: 72, Right: 24, Top: gridTop(rows), Bottom: 56}
@@ -559,9 +581,9 @@ func (p *provTable) id(s string) int {
 // timeData returns the drawn points of s as ECharts data, [x, y] or
 // [x, y, prov], x in seconds since t0 to a tenth and y to five
 // significant digits (the tooltip shows four); the series' default provenance (the most common one
-// among the drawn points, which [x, y] items have); and how many points
-// were drawn.
-func timeData(s Series, t0 float64, budget int, factor float64, provs *provTable) (json.RawMessage, int, int) {
+// among the drawn points, which [x, y] items have); and the indexes in
+// s.Points of the points drawn.
+func timeData(s Series, t0 float64, budget int, factor float64, provs *provTable) (json.RawMessage, int, []int) {
 	pts := make([]downsample.Point, len(s.Points))
 	for i, p := range s.Points {
 		pts[i] = downsample.Point{X: p.T, Y: p.Cell.Value.V, Null: !p.valid(), Keep: p.Keep}
@@ -599,7 +621,86 @@ func timeData(s Series, t0 float64, budget int, factor float64, provs *provTable
 		b = append(b, ']')
 	}
 	b = append(b, ']')
-	return b, def, len(idx)
+	return b, def, idx
+}
+
+// bucketBand returns, for a series of quantiles read from histogram
+// buckets, the band of their buckets at the drawn points idx as two
+// stacked ECharts series' data: each bucket's lo, and hi − lo above it.
+// A point without a bounded bucket (no value, no bucket, the overflow
+// past the top finite bound whose hi is null) is null in both: a gap.
+func bucketBand(s Series, idx []int, t0, factor float64) (lo, width json.RawMessage, ok bool) {
+	// Points, not lines, and series of no quantile: nothing to shade.
+	if s.Markers || !slices.ContainsFunc(idx, func(i int) bool { return !s.Points[i].Cell.Bucket.IsZero() }) {
+		return nil, nil, false
+	}
+	lo = make([]byte, 0, 16*len(idx)+2)
+	width = make([]byte, 0, 16*len(idx)+2)
+	lo, width = append(lo, '['), append(width, '[')
+	for k, i := range idx {
+		p := s.Points[i]
+		if k > 0 {
+			lo, width = append(lo, ','), append(width, ',')
+		}
+		x := strconv.AppendFloat(nil, roundX(p.T-t0), 'f', -1, 64)
+		lo = append(append(append(lo, '['), x...), ',')
+		width = append(append(append(width, '['), x...), ',')
+		b := p.Cell.Bucket
+		if p.valid() && b.Lo.Valid && b.Hi.Valid {
+			lo = appendY(lo, b.Lo.V*factor)
+			width = appendY(width, (b.Hi.V-b.Lo.V)*factor)
+		} else {
+			lo, width = append(lo, "null"...), append(width, "null"...)
+		}
+		lo, width = append(lo, ']'), append(width, ']')
+	}
+	return append(lo, ']'), append(width, ']'), true
+}
+
+// bandOption is one of the two stacked line series of a bucket band,
+// written as ECharts takes it (go-echarts has no series tooltip.show):
+// no symbols, no line, out of the tooltip, under the lines.
+type bandOption struct {
+	Name         string          `json:"name"`
+	Type         string          `json:"type"`
+	Stack        string          `json:"stack"`
+	Data         json.RawMessage `json:"data"`
+	ShowSymbol   bool            `json:"showSymbol"`
+	Symbol       string          `json:"symbol"`
+	ConnectNulls bool            `json:"connectNulls"`
+	Silent       bool            `json:"silent"`
+	Z            int             `json:"z"`
+	LineStyle    struct {
+		Opacity float64 `json:"opacity"`
+	} `json:"lineStyle"`
+	ItemStyle struct {
+		Color string `json:"color"`
+	} `json:"itemStyle"`
+	AreaStyle *struct {
+		Color string `json:"color"`
+	} `json:"areaStyle,omitempty"`
+	Tooltip struct {
+		Show bool `json:"show"`
+	} `json:"tooltip"`
+}
+
+// Colours of the bucket band: the shading, and its legend square.
+const (
+	bucketColour       = "rgba(84,112,198,0.14)"
+	bucketLegendColour = "#c3cde9"
+)
+
+// bucketBandSeries are the two series of line i's bucket band: lo, transparent,
+// and hi − lo stacked on it and shaded.
+func bucketBandSeries(i int, lo, width json.RawMessage) []bandOption {
+	b := bandOption{Name: bucketSeries, Type: "line", Stack: bucketSeries + strconv.Itoa(i), Symbol: "none", Z: 1}
+	b.ItemStyle.Color = bucketLegendColour
+	l, w := b, b
+	l.Data, w.Data = lo, width
+	w.AreaStyle = &struct {
+		Color string `json:"color"`
+	}{bucketColour}
+	return []bandOption{l, w}
 }
 
 // appendY appends y with five significant digits, in the shortest form.

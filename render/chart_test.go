@@ -246,3 +246,101 @@ func TestChartRejects(t *testing.T) {
 		t.Errorf("empty chart: %v", err)
 	}
 }
+
+// A quantile series read from histogram buckets is drawn over a band of
+// its buckets: two stacked series named "bucket", lo then hi − lo, out of
+// the tooltip, null where the bucket has no finite hi (the overflow past
+// the top bound) or the point no value; a series without buckets has none.
+func TestTimeSeriesBucketBand(t *testing.T) {
+	in := func(lo, hi float64) rate.Bucket { return rate.Bucket{Lo: rate.Some(lo), Hi: rate.Some(hi)} }
+	buckets := []rate.Bucket{in(0.01, 0.025), in(0.01, 0.025), in(0.025, 0.05),
+		{Lo: rate.Some(0.05), Flags: rate.FlagPastEdge}, {}, in(0.01, 0.025)}
+	values := []float64{0.012, 0.02, 0.03, 0.05, math.NaN(), 0.015}
+	q := render.Series{Name: "ITL p50", Points: cells(len(values), func(i int) rate.Cell {
+		if math.IsNaN(values[i]) {
+			return rate.Cell{Source: "src", Reason: rate.ReasonStale}
+		}
+		return rate.Cell{Value: rate.Some(values[i]), Source: "src", Bucket: buckets[i]}
+	})}
+	plain := render.Series{Name: "plain", Points: cells(len(values), func(i int) rate.Cell {
+		return rate.Cell{Value: rate.Some(0.02), Source: "src"}
+	})}
+	c, err := render.TimeSeries{ID: "x", Unit: "s", Series: []render.Series{q, plain}}.Chart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(c.Option)
+	var o struct {
+		Series []struct {
+			Name      string            `json:"name"`
+			Stack     string            `json:"stack"`
+			Data      []json.RawMessage `json:"data"`
+			AreaStyle *struct{}         `json:"areaStyle"`
+			Tooltip   *struct{ Show bool }
+		} `json:"series"`
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		t.Fatal(err)
+	}
+	n := len(o.Series)
+	if n < 4 || o.Series[n-2].Name != "bucket" || o.Series[n-1].Name != "bucket" {
+		t.Fatalf("no bucket band last among %d series: %s", n, b)
+	}
+	lo, width := o.Series[n-2], o.Series[n-1]
+	if lo.Stack == "" || lo.Stack != width.Stack || lo.AreaStyle != nil || width.AreaStyle == nil {
+		t.Errorf("band not stacked lo then shaded width: %+v %+v", lo, width)
+	}
+	if lo.Tooltip == nil || lo.Tooltip.Show || width.Tooltip == nil || width.Tooltip.Show {
+		t.Errorf("band in the tooltip")
+	}
+	if len(c.SeriesProv) != n || c.SeriesProv[n-1] != -1 || len(c.SeriesCanon) != n {
+		t.Errorf("series provenance %v for %d series", c.SeriesProv, n)
+	}
+	// Drawn in ms (the values are under a second).
+	wantLo := []float64{10, 10, 25, -1, -1, 10}
+	wantW := []float64{15, 15, 25, -1, -1, 15}
+	los, ws := items(t, lo.Data), items(t, width.Data)
+	for i := range values {
+		for _, c := range []struct {
+			name string
+			it   []*float64
+			want float64
+		}{{"lo", los[i], wantLo[i]}, {"hi−lo", ws[i], wantW[i]}} {
+			if *c.it[0] != float64(i)*2 {
+				t.Errorf("%s %d: x %v", c.name, i, *c.it[0])
+			}
+			switch {
+			case c.want < 0 && c.it[1] != nil:
+				t.Errorf("%s %d: %v, want a gap", c.name, i, *c.it[1])
+			case c.want >= 0 && (c.it[1] == nil || math.Abs(*c.it[1]-c.want) > 1e-9):
+				t.Errorf("%s %d: %v, want %v", c.name, i, c.it[1], c.want)
+			}
+		}
+	}
+	legend := 0
+	for _, s := range o.Series {
+		if s.Name == "bucket" {
+			legend++
+		}
+	}
+	if legend != 2 {
+		t.Errorf("%d bucket series, want 2 (the plain series has none)", legend)
+	}
+	if !strings.Contains(decode(t, c).legendNames(), "bucket") {
+		t.Errorf("legend %q has no bucket", decode(t, c).legendNames())
+	}
+
+	c, err = render.TimeSeries{ID: "y", Unit: "s", Series: []render.Series{plain}}.Chart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o2 := decode(t, c)
+	for _, s := range o2.Series {
+		if s.Name == "bucket" {
+			t.Errorf("a chart without buckets has a bucket band")
+		}
+	}
+	if strings.Contains(o2.legendNames(), "bucket") {
+		t.Errorf("legend %q", o2.legendNames())
+	}
+}

@@ -28,3 +28,26 @@ func TestPollsInTimeOrder(t *testing.T) {
 		t.Errorf("headline source %q", tp.sources[engine.DecodeTokensPerSecond])
 	}
 }
+
+// A quantile cell's bucket survives the packing, as one id per distinct
+// bucket: polls in one bucket share it, a cell without one has none.
+func TestPollsKeepBuckets(t *testing.T) {
+	name := engine.ITL + "__p50"
+	b1 := rate.Bucket{Lo: rate.Some(0.01), Hi: rate.Some(0.025)}
+	over := rate.Bucket{Lo: rate.Some(0.05), Flags: rate.FlagPastEdge}
+	ps := NewPolls()
+	for i, b := range []rate.Bucket{b1, b1, over, {}, b1} {
+		cells := engine.Cells{{Name: name, Cell: engine.Cell{Cell: rate.Cell{Value: rate.Some(0.02), Source: "s", Bucket: b}}}}
+		ps.Add("x", &analyze.Poll{T: float64(i + 1), Cells: cells})
+	}
+	points, _ := ps.series(ps.target("x"), name)
+	want := []rate.Bucket{b1, b1, over, {}, b1}
+	for i, p := range points {
+		if p.Cell.Bucket != want[i] {
+			t.Errorf("poll %d: bucket %+v, want %+v", i, p.Cell.Bucket, want[i])
+		}
+	}
+	if len(ps.buckets.list) != 3 { // none, b1, over
+		t.Errorf("%d buckets kept, want 3: %v", len(ps.buckets.list), ps.buckets.list)
+	}
+}

@@ -18,14 +18,17 @@ import (
 // safe for concurrent use.
 type Polls struct {
 	targets map[string]*targetPolls
-	strs    []string // Source, Reason and Severity texts, by id
-	ids     map[string]uint32
-	notes   [][]string // Notes lists, by id (0: none)
+	strs    interned[string] // Source, Reason and Severity texts, by id
+	notes   [][]string       // Notes lists, by id (0: none)
+	// buckets are the distinct quantile buckets, by id (0: none): a run
+	// has a few dozen, so a poll's cell keeps one uint32, not two Nums.
+	buckets interned[rate.Bucket]
 }
 
 // NewPolls returns an empty Polls.
 func NewPolls() *Polls {
-	return &Polls{targets: map[string]*targetPolls{}, strs: []string{""}, ids: map[string]uint32{"": 0}, notes: [][]string{nil}}
+	return &Polls{targets: map[string]*targetPolls{}, strs: newInterned(""), notes: [][]string{nil},
+		buckets: newInterned(rate.Bucket{})}
 }
 
 // targetPolls is one target's polls as the charts need them.
@@ -43,6 +46,7 @@ type targetPolls struct {
 type packed struct {
 	value, window                  rate.Num
 	source, reason, severity, note uint32
+	bucket                         uint32 // Polls.buckets
 	derived, present               bool
 }
 
@@ -120,17 +124,30 @@ func (ps *Polls) Add(target string, p *analyze.Poll) {
 		}
 		rc := c.Cell.Cell
 		col[len(col)-1] = packed{value: rc.Value, window: rc.Window, source: ps.id(rc.Source), reason: ps.id(rc.Reason),
-			severity: ps.id(rc.Severity), note: ps.noteID(rc.Notes), derived: rc.Derived, present: true}
+			severity: ps.id(rc.Severity), note: ps.noteID(rc.Notes), bucket: ps.buckets.id(rc.Bucket), derived: rc.Derived, present: true}
 	}
 }
 
-func (ps *Polls) id(s string) uint32 {
-	if i, ok := ps.ids[s]; ok {
+func (ps *Polls) id(s string) uint32 { return ps.strs.id(s) }
+
+// interned numbers distinct values in order of first use, the zero
+// value 0: a packed cell keeps the number, not the value.
+type interned[K comparable] struct {
+	list []K
+	ids  map[K]uint32
+}
+
+func newInterned[K comparable](zero K) interned[K] {
+	return interned[K]{list: []K{zero}, ids: map[K]uint32{zero: 0}}
+}
+
+func (in *interned[K]) id(k K) uint32 {
+	if i, ok := in.ids[k]; ok {
 		return i
 	}
-	i := uint32(len(ps.strs))
-	ps.strs = append(ps.strs, s)
-	ps.ids[s] = i
+	i := uint32(len(in.list))
+	in.list = append(in.list, k)
+	in.ids[k] = i
 	return i
 }
 
@@ -151,8 +168,8 @@ func (ps *Polls) noteID(notes []string) uint32 {
 
 // cell unpacks c.
 func (ps *Polls) cell(c packed) rate.Cell {
-	return rate.Cell{Value: c.value, Window: c.window, Source: ps.strs[c.source], Reason: ps.strs[c.reason],
-		Severity: ps.strs[c.severity], Notes: ps.notes[c.note], Derived: c.derived}
+	return rate.Cell{Value: c.value, Window: c.window, Source: ps.strs.list[c.source], Reason: ps.strs.list[c.reason],
+		Severity: ps.strs.list[c.severity], Notes: ps.notes[c.note], Bucket: ps.buckets.list[c.bucket], Derived: c.derived}
 }
 
 // series is the points of cell name, and whether the engine publishes it
@@ -200,7 +217,7 @@ func (ps *Polls) waitingByReason(tp *targetPolls) []Series {
 			if !w.present {
 				continue
 			}
-			pc := rate.Cell{Source: ps.strs[w.source] + `{reason="` + reason + `"}`, Reason: ps.strs[w.reason]}
+			pc := rate.Cell{Source: ps.strs.list[w.source] + `{reason="` + reason + `"}`, Reason: ps.strs.list[w.reason]}
 			if v, ok := w.by[reason]; ok {
 				pc.Value, pc.Reason = rate.Some(v), ""
 			} else if pc.Reason == "" {
