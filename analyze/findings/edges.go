@@ -402,7 +402,8 @@ const LevelLn = 0.4
 // left out) read on their own side of the midpoint between the two
 // medians, but for levelStray a side, the medians more than LevelLn
 // apart. Of neighbouring
-// candidates the one with the largest change is the edge. (A decode
+// candidates the one with the largest change is the edge (a later one by
+// more than levelMargin). (A decode
 // counter that moves at completion reads 0 in most intervals: its level
 // changes are not found.)
 func (v *view) levelEdges() []Edge {
@@ -422,7 +423,9 @@ func (v *view) levelEdges() []Edge {
 			if !ok {
 				break
 			}
-			if best < 0 || ln > bestLn {
+			// A later candidate wins only by a clear margin: a change read
+			// at ms and at ns timestamps must land on the same poll.
+			if best < 0 || ln > bestLn*(1+levelMargin) {
 				best, bestLn = i, ln
 			}
 		}
@@ -483,6 +486,10 @@ func (v *view) levelChange(i, k int, busy func(int) bool) (float64, bool) {
 // draining one level's last requests before it starts the next (a
 // request's length) is no level of its own.
 const levelPolls = 2 * (SteadyPolls - 1)
+
+// levelMargin is how much larger a later candidate's change must be, as a
+// share, to be the edge instead of an earlier one.
+const levelMargin = 0.02
 
 // levelStray is how many of the levelPolls either side may read on the
 // other side of the midpoint: a poll or two of a drain or a hiccup.

@@ -97,8 +97,15 @@ func Found(t *findings.Target, edges []findings.Edge) []Phase {
 		if k+1 < len(es) {
 			next = es[k+1].T
 		}
-		end := min(max(e.T, at), last)
-		add(kind, at, end, why+" to the "+e.Kind+" edge at "+stamp(e.T))
+		// A level change's interval holds both levels: the phase before
+		// ends at its last poll wholly at the old level (the placed moment
+		// inside the interval would include that poll or not by a hair).
+		cut := e.T
+		if e.Kind == findings.EdgeLevel {
+			cut = e.Between[0]
+		}
+		end := min(max(cut, at), last)
+		add(kind, at, end, why+" to the "+e.Kind+" edge at "+stamp(cut))
 		steady := min(rampEnd(t, &e, next), next, last)
 		add(KindRamp, end, steady, fmt.Sprintf("from the %s edge at %s to poll %s, the first whose interval is all at the new level", e.Kind, stamp(e.T), stamp(steady)))
 		at, why = max(steady, end), "from poll "+stamp(max(steady, end))
