@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -26,27 +27,24 @@ func (r *Result) writeAnswer(w io.Writer) {
 	if len(r.Answer.Rows) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "answer (busy: each target's steady phases, from its own counters; unknown is never 0):\n  %-14s %-16s", "target", "status")
-	for _, h := range answerHeads {
-		fmt.Fprintf(w, " %12s", h)
-	}
-	fmt.Fprintf(w, " %9s\n", "incidents")
+	fmt.Fprintln(w, "answer (busy: each target's steady phases, from its own counters; unknown is never 0):")
+	rows := [][]string{append(append([]string{"target", "status"}, answerHeads...), "incidents")}
 	for _, row := range r.Answer.Rows {
 		name, figs := "fleet", &phases.Figures{Figures: r.FleetBusy.Figures}
-		if row.Target != "" {
-			name = row.Target
-			for i := range r.Targets {
-				if r.Targets[i].Name == row.Target {
-					figs = &r.Targets[i].Summary.Busy
-				}
-			}
+		if t := r.target(row.Target); t != nil {
+			name, figs = row.Target, &t.Summary.Busy
 		}
-		fmt.Fprintf(w, "  %-14s %-16s", name, row.Status)
+		cells := []string{name, row.Status}
 		for _, f := range AnswerFigures {
-			fmt.Fprintf(w, " %12s", answerText(figs, f))
+			cells = append(cells, answerText(figs, f))
 		}
-		fmt.Fprintf(w, " %9d\n", row.Incidents)
+		rows = append(rows, append(cells, strconv.Itoa(row.Incidents)))
 	}
+	minWidth := []int{14, 16}
+	for range answerHeads {
+		minWidth = append(minWidth, 12)
+	}
+	writeColumns(w, rows, 2, append(minWidth, 9))
 	for _, row := range r.Answer.Rows {
 		name := row.Target
 		if name == "" {
@@ -94,10 +92,25 @@ func (r *Result) writePhaseAnswer(w io.Writer) {
 		}
 		rows = append(rows, append(cells, strconv.Itoa(row.Incidents)))
 	}
-	// Each column as wide as its widest cell: names left, figures right.
-	width := make([]int, len(head)+1)
+	writeColumns(w, rows, 3, nil)
+	for _, row := range r.Answer.Phases {
+		if row.Status != StatusOK {
+			fmt.Fprintf(w, "  %s on %s %s: %s\n", row.Phase, row.Target, row.Status, row.Reason)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// writeColumns writes rows as a table indented by two spaces, each column
+// as wide as its widest cell and at least minWidth[j]: the first left
+// columns left-aligned (names), the others right-aligned (figures).
+func writeColumns(w io.Writer, rows [][]string, left int, minWidth []int) {
+	width := slices.Clone(minWidth)
 	for _, cells := range rows {
 		for j, c := range cells {
+			if j >= len(width) {
+				width = append(width, 0)
+			}
 			width[j] = max(width[j], utf8.RuneCountInString(c))
 		}
 	}
@@ -105,7 +118,7 @@ func (r *Result) writePhaseAnswer(w io.Writer) {
 		fmt.Fprint(w, " ")
 		for j, c := range cells {
 			pad := strings.Repeat(" ", width[j]-utf8.RuneCountInString(c))
-			if j < 3 {
+			if j < left {
 				fmt.Fprint(w, " "+c+pad)
 			} else {
 				fmt.Fprint(w, " "+pad+c)
@@ -113,12 +126,6 @@ func (r *Result) writePhaseAnswer(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	for _, row := range r.Answer.Phases {
-		if row.Status != StatusOK {
-			fmt.Fprintf(w, "  %s on %s %s: %s\n", row.Phase, row.Target, row.Status, row.Reason)
-		}
-	}
-	fmt.Fprintln(w)
 }
 
 // concText is a concurrency as the answer prints it: "—" when unknown.
