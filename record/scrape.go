@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -289,6 +290,10 @@ func describe(err error, timeout time.Duration) error {
 	return err
 }
 
+// keptFirst are the headers a row keeps first when its headers are over
+// the cap: the content type and every engine's own process start.
+var keptFirst = append([]string{"Content-Type"}, engines.ProcessStartHeaders("")...)
+
 // responseHeaders is a response's headers as the headers column stores
 // them: a JSON object with sorted keys, each value through redact.Header,
 // cut at capture.MaxHeaderBytes (capture.EncodeHeaders) keeping the
@@ -299,6 +304,9 @@ func responseHeaders(h http.Header, startHeader string) *string {
 	for k, vs := range h {
 		m[k] = strings.Join(vs, ", ")
 	}
-	first := append([]string{"Content-Type", startHeader}, engines.ProcessStartHeaders("")...)
+	first := keptFirst
+	if startHeader != "" && !slices.Contains(first, startHeader) {
+		first = append(slices.Clip(first), startHeader)
+	}
 	return capture.EncodeHeaders(redact.Headers(m), first...)
 }
