@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/textproto"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -600,6 +601,12 @@ func (st *targetState) processStart(w *capture.Row) {
 // object (names compared case-insensitively), redacted again: a recording
 // of another version may hold what this one redacts.
 func headerValue(js []byte, name string) (string, bool) {
+	// The column's keys are Go's canonical header names (a JSON object
+	// the recorder wrote): a row without the name is passed over without
+	// decoding it, as most rows of an engine that sends no such header are.
+	if !bytes.Contains(js, []byte(textproto.CanonicalMIMEHeaderKey(name))) {
+		return "", false
+	}
 	var h map[string]string
 	if json.Unmarshal(js, &h) != nil {
 		return "", false

@@ -449,14 +449,16 @@ func (v *view) levelEdges() []Edge {
 // when it is a level edge by the rule of levelEdges.
 func (v *view) levelChange(i, k int, busy func(int) bool) (float64, bool) {
 	ps := v.t.Polls
-	before, after := make([]float64, 0, k), make([]float64, 0, k)
+	// On the stack: this runs at every busy poll.
+	var bs, as, tmp [levelPolls]float64
+	before, after := bs[:0:k], as[:0:k]
 	for j := 1; j <= k; j++ {
 		if !busy(i-j) || !busy(i+j) {
 			return 0, false
 		}
 		before, after = append(before, ps[i-j].Interval.V.V), append(after, ps[i+j].Interval.V.V)
 	}
-	b, a := median(before), median(after)
+	b, a := medianIn(tmp[:0], before), medianIn(tmp[:0], after)
 	if !b.Valid || !a.Valid || b.V <= 0 || a.V <= 0 {
 		return 0, false
 	}

@@ -308,11 +308,14 @@ func cadence(t *Target) float64 {
 }
 
 // median of xs (copied); null for none.
-func median(xs []float64) rate.Num {
+func median(xs []float64) rate.Num { return medianIn(nil, xs) }
+
+// medianIn is median, sorting a copy of xs in buf's storage where it fits.
+func medianIn(buf, xs []float64) rate.Num {
 	if len(xs) == 0 {
 		return rate.Num{}
 	}
-	s := slices.Clone(xs)
+	s := append(buf[:0], xs...)
 	slices.Sort(s)
 	n := len(s)
 	if n%2 == 1 {
