@@ -242,7 +242,7 @@ func bigPages(t *testing.T, size int) (url string, served *atomic.Int64) {
 	return srv.URL + "/metrics", served
 }
 
-// largeSegmentBound is the promise of README's "Stops when told" for a
+// largeSegmentBound is the promise of docs/reference.md's "Stops when told" for a
 // recording of large pages: StopGrace and the seals of the segment in
 // flight and the open one, at most the 64 MiB segment budget each; with a
 // margin for a loaded test host.
@@ -253,7 +253,7 @@ const largeSegmentBound = 5 * time.Second
 // take), stopped by SIGTERM after 9.5 s: nine segments sealed since the
 // last merge and a half-full open one. The recorder exits within the
 // bound, merging nothing (the merge of those segments took many seconds
-// at shutdown before, see README), and every page served before the signal
+// at shutdown before, see docs/reference.md), and every page served before the signal
 // is a row of the folder.
 func largeSegmentsStopWithinBound(t *testing.T, bin string) {
 	url, served := bigPages(t, 4<<20)
