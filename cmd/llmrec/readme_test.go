@@ -106,10 +106,12 @@ var (
 	invocation = regexp.MustCompile(`(?:^|[\s;&|(])(?:\./|go run \./cmd/)?llmrec (help |)([a-z]+)((?: [^|;&#>]*)?)`)
 	flagWord   = regexp.MustCompile(`(?:^|\s)--?([a-z][a-z0-9-]*)(?:[=\s]|$)`)
 	helpFlag   = regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
+	codeSpan   = regexp.MustCompile("`((?:\\./)?llmrec [^`\n]+)`")
 )
 
 // TestDocumentedFlagsExist: every flag the README and the reference pass to
-// an llmrec command in their shell blocks is one that command's -h lists.
+// an llmrec command in their shell blocks and code spans is one that
+// command's -h lists.
 func TestDocumentedFlagsExist(t *testing.T) {
 	helps := map[string]string{}
 	flagsOf := func(cmd string) string {
@@ -127,12 +129,24 @@ func TestDocumentedFlagsExist(t *testing.T) {
 	}
 	checked := 0
 	for _, path := range []string{readmePath, referencePath} {
-		for _, block := range shBlocks(readRepoFile(t, path), "") {
+		md := readRepoFile(t, path)
+		// The shell blocks, and the code spans of the prose that start with
+		// llmrec, one to a line.
+		texts := shBlocks(md, "")
+		var spans []string
+		for _, m := range codeSpan.FindAllStringSubmatch(md, -1) {
+			spans = append(spans, m[1])
+		}
+		texts = append(texts, strings.Join(spans, "\n"))
+		for _, block := range texts {
 			// A trailing backslash continues the line.
 			text := strings.ReplaceAll(block, "\\\n", " ")
 			for _, line := range strings.Split(text, "\n") {
 				for _, m := range invocation.FindAllStringSubmatch(line, -1) {
 					cmd, rest := m[2], m[3]
+					if cmd == "help" { // "llmrec help CMD", a placeholder
+						continue
+					}
 					if _, ok := commands()[cmd]; !ok {
 						t.Errorf("%s: %q: llmrec has no command %q", path, strings.TrimSpace(line), cmd)
 						continue
