@@ -80,7 +80,7 @@ func TestREADMERecipe(t *testing.T) {
 }
 
 // TestREADMETestCommand: README's first block names the test command, and
-// CI runs exactly it.
+// CI runs exactly it, and README's recipe.
 func TestREADMETestCommand(t *testing.T) {
 	blocks := shBlocks(readRepoFile(t, readmePath), "")
 	if len(blocks) == 0 {
@@ -97,6 +97,9 @@ func TestREADMETestCommand(t *testing.T) {
 	ci := readRepoFile(t, ciPath)
 	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(cmds[1]) + `$`).MatchString(ci) {
 		t.Errorf(".ci/run does not run README's test command %q on a line of its own", cmds[1])
+	}
+	if !regexp.MustCompile(`(?m)^\.ci/ab-recipe$`).MatchString(ci) {
+		t.Error(".ci/run does not run README's A/B recipe (.ci/ab-recipe) on a line of its own")
 	}
 }
 
