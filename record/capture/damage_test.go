@@ -33,7 +33,7 @@ func readDamaged(t testing.TB, path string) (n int, err error) {
 	if err != nil && !strings.Contains(err.Error(), path) {
 		t.Errorf("error %q does not name the file", err)
 	}
-	if perr := ReadSegment(path, func(*meta) error { return nil }); perr != nil && !strings.Contains(perr.Error(), path) {
+	if perr := ReadScrapes(path, OmitSamples|OmitHeaders, func(*Scrape) error { return nil }); perr != nil && !strings.Contains(perr.Error(), path) {
 		t.Errorf("error %q does not name the file", perr)
 	}
 	return n, err
