@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"strings"
 
@@ -86,14 +87,14 @@ func checkRowCounts(pf *parquet.File) (err error) {
 	var sum int64
 	for g, rg := range md.RowGroups {
 		sum += rg.NumRows
-		for _, cc := range rg.Columns {
-			leaf, ok := pf.Schema().Lookup(cc.MetaData.PathInSchema...)
+		for c, cc := range rg.Columns {
+			leaf, ok := leafAt(pf, c)
 			if !ok || leaf.MaxRepetitionLevel > 0 {
 				continue
 			}
 			if cc.MetaData.NumValues != rg.NumRows {
 				return fmt.Errorf("%w: row group %d states %d rows, its column %s %d values", ErrDamaged, g, rg.NumRows,
-					strings.Join(cc.MetaData.PathInSchema, "."), cc.MetaData.NumValues)
+					colName(pf, c), cc.MetaData.NumValues)
 			}
 		}
 	}
@@ -101,6 +102,27 @@ func checkRowCounts(pf *parquet.File) (err error) {
 		return fmt.Errorf("%w: the footer states %d rows, its row groups %d", ErrDamaged, md.NumRows, sum)
 	}
 	return nil
+}
+
+// leafAt is the leaf column of chunk c of a row group, by its place in the
+// schema: the writer's files after its first state no path in their
+// column chunks' metadata (parquet-go's GenericWriter.Reset leaves it
+// empty), so a lookup by that path finds nothing.
+func leafAt(pf *parquet.File, c int) (parquet.LeafColumn, bool) {
+	cols := pf.Schema().Columns()
+	if c >= len(cols) {
+		return parquet.LeafColumn{}, false
+	}
+	return pf.Schema().Lookup(cols[c]...)
+}
+
+// colName names chunk c's column: its path in the schema.
+func colName(pf *parquet.File, c int) string {
+	cols := pf.Schema().Columns()
+	if c >= len(cols) {
+		return fmt.Sprintf("#%d", c)
+	}
+	return strings.Join(cols[c], ".")
 }
 
 // openFooter opens a file's footer once its length and lists are checked,
@@ -158,11 +180,16 @@ func checkFooterBytes(r io.ReaderAt, size int64) (int64, error) {
 }
 
 // checkPages walks the pages of every column chunk, which must lie in the
-// first end bytes of the file, reading their headers only.
+// first end bytes of the file, reading their headers, and their data
+// against the checksum a page states. A page is checked whether or not a
+// command reads its column: a damaged page is refused by every command
+// alike, not only by those that decode it.
 func checkPages(r io.ReaderAt, end int64, pf *parquet.File) (err error) {
 	defer recoverDamage(&err)
 	md := pf.Metadata()
 	buf := make([]byte, 4096)
+	sum := make([]byte, 64<<10)
+	var before int64 // rows of the row groups before
 	for g, rg := range md.RowGroups {
 		for c, cc := range rg.Columns {
 			// parquet-go decodes every chunk of a column with the codec
@@ -170,20 +197,28 @@ func checkPages(r io.ReaderAt, end int64, pf *parquet.File) (err error) {
 			if first := md.RowGroups[0].Columns; c >= len(first) || cc.MetaData.Codec != first[c].MetaData.Codec {
 				err = fmt.Errorf("codec %v, not the codec of the column's first chunk", cc.MetaData.Codec)
 			} else {
-				buf, err = checkChunk(r, end, &cc.MetaData, buf)
+				// A column of one value a row counts its rows by values.
+				first := int64(-1)
+				if leaf, ok := leafAt(pf, c); ok && leaf.MaxRepetitionLevel == 0 {
+					first = before
+				}
+				buf, err = checkChunk(r, end, &cc.MetaData, buf, sum, first)
 			}
 			if err != nil {
-				return fmt.Errorf("%w: row group %d, column %s: %v", ErrDamaged, g, strings.Join(cc.MetaData.PathInSchema, "."), err)
+				return fmt.Errorf("%w: row group %d, column %s: %v", ErrDamaged, g, colName(pf, c), err)
 			}
 		}
+		before += rg.NumRows
 	}
 	return nil
 }
 
 // checkChunk checks the headers of a column chunk's pages, as parquet-go
 // will read them: one after the other from the dictionary page (or the
-// first data page) to the chunk's stated end.
-func checkChunk(r io.ReaderAt, end int64, md *format.ColumnMetaData, buf []byte) ([]byte, error) {
+// first data page) to the chunk's stated end; and each page's data against
+// its checksum, read through sum. row is the file's row of the chunk's
+// first value, -1 when its values are not one a row (a list's).
+func checkChunk(r io.ReaderAt, end int64, md *format.ColumnMetaData, buf, sum []byte, row int64) ([]byte, error) {
 	pos := md.DataPageOffset
 	if md.DictionaryPageOffset != 0 {
 		pos = md.DictionaryPageOffset
@@ -207,9 +242,47 @@ func checkChunk(r io.ReaderAt, end int64, md *format.ColumnMetaData, buf []byte)
 		if err := checkFrames(r, md.Codec, &h, data, buf); err != nil {
 			return buf, fmt.Errorf("page %d at byte %d: %v", page, pos, err)
 		}
+		if err := checkSum(r, &h, data, sum); err != nil {
+			where := ""
+			if row >= 0 && h.Type != format.DictionaryPage {
+				where = fmt.Sprintf(" (rows from %d)", row)
+			}
+			return buf, fmt.Errorf("page %d at byte %d%s: %v", page, pos, where, err)
+		}
+		if row >= 0 {
+			row += int64(pageValues(&h))
+		}
 		pos = data + int64(h.CompressedPageSize)
 	}
 	return buf, nil
+}
+
+// checkSum checks the page's data at data against the CRC-32 its header
+// states, when it states one (llmrec's writer does), reading it through
+// buf: a damaged page is refused when the file is opened.
+func checkSum(r io.ReaderAt, h *format.PageHeader, data int64, buf []byte) error {
+	if h.CRC == 0 {
+		return nil
+	}
+	crc := crc32.NewIEEE()
+	if _, err := io.CopyBuffer(crc, io.NewSectionReader(r, data, int64(h.CompressedPageSize)), buf); err != nil {
+		return err
+	}
+	if got := crc.Sum32(); got != uint32(h.CRC) {
+		return fmt.Errorf("checksum %08x, the page states %08x", got, uint32(h.CRC))
+	}
+	return nil
+}
+
+// pageValues is the number of values a data page states (0 for another).
+func pageValues(h *format.PageHeader) int32 {
+	switch {
+	case h.DataPageHeader.Valid:
+		return h.DataPageHeader.V.NumValues
+	case h.DataPageHeaderV2.Valid:
+		return h.DataPageHeaderV2.V.NumValues
+	}
+	return 0
 }
 
 // readPageHeader reads the page header at pos, which with its strings and
