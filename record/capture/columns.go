@@ -194,6 +194,9 @@ type ColumnReader struct {
 	// whole reads every column of a row (ReadScrapes) but those in omit.
 	whole bool
 	omit  Omit
+	// noHeaders opens a file without checking its headers column, and
+	// never reads it (SalvageHeaders).
+	noHeaders bool
 }
 
 // NewColumnReader makes a reader whose rows' strings are ids in tab.
@@ -258,12 +261,16 @@ func (r *ColumnReader) read(path string, fn func(*Row) error) (err error) {
 	if err != nil {
 		return fmt.Errorf("open segment: %w", err)
 	}
-	pf, leaves, err := openColumns(f, st.Size())
+	var skip []string
+	if r.noHeaders {
+		skip = columns[cHeaders]
+	}
+	pf, leaves, err := openColumns(f, st.Size(), skip)
 	if err != nil {
 		return fmt.Errorf("segment %s: %w", path, err)
 	}
 	none := parquet.LeafColumn{ColumnIndex: -1}
-	if !r.Headers {
+	if !r.Headers || r.noHeaders {
 		leaves[cHeaders] = none
 	}
 	for i := firstWhole; i < nColumns && !r.whole; i++ {
@@ -296,9 +303,9 @@ func (r *ColumnReader) read(path string, fn func(*Row) error) (err error) {
 
 // openColumns opens a segment's footer and finds the projection's leaf
 // columns in its schema.
-func openColumns(f io.ReaderAt, size int64) (pf *parquet.File, leaves [nColumns]parquet.LeafColumn, err error) {
+func openColumns(f io.ReaderAt, size int64, skip []string) (pf *parquet.File, leaves [nColumns]parquet.LeafColumn, err error) {
 	defer recoverDamage(&err)
-	if pf, err = openCapture(f, size); err != nil {
+	if pf, err = openCaptureSkip(f, size, skip); err != nil {
 		return nil, leaves, err
 	}
 	for i, p := range columns {

@@ -163,8 +163,14 @@ func (r *Run) Journals() []string { return append(slices.Clone(r.Live), r.Crashe
 // openCapture opens a segment for either reader: OpenParquet's checks,
 // then the schema version and the columns of a row's identity.
 func openCapture(f io.ReaderAt, size int64) (pf *parquet.File, err error) {
+	return openCaptureSkip(f, size, nil)
+}
+
+// openCaptureSkip is openCapture, the pages of the column at the path skip
+// (nil: none) unchecked (openParquet).
+func openCaptureSkip(f io.ReaderAt, size int64, skip []string) (pf *parquet.File, err error) {
 	defer recoverDamage(&err)
-	pf, err = OpenParquet(f, size)
+	pf, err = openParquet(f, size, skip)
 	if err != nil {
 		return nil, err
 	}
