@@ -197,6 +197,8 @@ type ColumnReader struct {
 	// noHeaders opens a file without checking its headers column, and
 	// never reads it (SalvageHeaders).
 	noHeaders bool
+	// sealed says the file being read matched its seal (ReadSealed).
+	sealed bool
 }
 
 // NewColumnReader makes a reader whose rows' strings are ids in tab.
@@ -223,6 +225,9 @@ func (r *ColumnReader) ReadSealed(seals Seals, path string, fn func(*Row)) (rows
 	if err != nil {
 		return 0, err
 	}
+	// A file that matched its seal is as written, byte for byte.
+	r.sealed = seal != nil
+	defer func() { r.sealed = false }()
 	err = r.Read(path, func(w *Row) { rows++; fn(w) })
 	if err == nil {
 		err = seal.CheckRows(path, rows)
@@ -261,11 +266,11 @@ func (r *ColumnReader) read(path string, fn func(*Row) error) (err error) {
 	if err != nil {
 		return fmt.Errorf("open segment: %w", err)
 	}
-	var skip []string
+	o := openOpts{sealed: r.sealed}
 	if r.noHeaders {
-		skip = columns[cHeaders]
+		o.skip = columns[cHeaders]
 	}
-	pf, leaves, err := openColumns(f, st.Size(), skip)
+	pf, leaves, err := openColumns(f, st.Size(), o)
 	if err != nil {
 		return fmt.Errorf("segment %s: %w", path, err)
 	}
@@ -303,9 +308,9 @@ func (r *ColumnReader) read(path string, fn func(*Row) error) (err error) {
 
 // openColumns opens a segment's footer and finds the projection's leaf
 // columns in its schema.
-func openColumns(f io.ReaderAt, size int64, skip []string) (pf *parquet.File, leaves [nColumns]parquet.LeafColumn, err error) {
+func openColumns(f io.ReaderAt, size int64, o openOpts) (pf *parquet.File, leaves [nColumns]parquet.LeafColumn, err error) {
 	defer recoverDamage(&err)
-	if pf, err = openCaptureSkip(f, size, skip); err != nil {
+	if pf, err = openCaptureWith(f, size, o); err != nil {
 		return nil, leaves, err
 	}
 	for i, p := range columns {

@@ -163,14 +163,13 @@ func (r *Run) Journals() []string { return append(slices.Clone(r.Live), r.Crashe
 // openCapture opens a segment for either reader: OpenParquet's checks,
 // then the schema version and the columns of a row's identity.
 func openCapture(f io.ReaderAt, size int64) (pf *parquet.File, err error) {
-	return openCaptureSkip(f, size, nil)
+	return openCaptureWith(f, size, openOpts{})
 }
 
-// openCaptureSkip is openCapture, the pages of the column at the path skip
-// (nil: none) unchecked (openParquet).
-func openCaptureSkip(f io.ReaderAt, size int64, skip []string) (pf *parquet.File, err error) {
+// openCaptureWith is openCapture with the checks o relaxes (openParquet).
+func openCaptureWith(f io.ReaderAt, size int64, o openOpts) (pf *parquet.File, err error) {
 	defer recoverDamage(&err)
-	pf, err = openParquet(f, size, skip)
+	pf, err = openParquet(f, size, o)
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,7 @@ func headersOnly(path string) bool {
 	if _, err := openCapture(f, st.Size()); err == nil {
 		return false
 	}
-	_, err = openCaptureSkip(f, st.Size(), columns[cHeaders])
+	_, err = openCaptureWith(f, st.Size(), openOpts{skip: columns[cHeaders]})
 	return err == nil
 }
 
