@@ -299,6 +299,12 @@ func (r *ColumnReader) read(path string, fn func(*Row) error) (err error) {
 	var before int64
 	for gi, rg := range pf.RowGroups() {
 		if err := r.rowGroup(rg, leaves[:], before, fn); err != nil {
+			// Whatever stops the decoding of a file's rows is damage to
+			// it, for every reader alike (compaction leaves a damaged
+			// file single, a reader skips it).
+			if !errors.Is(err, ErrDamaged) {
+				err = fmt.Errorf("%w: %w", ErrDamaged, err)
+			}
 			return fmt.Errorf("segment %s: row group %d: %w", path, gi, err)
 		}
 		before += rg.NumRows()
