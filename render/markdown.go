@@ -89,21 +89,22 @@ func Markdown(w io.Writer, r Report) error {
 	return nil
 }
 
-// badge is a verdict's class in words, with a sign for the eye.
+// badge is a verdict's class in a plain word, as the diff page's badges
+// say it: a sign would be read differently by each terminal and reader.
 func badge(class string) string {
 	switch class {
 	case ClassOK:
-		return "✅ ok"
+		return "ok"
 	case ClassWarn:
-		return "⚠️ warn"
+		return "warn"
 	case ClassFail:
-		return "❌ fail"
+		return "fail"
 	case ClassRefused:
-		return "⛔ refused"
+		return "refused"
 	case ClassUnknown:
-		return "❔ unknown"
+		return "unknown"
 	}
-	return "ℹ️ note"
+	return "note"
 }
 
 // mdDoc is a summary being written within its budget.

@@ -23,6 +23,10 @@ RUN-NNNNNN.parquet, RUN-NNNNNN.parquet.tmp, RUN.manifest.json.tmp), never
 those of a recording still running; every other file is listed and left
 alone. A journal it cannot read is reported and left as it is (exit 1);
 so is a segment no reader can read (damaged, or differing from its seal).
+A segment an older llmrec wrote with a headers page over the readers' cap
+(a target that sent megabytes of response headers) is rewritten with every
+row and every column but the headers: the headers of each answered row are
+replaced by a note, "llmrec: headers lost", that says why.
 
 The reading commands (inspect, export, analyze, render) never change a
 folder: they recover a crashed journal in memory, so a folder on read-only
@@ -56,9 +60,31 @@ func repairRun(_ context.Context, stdout, stderr io.Writer, args []string) error
 	if err != nil {
 		return err
 	}
+	// A segment an older writer made with a headers page over the
+	// readers' cap is rewritten without its headers; then merged, if it
+	// was left single for it.
+	salvaged, err := capture.SalvageHeaders(dir)
+	for _, rc := range salvaged {
+		fmt.Fprintf(stdout, "repaired   %s: %s\n", rc.Name(), rc)
+	}
+	if err != nil {
+		return err
+	}
+	if len(salvaged) > 0 {
+		more, err := capture.Recover(dir)
+		for _, rc := range more {
+			fmt.Fprintf(stdout, "repaired   %s: %s\n", rc.Name(), rc)
+		}
+		if err != nil {
+			return err
+		}
+		recs = append(recs, salvaged...)
+		recs = append(recs, more...)
+	}
 	// A file no reader can read is named, never "nothing to repair":
 	// repair does not rewrite a damaged segment (its readable rows are
-	// not recovered yet); it is left as it is.
+	// not recovered yet) but for one whose headers page alone is over the
+	// cap (above); it is left as it is.
 	var damaged []string
 	if after, err := capture.Open(dir); err == nil {
 		damaged = capture.Inspect(after).Problems

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -32,19 +31,8 @@ func realRun(t *testing.T, rel string) string {
 	return dir
 }
 
-// scrapeRow is what the comparison reads of a row.
-type scrapeRow struct {
-	Target   string  `parquet:"target"`
-	Endpoint string  `parquet:"endpoint"`
-	Seq      int64   `parquet:"seq"`
-	Outcome  string  `parquet:"outcome"`
-	Status   *int32  `parquet:"status,optional"`
-	Body     []byte  `parquet:"body,optional"`
-	Headers  *string `parquet:"headers,optional"`
-	Error    *string `parquet:"error,optional"`
-	StartNs  int64   `parquet:"start_ns,optional"`
-	FirstNs  int64   `parquet:"first_byte_ns,optional"`
-}
+// scrapeRow is what the comparison reads of a row: not its samples.
+type scrapeRow = capture.Scrape
 
 // readRows reads every row of a run folder's segments, per endpoint in seq
 // order.
@@ -59,10 +47,8 @@ func readRows(t *testing.T, dir string) map[string][]scrapeRow {
 	}
 	out := map[string][]scrapeRow{}
 	for _, seg := range run.Segments {
-		if err := capture.ReadSegment(seg, func(r *scrapeRow) error {
-			c := *r
-			c.Body = bytes.Clone(r.Body)
-			out[r.Endpoint] = append(out[r.Endpoint], c)
+		if err := capture.ReadScrapes(seg, capture.OmitSamples, func(r *scrapeRow) error {
+			out[r.Endpoint] = append(out[r.Endpoint], *r)
 			return nil
 		}); err != nil {
 			t.Fatal(err)
@@ -323,7 +309,7 @@ func comparePolls(t *testing.T, orig, out string) {
 			}
 			if j < 0 {
 				t.Fatalf("%s: replayed poll %d (%s %s, first byte after %s) carries a body of no recorded row near %d:\n%.300s",
-					ep, k, g[k].Outcome, deref(g[k].Error), time.Duration(g[k].FirstNs-g[k].StartNs), i, g[k].Body)
+					ep, k, g[k].Outcome, deref(g[k].Error), time.Duration(g[k].FirstByteNs-g[k].StartNs), i, g[k].Body)
 			}
 			if j != i {
 				off++

@@ -191,15 +191,11 @@ func (r scaleResult) report(b *testing.B, n int, holds bool) {
 	b.ReportMetric(map[bool]float64{true: 1}[holds], "holds")
 }
 
-// scaleRow is the projection of a row the benchmark reads: not the bodies.
-type scaleRow struct {
-	Target      string  `parquet:"target,dict"`
-	Outcome     string  `parquet:"outcome,dict"`
-	ScheduledNs int64   `parquet:"scheduled_ns,delta"`
-	StartNs     int64   `parquet:"start_ns,optional,delta"`
-	EndNs       int64   `parquet:"end_ns,optional,delta"`
-	Error       *string `parquet:"error,optional,dict"`
-}
+// scaleRow is what the benchmark reads of a row: not the bodies, samples
+// or headers (scaleOmits).
+type scaleRow = capture.Scrape
+
+const scaleOmits = capture.OmitBody | capture.OmitSamples | capture.OmitHeaders
 
 // seqNumber is the tick number in a missed tick's reason, left out when
 // the reasons are counted.
@@ -270,7 +266,7 @@ func recordFleet(b *testing.B, bin string, urls []string, d time.Duration) scale
 	first := int64(0)    // the first tick's scheduled time
 	whys := map[string]int{}
 	for _, seg := range r.Segments {
-		err := capture.ReadSegment(seg, func(s *scaleRow) error {
+		err := capture.ReadScrapes(seg, scaleOmits, func(s *scaleRow) error {
 			res.ticks++
 			switch s.Outcome {
 			case capture.OutcomeMissed:
@@ -311,7 +307,7 @@ func recordFleet(b *testing.B, bin string, urls []string, d time.Duration) scale
 		bucket := map[int64]time.Duration{}
 
 		for _, seg := range r.Segments {
-			capture.ReadSegment(seg, func(s *scaleRow) error {
+			capture.ReadScrapes(seg, scaleOmits, func(s *scaleRow) error {
 				if s.StartNs != 0 {
 					k := (s.ScheduledNs - first) / 250e6
 					bucket[k] = max(bucket[k], time.Duration(s.StartNs-s.ScheduledNs))

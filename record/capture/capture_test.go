@@ -376,20 +376,20 @@ func TestCompaction(t *testing.T) {
 	for _, c := range []struct {
 		budget           int64
 		minKept, maxKept int
-		batch, read      int
+		batch            int
 	}{
-		{DefaultKeepBytes, 6, 6, mergeBatch, mergeRead}, // all (the 3rd and 6th go to compaction at once)
-		{0, 0, 0, mergeBatch, mergeRead},
-		{3000, 1, 5, mergeBatch, mergeRead}, // some
-		// Batches that end mid-file and file reads that refill while rows
-		// read before are still batched.
-		{DefaultKeepBytes, 6, 6, 5, 3},
-		{0, 0, 0, 5, 3},
-		{3000, 1, 5, 2, 3},
+		{DefaultKeepBytes, 6, 6, mergeBatch}, // all (the 3rd and 6th go to compaction at once)
+		{0, 0, 0, mergeBatch},
+		{3000, 1, 5, mergeBatch}, // some
+		// Batches that end mid-file, while rows read before are still
+		// batched.
+		{DefaultKeepBytes, 6, 6, 5},
+		{0, 0, 0, 5},
+		{3000, 1, 5, 2},
 	} {
-		t.Run(fmt.Sprintf("keep=%d/batch=%d/read=%d", c.budget, c.batch, c.read), func(t *testing.T) {
-			defer func(b, r int) { mergeBatch, mergeRead = b, r }(mergeBatch, mergeRead)
-			mergeBatch, mergeRead = c.batch, c.read
+		t.Run(fmt.Sprintf("keep=%d/batch=%d", c.budget, c.batch), func(t *testing.T) {
+			defer func(b int) { mergeBatch = b }(mergeBatch)
+			mergeBatch = c.batch
 			got, kept := compactionRun(t, c.budget)
 			if kept < c.minKept || kept > c.maxKept {
 				t.Errorf("%d segments kept, want %d to %d", kept, c.minKept, c.maxKept)

@@ -72,6 +72,24 @@ type Row struct {
 	// Headers are the row's response headers as the capture stores them
 	// (a JSON object), nil when null or not read (ColumnReader.Headers).
 	Headers []byte
+
+	// Rest are the columns only a whole row reads (ReadScrapes).
+	Rest RowRest
+}
+
+// RowRest are the columns of a row that only a whole row needs
+// (ReadScrapes): compaction, inspect, export, find. Zero when not read.
+type RowRest struct {
+	URL                      int32
+	Status                   int32 // -1 when null
+	ContentType, ContentEnc  int32 // -1 when null
+	WireBytes                int64 // -1 when null
+	BodyNull, ParseErrorNull bool
+	ParseError               []byte
+	Help                     []int32
+	// Stamped says which samples carry an explicit timestamp (Stamp).
+	Stamped []bool
+	Stamp   []int64
 }
 
 // Column paths of the projection.
@@ -82,6 +100,9 @@ var columns = [...][]string{
 	cName: {"samples", "list", "element", "name"}, cLabels: {"samples", "list", "element", "labels"},
 	cValue:     {"samples", "list", "element", "value"},
 	cScheduled: {"scheduled_ns"}, cEnd: {"end_ns"}, cError: {"error"}, cHeaders: {"headers"},
+	cURL: {"url"}, cStatus: {"status"}, cContentType: {"content_type"}, cContentEnc: {"content_encoding"},
+	cWireBytes: {"wire_bytes"}, cBody: {"body"}, cParseError: {"parse_error"},
+	cHelp: {"samples", "list", "element", "help"}, cStamp: {"samples", "list", "element", "timestamp_ms"},
 }
 
 const (
@@ -102,8 +123,26 @@ const (
 	cEnd
 	cError
 	cHeaders // read only when ColumnReader.headers
+	cURL     // the columns from here on are read only for whole rows (ReadScrapes)
+	cStatus
+	cContentType
+	cContentEnc
+	cWireBytes
+	cBody
+	cParseError
+	cHelp
+	cStamp
 	nColumns
 )
+
+// firstWhole is the first column only a whole row reads.
+const firstWhole = cURL
+
+// valueOnly are the repeated columns read by value count, not by level:
+// ended cannot count them.
+func valueOnly(i int) bool {
+	return i == cFamily || i == cType || i == cLabels || i == cValue || i == cHelp
+}
 
 // firstOptional is the first column a segment may lack: the times and
 // error the run findings use. Without them those findings know less; the
@@ -116,7 +155,9 @@ var kinds = [nColumns]parquet.Kind{
 	cOutcome: parquet.ByteArray, cSeq: parquet.Int64, cStart: parquet.Int64, cFirstByte: parquet.Int64,
 	cFamily: parquet.ByteArray, cType: parquet.ByteArray, cName: parquet.ByteArray, cLabels: parquet.ByteArray,
 	cValue: parquet.Double, cScheduled: parquet.Int64, cEnd: parquet.Int64, cError: parquet.ByteArray,
-	cHeaders: parquet.ByteArray,
+	cHeaders: parquet.ByteArray, cURL: parquet.ByteArray, cStatus: parquet.Int32, cContentType: parquet.ByteArray,
+	cContentEnc: parquet.ByteArray, cWireBytes: parquet.Int64, cBody: parquet.ByteArray, cParseError: parquet.ByteArray,
+	cHelp: parquet.ByteArray, cStamp: parquet.Int64,
 }
 
 // ColumnReader is the column reader of the capture format: it reads
@@ -150,6 +191,14 @@ type ColumnReader struct {
 	// the file being read, -1 when it has none.
 	WantBody func(*Row) bool
 	bodyCol  int
+	// whole reads every column of a row (ReadScrapes) but those in omit.
+	whole bool
+	omit  Omit
+	// noHeaders opens a file without checking its headers column, and
+	// never reads it (SalvageHeaders).
+	noHeaders bool
+	// sealed says the file being read matched its seal (ReadSealed).
+	sealed bool
 }
 
 // NewColumnReader makes a reader whose rows' strings are ids in tab.
@@ -158,8 +207,11 @@ func NewColumnReader(tab *Strings) *ColumnReader {
 	for i := range r.cur {
 		r.cur[i].tab = tab
 	}
-	// Every row's headers differ (Date): they are not interned.
+	// Every row's headers differ (Date): they are not interned; nor are
+	// bodies and parse errors.
 	r.cur[cHeaders].raw = true
+	r.cur[cBody].raw = true
+	r.cur[cParseError].raw = true
 	return r
 }
 
@@ -173,6 +225,9 @@ func (r *ColumnReader) ReadSealed(seals Seals, path string, fn func(*Row)) (rows
 	if err != nil {
 		return 0, err
 	}
+	// A file that matched its seal is as written, byte for byte.
+	r.sealed = seal != nil
+	defer func() { r.sealed = false }()
 	err = r.Read(path, func(w *Row) { rows++; fn(w) })
 	if err == nil {
 		err = seal.CheckRows(path, rows)
@@ -186,6 +241,22 @@ func (r *ColumnReader) ReadSealed(seals Seals, path string, fn func(*Row)) (rows
 // of, panicking, is an error wrapping ErrDamaged, and so is one whose
 // columns hold more values than its row groups state rows.
 func (r *ColumnReader) Read(path string, fn func(*Row)) (err error) {
+	return r.read(path, func(w *Row) error { fn(w); return nil })
+}
+
+// stopped is an error of a consumer's fn: returned as it is, unwrapped.
+type stopped struct{ err error }
+
+func (s *stopped) Error() string { return s.err.Error() }
+
+// read is Read with a fn that may stop the read with an error, returned
+// as it is.
+func (r *ColumnReader) read(path string, fn func(*Row) error) (err error) {
+	defer func() {
+		if s, ok := errors.AsType[*stopped](err); ok {
+			err = s.err
+		}
+	}()
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("open segment: %w", err)
@@ -195,20 +266,45 @@ func (r *ColumnReader) Read(path string, fn func(*Row)) (err error) {
 	if err != nil {
 		return fmt.Errorf("open segment: %w", err)
 	}
-	pf, leaves, err := openColumns(f, st.Size())
+	o := openOpts{sealed: r.sealed}
+	if r.noHeaders {
+		o.skip = columns[cHeaders]
+	}
+	pf, leaves, err := openColumns(f, st.Size(), o)
 	if err != nil {
 		return fmt.Errorf("segment %s: %w", path, err)
 	}
-	if !r.Headers {
-		leaves[cHeaders] = parquet.LeafColumn{ColumnIndex: -1}
+	none := parquet.LeafColumn{ColumnIndex: -1}
+	if !r.Headers || r.noHeaders {
+		leaves[cHeaders] = none
+	}
+	for i := firstWhole; i < nColumns && !r.whole; i++ {
+		leaves[i] = none
+	}
+	if r.omit&OmitBody != 0 {
+		leaves[cBody] = none
+	}
+	if r.omit&OmitSamples != 0 {
+		for _, i := range [...]int{cFamily, cType, cName, cLabels, cValue, cHelp, cStamp} {
+			leaves[i] = none
+		}
+	}
+	if r.omit&OmitHelp != 0 {
+		leaves[cHelp] = none
 	}
 	r.bodyCol = -1
-	if leaf, ok := pf.Schema().Lookup("body"); ok && leaf.Node.Type().Kind() == parquet.ByteArray && leaf.MaxRepetitionLevel == 0 {
+	if leaf, ok := pf.Schema().Lookup("body"); ok && !r.whole && leaf.Node.Type().Kind() == parquet.ByteArray && leaf.MaxRepetitionLevel == 0 {
 		r.bodyCol = leaf.ColumnIndex
 	}
 	var before int64
 	for gi, rg := range pf.RowGroups() {
 		if err := r.rowGroup(rg, leaves[:], before, fn); err != nil {
+			// Whatever stops the decoding of a file's rows is damage to
+			// it, for every reader alike (compaction leaves a damaged
+			// file single, a reader skips it).
+			if !errors.Is(err, ErrDamaged) {
+				err = fmt.Errorf("%w: %w", ErrDamaged, err)
+			}
 			return fmt.Errorf("segment %s: row group %d: %w", path, gi, err)
 		}
 		before += rg.NumRows()
@@ -218,9 +314,9 @@ func (r *ColumnReader) Read(path string, fn func(*Row)) (err error) {
 
 // openColumns opens a segment's footer and finds the projection's leaf
 // columns in its schema.
-func openColumns(f io.ReaderAt, size int64) (pf *parquet.File, leaves [nColumns]parquet.LeafColumn, err error) {
+func openColumns(f io.ReaderAt, size int64, o openOpts) (pf *parquet.File, leaves [nColumns]parquet.LeafColumn, err error) {
 	defer recoverDamage(&err)
-	if pf, err = openCapture(f, size); err != nil {
+	if pf, err = openCaptureWith(f, size, o); err != nil {
 		return nil, leaves, err
 	}
 	for i, p := range columns {
@@ -237,6 +333,10 @@ func openColumns(f io.ReaderAt, size int64) (pf *parquet.File, leaves [nColumns]
 			return nil, leaves, fmt.Errorf("column %s is %v, want %v", strings.Join(p, "."), k, kinds[i])
 		}
 		leaves[i] = leaf
+	}
+	// The timestamps are read by their levels: a sample's optional value.
+	if l := leaves[cStamp]; l.ColumnIndex >= 0 && (l.MaxRepetitionLevel != 1 || l.MaxDefinitionLevel != 2) {
+		return nil, leaves, fmt.Errorf("column %s is not a sample's optional value", strings.Join(columns[cStamp], "."))
 	}
 	// Rows are delimited by the repeated name column's levels.
 	if leaves[cName].MaxRepetitionLevel != 1 {
@@ -264,7 +364,7 @@ func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColum
 }
 
 // rowGroup delivers the rows of one row group.
-func (r *ColumnReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, first int64, fn func(*Row)) (err error) {
+func (r *ColumnReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn, first int64, fn func(*Row) error) (err error) {
 	k := int64(-1)
 	defer func() {
 		for i := range r.cur {
@@ -318,31 +418,39 @@ func (r *ColumnReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn
 		if w.Headers, err = c[cHeaders].optBytes(); err != nil {
 			return colErr(cHeaders, err)
 		}
-		w.Name = w.Name[:0]
-		if w.Name, err = c[cName].rowStrs(w.Name); err != nil {
-			return colErr(cName, err)
+		w.Name, w.Labels, w.Value, w.Family, w.Type = w.Name[:0], w.Labels[:0], w.Value[:0], w.Family[:0], w.Type[:0]
+		// Whole rows read without their samples (OmitSamples) have none.
+		if !c[cName].missing {
+			if w.Name, err = c[cName].rowStrs(w.Name); err != nil {
+				return colErr(cName, err)
+			}
+			m := len(w.Name)
+			if w.Labels, err = c[cLabels].strs(w.Labels, m); err != nil {
+				return colErr(cLabels, err)
+			}
+			if w.Value, err = c[cValue].rowDoubles(m); err != nil {
+				return colErr(cValue, err)
+			}
+			if m > 0 && (r.Known == nil || !r.Known(w)) {
+				if err := r.kinds(w); err != nil {
+					return err
+				}
+			}
+			r.vals += m
 		}
-		m := len(w.Name)
-		if w.Labels, err = c[cLabels].strs(w.Labels[:0], m); err != nil {
-			return colErr(cLabels, err)
-		}
-		if w.Value, err = c[cValue].rowDoubles(m); err != nil {
-			return colErr(cValue, err)
-		}
-		w.Family, w.Type = w.Family[:0], w.Type[:0]
-		if m > 0 && (r.Known == nil || !r.Known(w)) {
-			if err := r.kinds(w); err != nil {
+		w.Body = nil
+		if r.whole {
+			if err := r.rest(w); err != nil {
 				return err
 			}
-		}
-		r.vals += m
-		w.Body = nil
-		if r.bodyCol >= 0 && r.WantBody != nil && r.WantBody(w) {
+		} else if r.bodyCol >= 0 && r.WantBody != nil && r.WantBody(w) {
 			if w.Body, err = bodyAt(rg, r.bodyCol, k); err != nil {
 				return fmt.Errorf("column body: %w", err)
 			}
 		}
-		fn(w)
+		if err := fn(w); err != nil {
+			return &stopped{err}
+		}
 	}
 	k = -1
 	return r.ended(n)
@@ -355,7 +463,7 @@ func (r *ColumnReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn
 func (r *ColumnReader) ended(n int64) error {
 	for i := range r.cur {
 		c := &r.cur[i]
-		if c.missing || (i >= cFamily && i <= cValue && i != cName) {
+		if c.missing || valueOnly(i) {
 			continue
 		}
 		if c.lv < c.nlv {
@@ -394,6 +502,49 @@ func bodyAt(rg parquet.RowGroup, col int, k int64) (_ []byte, err error) {
 		return nil, nil
 	}
 	return slices.Clone(v[0].ByteArray()), nil
+}
+
+// rest reads the columns of a whole row (ReadScrapes).
+func (r *ColumnReader) rest(w *Row) (err error) {
+	c, x := &r.cur, &w.Rest
+	if x.URL, err = c[cURL].optStr(); err != nil {
+		return colErr(cURL, err)
+	}
+	if x.Status, err = c[cStatus].optInt32(); err != nil {
+		return colErr(cStatus, err)
+	}
+	if x.ContentType, err = c[cContentType].optStr(); err != nil {
+		return colErr(cContentType, err)
+	}
+	if x.ContentEnc, err = c[cContentEnc].optStr(); err != nil {
+		return colErr(cContentEnc, err)
+	}
+	if x.WireBytes, err = c[cWireBytes].optInt64(); err != nil {
+		return colErr(cWireBytes, err)
+	}
+	var ok bool
+	if w.Body, ok, err = c[cBody].optRaw(); err != nil {
+		return colErr(cBody, err)
+	}
+	x.BodyNull = !ok
+	if x.ParseError, ok, err = c[cParseError].optRaw(); err != nil {
+		return colErr(cParseError, err)
+	}
+	x.ParseErrorNull = !ok
+	m := len(w.Name)
+	x.Help = x.Help[:0]
+	if !c[cHelp].missing {
+		if x.Help, err = c[cHelp].strs(x.Help, m); err != nil {
+			return colErr(cHelp, err)
+		}
+	}
+	x.Stamped, x.Stamp = x.Stamped[:0], x.Stamp[:0]
+	if !c[cStamp].missing {
+		if x.Stamped, x.Stamp, err = c[cStamp].stamps(x.Stamped, x.Stamp, m); err != nil {
+			return colErr(cStamp, err)
+		}
+	}
+	return nil
 }
 
 // kinds reads the family and type of the row's samples, passing over the
@@ -439,6 +590,7 @@ type colCursor struct {
 
 	idx []int32   // the page's values: dictionary indexes (into trans),
 	ids []int32   // string ids (a plain page, and trans),
+	i32 []int32   // int32s,
 	i64 []int64   // int64s,
 	f64 []float64 // or doubles
 	vi  int       // next value
@@ -476,7 +628,7 @@ func (c *colCursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
 	c.pages = cc.Pages()
 	c.page, c.dict, c.trans = nil, nil, c.trans[:0]
 	c.defs, c.reps, c.lv, c.nlv = nil, nil, 0, 0
-	c.idx, c.ids, c.i64, c.f64, c.vi = nil, c.ids[:0], nil, nil, 0
+	c.idx, c.ids, c.i32, c.i64, c.f64, c.vi = nil, c.ids[:0], nil, nil, nil, 0
 }
 
 func (c *colCursor) close() {
@@ -527,7 +679,7 @@ func (c *colCursor) load() (err error) {
 	data := p.Data()
 	// A page of nulls only may carry no values at all.
 	if data.Kind() == encoding.Undefined {
-		c.idx, c.ids, c.i64, c.f64 = nil, c.ids[:0], nil, nil
+		c.idx, c.ids, c.i32, c.i64, c.f64 = nil, c.ids[:0], nil, nil, nil
 		return count(0, want)
 	}
 	// read checked each column's physical type.
@@ -537,6 +689,9 @@ func (c *colCursor) load() (err error) {
 	case parquet.Int64:
 		c.i64 = data.Int64()
 		return count(len(c.i64), want)
+	case parquet.Int32:
+		c.i32 = data.Int32()
+		return count(len(c.i32), want)
 	default:
 		c.f64 = data.Double()
 		return count(len(c.f64), want)
@@ -639,22 +794,89 @@ func (c *colCursor) optStr() (int32, error) {
 // optBytes reads an optional string of the next row of a raw column,
 // valid until the next: nil for null.
 func (c *colCursor) optBytes() ([]byte, error) {
+	b, _, err := c.optRaw()
+	return b, err
+}
+
+// optRaw is optBytes that says whether the value is there: an empty value
+// is not a null one.
+func (c *colCursor) optRaw() ([]byte, bool, error) {
 	// A column the file lacks is null.
 	if c.missing {
-		return nil, nil
+		return nil, false, nil
 	}
 	ok, err := c.level()
 	if err != nil || !ok {
-		return nil, err
+		return nil, false, err
 	}
 	c.vi++
 	if c.idx != nil {
-		return []byte(c.tab.Str(c.at(c.vi - 1))), nil
+		return []byte(c.tab.Str(c.at(c.vi - 1))), true, nil
 	}
 	if c.vi >= len(c.ro) {
-		return nil, fmt.Errorf("%w: %d strings in the page, value %d asked for", ErrDamaged, len(c.ro)-1, c.vi)
+		return nil, false, fmt.Errorf("%w: %d strings in the page, value %d asked for", ErrDamaged, len(c.ro)-1, c.vi)
 	}
-	return c.rv[c.ro[c.vi-1]:c.ro[c.vi]], nil
+	return c.rv[c.ro[c.vi-1]:c.ro[c.vi]], true, nil
+}
+
+// optInt32 reads an optional int32 of the next row: -1 for null (a status
+// is never negative).
+func (c *colCursor) optInt32() (int32, error) {
+	// A column the file lacks is null.
+	if c.missing {
+		return -1, nil
+	}
+	ok, err := c.level()
+	if err != nil || !ok {
+		return -1, err
+	}
+	c.vi++
+	return c.i32[c.vi-1], nil
+}
+
+// optInt64 reads an optional int64 of the next row: -1 for null (a byte
+// count is never negative).
+func (c *colCursor) optInt64() (int64, error) {
+	// A column the file lacks is null.
+	if c.missing {
+		return -1, nil
+	}
+	ok, err := c.level()
+	if err != nil || !ok {
+		return -1, err
+	}
+	c.vi++
+	return c.i64[c.vi-1], nil
+}
+
+// stamps reads the optional int64 of each of a row's m samples, walking
+// the column's levels: one a sample, or one for a row without samples
+// (below the element's definition level: no value).
+func (c *colCursor) stamps(set []bool, v []int64, m int) ([]bool, []int64, error) {
+	set, v = set[:0], v[:0]
+	for j := range max(m, 1) {
+		ok, err := c.level()
+		if err != nil {
+			return set, v, err
+		}
+		rep, def := c.reps[c.lv-1], c.defs[c.lv-1]
+		switch {
+		case (j == 0) != (rep == 0):
+			return set, v, fmt.Errorf("%w: sample %d at repetition level %d", ErrDamaged, j, rep)
+		case (m > 0) != (def+1 >= c.maxDef):
+			return set, v, fmt.Errorf("%w: %d samples in the row, a level of %d", ErrDamaged, m, def)
+		case m == 0:
+			return set, v, nil
+		}
+		set = append(set, ok)
+		if !ok {
+			v = append(v, 0)
+			continue
+		}
+		c.vi++
+		v = append(v, c.i64[c.vi-1])
+	}
+	return set, v, nil
 }
 
 // int64 reads an int64 of the next row, a null as 0.

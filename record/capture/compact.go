@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,9 +83,9 @@ type source struct {
 // time, the body column's buffer grew a body at a time, and each growth past
 // its pooled capacity copied it: that copying was 40 % of a merge. 32 vLLM
 // bodies are 1.5 MB. (Batches of a whole page, 4 MiB, cost more: their
-// rows' samples take fresh memory at every merge.) mergeRead is how many
-// rows a file source is read at a time. Variables for the tests.
-var mergeBatch, mergeRead = 32, 8
+// rows' samples take fresh memory at every merge.) A variable for the
+// tests.
+var mergeBatch = 32
 
 // errMergeStopped is a merge's error when its stop flag was set (the
 // writer is closing): its temporary file is removed, its sources stay.
@@ -99,22 +99,21 @@ var errMergeStopped = errors.New("merge stopped: the writer is closing")
 func merge(e *encoder, dst string, srcs []source, stop *atomic.Bool) (int64, error) {
 	type cursor struct {
 		name string
-		f    *os.File // nil for kept rows
-		r    *parquet.GenericReader[Scrape]
+		file bool      // read from its file (next), not kept rows
 		kept []keptRow // the rows not yet merged
 		g    *keptGroup
-		buf  []Scrape // rows read from f
-		i, n int
-		eof  bool  // f has no more rows
-		rows int64 // read from f
+		next func() (*Scrape, error, bool) // the file's next row
+		stop func()
+		row  *Scrape // the file's row read and not yet merged
+		eof  bool    // the file has no more rows
+		rows int64   // read from the file
 		seal *Seal
 	}
 	var curs []*cursor
 	defer func() {
 		for _, c := range curs {
-			if c.f != nil {
-				closeReader(c.r)
-				c.f.Close()
+			if c.stop != nil {
+				c.stop()
 			}
 		}
 	}()
@@ -123,49 +122,28 @@ func merge(e *encoder, dst string, srcs []source, stop *atomic.Bool) (int64, err
 			curs = append(curs, &cursor{name: s.path, kept: s.kept, g: s.g})
 			continue
 		}
-		f, err := os.Open(s.path)
-		if err != nil {
-			return 0, fmt.Errorf("compact: %w", err)
-		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return 0, fmt.Errorf("compact: %w", err)
-		}
-		_, r, err := openSegment[Scrape](f, st.Size())
-		if err != nil {
-			f.Close()
-			return 0, fmt.Errorf("compact %s: %w", s.path, err)
-		}
-		curs = append(curs, &cursor{name: s.path, f: f, r: r, buf: make([]Scrape, mergeRead), seal: s.seal})
+		// A file is read through the one reader of the format, a row
+		// at a time: each row is the merge's own.
+		next, stop := iter.Pull2(Scrapes(s.path, 0))
+		curs = append(curs, &cursor{name: s.path, file: true, next: next, stop: stop, seal: s.seal})
 	}
-	// head is c's next row, or nil when c is done. A file cursor reads its
-	// next rows into its buffer first: the rows batched before must be
-	// written by then, since they may point into that buffer.
+	// head is c's next row, or nil when c is done.
 	var flush func() error
 	head := func(c *cursor) (*Scrape, error) {
-		if c.f == nil {
+		if !c.file {
 			if len(c.kept) == 0 {
 				return nil, nil
 			}
 			return &c.kept[0].row, nil
 		}
-		if c.i < c.n {
-			return &c.buf[c.i], nil
+		if c.row != nil || c.eof {
+			return c.row, nil
 		}
-		if c.eof {
-			return nil, nil
+		row, err, ok := c.next()
+		if err != nil {
+			return nil, fmt.Errorf("compact: %w", err)
 		}
-		if err := flush(); err != nil {
-			return nil, err
-		}
-		n, err := readRows(c.r, c.buf)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("compact %s: %w", c.name, err)
-		}
-		c.i, c.n = 0, n
-		c.rows += int64(n)
-		if n == 0 {
+		if !ok {
 			// A source short of its sealed rows must not be laundered
 			// into a merged file with a seal of its own.
 			if err := c.seal.CheckRows(c.name, c.rows); err != nil {
@@ -174,7 +152,9 @@ func merge(e *encoder, dst string, srcs []source, stop *atomic.Bool) (int64, err
 			c.eof = true
 			return nil, nil
 		}
-		return &c.buf[0], nil
+		c.rows++
+		c.row = row
+		return row, nil
 	}
 	less := func(a, b *Scrape) int {
 		return cmp.Or(strings.Compare(a.Target, b.Target), strings.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Seq, b.Seq))
@@ -210,16 +190,12 @@ func merge(e *encoder, dst string, srcs []source, stop *atomic.Bool) (int64, err
 				return flush()
 			}
 			slot := &batch[n]
-			if best.f == nil {
+			if !best.file {
 				best.g.unpack(&best.kept[0], slot)
 				best.kept = best.kept[1:]
 			} else {
-				samples := slot.Samples[:0]
 				*slot = *bestRow
-				if bestRow.Samples != nil { // nil is a null list, not an empty one
-					slot.Samples = append(samples, bestRow.Samples...)
-				}
-				best.i++
+				best.row = nil
 			}
 			// A batch of large bodies is cut at writeBatchBytes: a
 			// stop waits for the batch being written.

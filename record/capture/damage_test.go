@@ -33,7 +33,7 @@ func readDamaged(t testing.TB, path string) (n int, err error) {
 	if err != nil && !strings.Contains(err.Error(), path) {
 		t.Errorf("error %q does not name the file", err)
 	}
-	if perr := ReadSegment(path, func(*meta) error { return nil }); perr != nil && !strings.Contains(perr.Error(), path) {
+	if perr := ReadScrapes(path, OmitSamples|OmitHeaders, func(*Scrape) error { return nil }); perr != nil && !strings.Contains(perr.Error(), path) {
 		t.Errorf("error %q does not name the file", perr)
 	}
 	return n, err
@@ -310,9 +310,11 @@ func TestCompactionRefusesDamagedSource(t *testing.T) {
 	}
 }
 
-// FuzzReadSegment reads mutated segments, seeded with a real recording and
-// a segment with headers: never a panic, and either an error naming the
-// file or rows.
+// FuzzReadSegment reads mutated segments whole (ReadSegment: inspect,
+// export, compaction), seeded with a real recording and a segment with
+// headers: never a panic, and either an error naming the file or rows. A
+// file read whole reads as analyze reads it too, the same rows: the two
+// are one reader, which reads fewer columns for analyze.
 //
 //	go test ./record/capture -run X -fuzz FuzzReadSegment -fuzztime 10s
 func FuzzReadSegment(f *testing.F) {
@@ -326,6 +328,14 @@ func FuzzReadSegment(f *testing.F) {
 		n, err := readDamaged(t, path)
 		if err == nil && n == 0 && intact(b) {
 			t.Fatal("the intact segment read no row")
+		}
+		if err == nil {
+			r := NewColumnReader(NewStrings())
+			r.Headers = true
+			var m int
+			if cerr := r.Read(path, func(*Row) { m++ }); cerr != nil || m != n {
+				t.Fatalf("read whole: %d rows; as analyze reads it: %d rows, %v", n, m, cerr)
+			}
 		}
 		defer func() {
 			if p := recover(); p != nil {

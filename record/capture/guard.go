@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -34,14 +36,15 @@ const MaxBodyBytes = MaxPageBytes - pageBufferSize - writeBatchBytes - 16<<20
 // catches. So every size parquet-go will trust is checked first, against
 // the bytes it describes and against the caps below; a file over them is
 // damaged. A sealed file whose CRC checks out passes as a matter of course.
+// maxPageBytes caps a page, compressed or not: a page holds at least one
+// whole value, a body up to the 64 MiB cap, and the writer closes a page at
+// 4 MiB of values (pageBufferSize). A variable for the tests.
+var maxPageBytes int32 = MaxPageBytes
+
 const (
 	// maxFooterBytes caps the footer: llmrec's are a few KB (one row
 	// group per merged segment, some 30 columns).
 	maxFooterBytes = 16 << 20
-	// maxPageBytes caps a page, compressed or not: a page holds at least
-	// one whole value, a body up to the 64 MiB cap, and the writer closes
-	// a page at 4 MiB of values (pageBufferSize).
-	maxPageBytes = MaxPageBytes
 	// maxPageValues caps the values a page states: parquet-go allocates
 	// levels and offsets for each (up to some 20 bytes a value) before
 	// decoding. A page of 4 MiB holds at most a million dictionary ids.
@@ -61,6 +64,22 @@ const (
 // the bytes is one too. The file is opened without its page index and
 // bloom filters, which nothing here reads.
 func OpenParquet(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
+	return openParquet(r, size, openOpts{})
+}
+
+// openOpts relax OpenParquet's checks for a caller that makes up for
+// them.
+type openOpts struct {
+	// skip is the path of a column whose pages are not checked: the
+	// caller never reads them (SalvageHeaders).
+	skip []string
+	// sealed says the file matched its seal (Seals.Verify): its every
+	// byte is as written, and the pages' checksums are not checked again.
+	sealed bool
+}
+
+// openParquet is OpenParquet with the checks o relaxes.
+func openParquet(r io.ReaderAt, size int64, o openOpts) (pf *parquet.File, err error) {
 	pf, footer, err := openFooter(r, size)
 	if err != nil {
 		return nil, err
@@ -68,7 +87,7 @@ func OpenParquet(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
 	if err := checkRowCounts(pf); err != nil {
 		return nil, err
 	}
-	if err := checkPages(r, size-8-footer, pf); err != nil {
+	if err := checkPages(r, size-8-footer, pf, o); err != nil {
 		return nil, err
 	}
 	return pf, nil
@@ -86,14 +105,14 @@ func checkRowCounts(pf *parquet.File) (err error) {
 	var sum int64
 	for g, rg := range md.RowGroups {
 		sum += rg.NumRows
-		for _, cc := range rg.Columns {
-			leaf, ok := pf.Schema().Lookup(cc.MetaData.PathInSchema...)
+		for c, cc := range rg.Columns {
+			leaf, ok := leafAt(pf, c)
 			if !ok || leaf.MaxRepetitionLevel > 0 {
 				continue
 			}
 			if cc.MetaData.NumValues != rg.NumRows {
 				return fmt.Errorf("%w: row group %d states %d rows, its column %s %d values", ErrDamaged, g, rg.NumRows,
-					strings.Join(cc.MetaData.PathInSchema, "."), cc.MetaData.NumValues)
+					colName(pf, c), cc.MetaData.NumValues)
 			}
 		}
 	}
@@ -101,6 +120,27 @@ func checkRowCounts(pf *parquet.File) (err error) {
 		return fmt.Errorf("%w: the footer states %d rows, its row groups %d", ErrDamaged, md.NumRows, sum)
 	}
 	return nil
+}
+
+// leafAt is the leaf column of chunk c of a row group, by its place in the
+// schema: the writer's files after its first state no path in their
+// column chunks' metadata (parquet-go's GenericWriter.Reset leaves it
+// empty), so a lookup by that path finds nothing.
+func leafAt(pf *parquet.File, c int) (parquet.LeafColumn, bool) {
+	cols := pf.Schema().Columns()
+	if c >= len(cols) {
+		return parquet.LeafColumn{}, false
+	}
+	return pf.Schema().Lookup(cols[c]...)
+}
+
+// colName names chunk c's column: its path in the schema.
+func colName(pf *parquet.File, c int) string {
+	cols := pf.Schema().Columns()
+	if c >= len(cols) {
+		return fmt.Sprintf("#%d", c)
+	}
+	return strings.Join(cols[c], ".")
 }
 
 // openFooter opens a file's footer once its length and lists are checked,
@@ -158,32 +198,52 @@ func checkFooterBytes(r io.ReaderAt, size int64) (int64, error) {
 }
 
 // checkPages walks the pages of every column chunk, which must lie in the
-// first end bytes of the file, reading their headers only.
-func checkPages(r io.ReaderAt, end int64, pf *parquet.File) (err error) {
+// first end bytes of the file, reading their headers, and their data
+// against the checksum a page states. A page is checked whether or not a
+// command reads its column: a damaged page is refused by every command
+// alike, not only by those that decode it.
+func checkPages(r io.ReaderAt, end int64, pf *parquet.File, o openOpts) (err error) {
 	defer recoverDamage(&err)
 	md := pf.Metadata()
 	buf := make([]byte, 4096)
+	var sum []byte // nil: no checksum checked
+	if !o.sealed {
+		sum = make([]byte, 64<<10)
+	}
+	skip := o.skip
+	var before int64 // rows of the row groups before
 	for g, rg := range md.RowGroups {
 		for c, cc := range rg.Columns {
+			if cols := pf.Schema().Columns(); skip != nil && c < len(cols) && slices.Equal(cols[c], skip) {
+				continue
+			}
 			// parquet-go decodes every chunk of a column with the codec
 			// of its first.
 			if first := md.RowGroups[0].Columns; c >= len(first) || cc.MetaData.Codec != first[c].MetaData.Codec {
 				err = fmt.Errorf("codec %v, not the codec of the column's first chunk", cc.MetaData.Codec)
 			} else {
-				buf, err = checkChunk(r, end, &cc.MetaData, buf)
+				// A column of one value a row counts its rows by values.
+				first := int64(-1)
+				if leaf, ok := leafAt(pf, c); ok && leaf.MaxRepetitionLevel == 0 {
+					first = before
+				}
+				buf, err = checkChunk(r, end, &cc.MetaData, buf, sum, first)
 			}
 			if err != nil {
-				return fmt.Errorf("%w: row group %d, column %s: %v", ErrDamaged, g, strings.Join(cc.MetaData.PathInSchema, "."), err)
+				return fmt.Errorf("%w: row group %d, column %s: %v", ErrDamaged, g, colName(pf, c), err)
 			}
 		}
+		before += rg.NumRows
 	}
 	return nil
 }
 
 // checkChunk checks the headers of a column chunk's pages, as parquet-go
 // will read them: one after the other from the dictionary page (or the
-// first data page) to the chunk's stated end.
-func checkChunk(r io.ReaderAt, end int64, md *format.ColumnMetaData, buf []byte) ([]byte, error) {
+// first data page) to the chunk's stated end; and each page's data against
+// its checksum, read through sum. row is the file's row of the chunk's
+// first value, -1 when its values are not one a row (a list's).
+func checkChunk(r io.ReaderAt, end int64, md *format.ColumnMetaData, buf, sum []byte, row int64) ([]byte, error) {
 	pos := md.DataPageOffset
 	if md.DictionaryPageOffset != 0 {
 		pos = md.DictionaryPageOffset
@@ -207,9 +267,48 @@ func checkChunk(r io.ReaderAt, end int64, md *format.ColumnMetaData, buf []byte)
 		if err := checkFrames(r, md.Codec, &h, data, buf); err != nil {
 			return buf, fmt.Errorf("page %d at byte %d: %v", page, pos, err)
 		}
+		if err := checkSum(r, &h, data, sum); err != nil {
+			where := ""
+			if row >= 0 && h.Type != format.DictionaryPage {
+				where = fmt.Sprintf(" (rows from %d)", row)
+			}
+			return buf, fmt.Errorf("page %d at byte %d%s: %v", page, pos, where, err)
+		}
+		if row >= 0 {
+			row += int64(pageValues(&h))
+		}
 		pos = data + int64(h.CompressedPageSize)
 	}
 	return buf, nil
+}
+
+// checkSum checks the page's data at data against the CRC-32 its header
+// states, when it states one (llmrec's writer does), reading it through
+// buf (nil: not checked): a damaged page is refused when the file is
+// opened.
+func checkSum(r io.ReaderAt, h *format.PageHeader, data int64, buf []byte) error {
+	if h.CRC == 0 || buf == nil {
+		return nil
+	}
+	crc := crc32.NewIEEE()
+	if _, err := io.CopyBuffer(crc, io.NewSectionReader(r, data, int64(h.CompressedPageSize)), buf); err != nil {
+		return err
+	}
+	if got := crc.Sum32(); got != uint32(h.CRC) {
+		return fmt.Errorf("checksum %08x, the page states %08x", got, uint32(h.CRC))
+	}
+	return nil
+}
+
+// pageValues is the number of values a data page states (0 for another).
+func pageValues(h *format.PageHeader) int32 {
+	switch {
+	case h.DataPageHeader.Valid:
+		return h.DataPageHeader.V.NumValues
+	case h.DataPageHeaderV2.Valid:
+		return h.DataPageHeaderV2.V.NumValues
+	}
+	return 0
 }
 
 // readPageHeader reads the page header at pos, which with its strings and

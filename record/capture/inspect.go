@@ -61,19 +61,6 @@ type ErrorCount struct {
 	Count   int    `json:"count"`
 }
 
-// meta is the projection inspect reads: every column but the samples.
-type meta struct {
-	RunID       string  `parquet:"run_id"`
-	Target      string  `parquet:"target"`
-	Endpoint    string  `parquet:"endpoint"`
-	Seq         int64   `parquet:"seq"`
-	Outcome     string  `parquet:"outcome"`
-	ScheduledNs int64   `parquet:"scheduled_ns"`
-	Error       *string `parquet:"error,optional"`
-	ParseError  *string `parquet:"parse_error,optional"`
-	Body        []byte  `parquet:"body,optional"`
-}
-
 // tally counts rows: a file's, then the run's.
 type tally struct {
 	rows        int64
@@ -88,7 +75,7 @@ func newTally() *tally {
 	return &tally{acc: map[tallyKey]*EndpointReport{}, errs: map[tallyKey]map[string]int{}, perrs: map[tallyKey]map[string]int{}}
 }
 
-func (t *tally) add(m *meta) {
+func (t *tally) add(m *Scrape) {
 	t.rows++
 	if t.first == 0 || m.ScheduledNs < t.first {
 		t.first = m.ScheduledNs
@@ -173,7 +160,7 @@ func Inspect(r *Run) Report {
 		}
 		// A file's rows count only once it has been read whole.
 		t := newTally()
-		err = ReadSegment(seg, func(m *meta) error { t.add(m); return nil })
+		err = ReadScrapes(seg, OmitSamples|OmitHeaders, func(s *Scrape) error { t.add(s); return nil })
 		if err == nil {
 			err = seal.CheckRows(seg, t.rows)
 		}
@@ -193,9 +180,8 @@ func Inspect(r *Run) Report {
 		if err != nil {
 			rep.Problems = append(rep.Problems, err.Error())
 		}
-		for _, s := range rows {
-			all.add(&meta{RunID: s.RunID, Target: s.Target, Endpoint: s.Endpoint, Seq: s.Seq, Outcome: s.Outcome,
-				ScheduledNs: s.ScheduledNs, Error: s.Error, ParseError: s.ParseError, Body: s.Body})
+		for i := range rows {
+			all.add(&rows[i])
 		}
 	}
 	rep.Rows, rep.FirstNs, rep.LastNs = all.rows, all.first, all.last
@@ -262,9 +248,7 @@ func Find(r *Run, run, target, endpoint string, seq int64) (*Scrape, error) {
 		err = ReadSegment(seg, func(s *Scrape) error {
 			n++
 			if match(s) {
-				c := *s
-				c.Body = slices.Clone(s.Body)
-				in = append(in, c)
+				in = append(in, *s)
 			}
 			return nil
 		})

@@ -137,11 +137,11 @@ func footerRows(r io.ReaderAt, size int64) (rows int64, err error) {
 func CheckFooter(pf *parquet.File) (err error) {
 	defer recoverDamage(&err)
 	for g, rg := range pf.Metadata().RowGroups {
-		for _, cc := range rg.Columns {
+		for i, cc := range rg.Columns {
 			switch c := cc.MetaData.Codec; c {
 			case format.Uncompressed, format.Snappy, format.Gzip, format.Zstd:
 			default:
-				return fmt.Errorf("%w: row group %d, column %s: codec %v, which llmrec never writes", ErrDamaged, g, strings.Join(cc.MetaData.PathInSchema, "."), c)
+				return fmt.Errorf("%w: row group %d, column %s: codec %v, which llmrec never writes", ErrDamaged, g, colName(pf, i), c)
 			}
 		}
 	}

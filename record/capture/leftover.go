@@ -121,7 +121,7 @@ func bigSegment(path string) bool {
 	if err != nil {
 		return true
 	}
-	pf, _, err := openSegment[Scrape](f, st.Size())
+	pf, err := openCapture(f, st.Size())
 	if err != nil {
 		return true
 	}

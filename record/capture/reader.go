@@ -160,66 +160,16 @@ func exists(path string) bool {
 // live ones, then crashed ones.
 func (r *Run) Journals() []string { return append(slices.Clone(r.Live), r.Crashed...) }
 
-// ReadSegment reads every row of a segment into T, which is Scrape or a
-// projection of it: a struct with a subset of Scrape's columns, read
-// without decoding the others (leave out Body to skip the bodies). A file
-// parquet-go cannot make sense of is an error wrapping ErrDamaged that
-// names it and the row it stopped at; rows before it were delivered. (Check
-// a file against its seal first, with Seals.Verify, to read a damaged file
-// not at all.)
-func ReadSegment[T any](path string, fn func(*T) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("open segment: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("open segment: %w", err)
-	}
-	pf, r, err := openSegment[T](f, st.Size())
-	if err != nil {
-		return fmt.Errorf("segment %s: %w", path, err)
-	}
-	defer closeReader(r)
-	buf := make([]T, 64)
-	var rows int64
-	for {
-		n, err := readRows(r, buf)
-		for i := range n {
-			if ferr := fn(&buf[i]); ferr != nil {
-				return ferr
-			}
-		}
-		rows += int64(n)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("segment %s: row %d%s: %w", path, rows, inGroup(pf, rows), err)
-		}
-		if n == 0 {
-			return nil
-		}
-	}
-}
-
-// openSegment opens a segment's footer and a reader of T over it. Every
-// call here into parquet-go on the file's bytes is guarded: a damaged file
-// is an error, never a panic.
-func openSegment[T any](f io.ReaderAt, size int64) (pf *parquet.File, r *parquet.GenericReader[T], err error) {
-	defer recoverDamage(&err)
-	if pf, err = openCapture(f, size); err != nil {
-		return nil, nil, err
-	}
-	return pf, parquet.NewGenericReader[T](pf), nil
-}
-
 // openCapture opens a segment for either reader: OpenParquet's checks,
 // then the schema version and the columns of a row's identity.
 func openCapture(f io.ReaderAt, size int64) (pf *parquet.File, err error) {
+	return openCaptureWith(f, size, openOpts{})
+}
+
+// openCaptureWith is openCapture with the checks o relaxes (openParquet).
+func openCaptureWith(f io.ReaderAt, size int64, o openOpts) (pf *parquet.File, err error) {
 	defer recoverDamage(&err)
-	pf, err = OpenParquet(f, size)
+	pf, err = openParquet(f, size, o)
 	if err != nil {
 		return nil, err
 	}
@@ -239,31 +189,6 @@ func openCapture(f io.ReaderAt, size int64) (pf *parquet.File, err error) {
 
 // identity are the columns every segment has had: a row's identity.
 var identity = []string{"run_id", "target", "endpoint", "seq", "outcome"}
-
-// readRows is r.Read, a panic over the file's bytes an error.
-func readRows[T any](r *parquet.GenericReader[T], buf []T) (n int, err error) {
-	defer recoverDamage(&err)
-	return r.Read(buf)
-}
-
-// closeReader is r.Close, a panic over the file's bytes ignored: the file
-// was read or failed already.
-func closeReader[T any](r *parquet.GenericReader[T]) {
-	defer func() { _ = recover() }()
-	r.Close()
-}
-
-// inGroup names the row group holding row i of pf: ", row group G".
-func inGroup(pf *parquet.File, i int64) (where string) {
-	defer func() { _ = recover() }()
-	for g, rg := range pf.RowGroups() {
-		if i < rg.NumRows() {
-			return fmt.Sprintf(" (row group %d)", g)
-		}
-		i -= rg.NumRows()
-	}
-	return ""
-}
 
 // ReadLive reads the rows of a live or crashed journal, in memory.
 func ReadLive(path string) ([]Scrape, error) {

@@ -143,35 +143,16 @@ func newExporter(opt Options) *exporter {
 	return e
 }
 
-// row is the projection of a scrape row an export reads: no body, and
-// no help text (the longest string of a sample, needed once a family; see
-// helps).
-type row struct {
-	RunID       string   `parquet:"run_id"`
-	Target      string   `parquet:"target"`
-	Endpoint    string   `parquet:"endpoint"`
-	Outcome     string   `parquet:"outcome"`
-	StartNs     int64    `parquet:"start_ns,optional"`
-	FirstByteNs int64    `parquet:"first_byte_ns,optional"`
-	Samples     []sample `parquet:"samples,list"`
-}
+// row is what an export reads of a scrape row: a segment's rows are read
+// without body, headers and help text (the longest string of a sample,
+// needed once a family; see helps).
+type row = capture.Scrape
 
-// sample is expo.Sample without its help text.
-type sample struct {
-	Family string  `parquet:"family"`
-	Type   string  `parquet:"type"`
-	Name   string  `parquet:"name"`
-	Labels string  `parquet:"labels"`
-	Value  float64 `parquet:"value"`
-}
+// sample is one of its samples.
+type sample = expo.Sample
 
-// helpRow reads the help texts of a segment's families.
-type helpRow struct {
-	Samples []struct {
-		Family string `parquet:"family"`
-		Help   string `parquet:"help"`
-	} `parquet:"samples,list"`
-}
+// segmentOmits are the columns an export's first pass leaves out.
+const segmentOmits = capture.OmitBody | capture.OmitHeaders | capture.OmitHelp
 
 // read reads every segment (checked against its seal, as every reader
 // does) and journal of r into sorted runs.
@@ -189,7 +170,7 @@ func (e *exporter) read(r *capture.Run) error {
 		var n int64
 		var addErr error
 		families := len(e.famList)
-		err = capture.ReadSegment(seg, func(x *row) error {
+		err = capture.ReadScrapes(seg, segmentOmits, func(x *row) error {
 			n++
 			addErr = e.add(x)
 			return addErr
@@ -212,15 +193,9 @@ func (e *exporter) read(r *capture.Run) error {
 		if err != nil {
 			e.stats.Problems = append(e.stats.Problems, err.Error())
 		}
-		var x row
 		for i := range rows {
 			s := &rows[i]
-			x = row{RunID: s.RunID, Target: s.Target, Endpoint: s.Endpoint, Outcome: s.Outcome,
-				StartNs: s.StartNs, FirstByteNs: s.FirstByteNs, Samples: x.Samples[:0]}
-			for _, v := range s.Samples {
-				x.Samples = append(x.Samples, sample{Family: v.Family, Type: v.Type, Name: v.Name, Labels: v.Labels, Value: v.Value})
-			}
-			if err := e.add(&x); err != nil {
+			if err := e.add(s); err != nil {
 				return err
 			}
 			e.helpOf(s.Samples)
@@ -233,10 +208,8 @@ func (e *exporter) read(r *capture.Run) error {
 // second pass over that file alone (they are first seen in the first file
 // but for a family that joins later).
 func (e *exporter) helps(seg string) {
-	_ = capture.ReadSegment(seg, func(h *helpRow) error {
-		for _, s := range h.Samples {
-			e.setHelp(s.Family, s.Help)
-		}
+	_ = capture.ReadScrapes(seg, capture.OmitBody|capture.OmitHeaders, func(h *capture.Scrape) error {
+		e.helpOf(h.Samples)
 		return nil
 	})
 }

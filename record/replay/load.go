@@ -22,25 +22,8 @@ import (
 	"github.com/llmrec/llmrec/record/capture"
 )
 
-// row is the projection of a capture.Scrape that replaying needs (the
-// parsed samples are not read).
-type row struct {
-	RunID           string  `parquet:"run_id"`
-	Target          string  `parquet:"target"`
-	Endpoint        string  `parquet:"endpoint"`
-	URL             string  `parquet:"url"`
-	Seq             int64   `parquet:"seq"`
-	Outcome         string  `parquet:"outcome"`
-	StartNs         int64   `parquet:"start_ns,optional"`
-	FirstByteNs     int64   `parquet:"first_byte_ns,optional"`
-	EndNs           int64   `parquet:"end_ns,optional"`
-	Status          *int32  `parquet:"status,optional"`
-	Error           *string `parquet:"error,optional"`
-	ContentType     *string `parquet:"content_type,optional"`
-	ContentEncoding *string `parquet:"content_encoding,optional"`
-	Body            []byte  `parquet:"body,optional"`
-	Headers         *string `parquet:"headers,optional"`
-}
+// row is a scrape row as replaying reads it: without its parsed samples.
+type row = capture.Scrape
 
 // Answer is one recorded answer as it is served again.
 type Answer struct {
@@ -129,7 +112,7 @@ func Load(dir string) (*Recording, error) {
 		return nil
 	}
 	for _, seg := range run.Segments {
-		if err := capture.ReadSegment(seg, func(r *row) error { return add(r) }); err != nil {
+		if err := capture.ReadScrapes(seg, capture.OmitSamples, add); err != nil {
 			return nil, fmt.Errorf("replay: %w", err)
 		}
 	}
@@ -140,11 +123,7 @@ func Load(dir string) (*Recording, error) {
 		}
 		rec.Journals++
 		for i := range rows {
-			s := &rows[i]
-			r := row{RunID: s.RunID, Target: s.Target, Endpoint: s.Endpoint, URL: s.URL, Seq: s.Seq, Outcome: s.Outcome,
-				StartNs: s.StartNs, FirstByteNs: s.FirstByteNs, EndNs: s.EndNs, Status: s.Status, Error: s.Error,
-				ContentType: s.ContentType, ContentEncoding: s.ContentEncoding, Body: s.Body, Headers: s.Headers}
-			if err := add(&r); err != nil {
+			if err := add(&rows[i]); err != nil {
 				return nil, err
 			}
 		}

@@ -34,13 +34,7 @@ func b4748Run(t *testing.T) string {
 }
 
 // realPoll is one recorded /metrics answer of the real run.
-type realPoll struct {
-	Endpoint string  `parquet:"endpoint"`
-	Seq      int64   `parquet:"seq"`
-	StartNs  int64   `parquet:"start_ns,optional"`
-	Body     []byte  `parquet:"body,optional"`
-	Headers  *string `parquet:"headers,optional"`
-}
+type realPoll = capture.Scrape
 
 func realPolls(t *testing.T, run string) (metrics, slots []realPoll) {
 	t.Helper()
@@ -49,13 +43,11 @@ func realPolls(t *testing.T, run string) (metrics, slots []realPoll) {
 		t.Fatal(err)
 	}
 	for _, seg := range r.Segments {
-		if err := capture.ReadSegment(seg, func(p *realPoll) error {
-			c := *p
-			c.Body = bytes.Clone(p.Body)
+		if err := capture.ReadScrapes(seg, capture.OmitSamples, func(c *realPoll) error {
 			if c.Endpoint == capture.EndpointMetrics {
-				metrics = append(metrics, c)
+				metrics = append(metrics, *c)
 			} else {
-				slots = append(slots, c)
+				slots = append(slots, *c)
 			}
 			return nil
 		}); err != nil {
