@@ -70,6 +70,22 @@ type Options struct {
 	// "client", and each is set beside the engines' figures over the same
 	// bounds (Result.Client).
 	Clients []*client.Run
+	// Until, when not 0, is the instant (Unix nanoseconds) the recording is
+	// read up to: rows scheduled after it (sent after it, in files without
+	// the scheduled column) are passed over, and so are marks made after
+	// it. llmrec top replays a finished run by it.
+	Until int64
+	// Scrapes, when set, is handed every /metrics row of a target (ok or
+	// not, missed ticks too) as it is replayed, before its poll if it is
+	// one: what llmrec top needs of the scrape's health.
+	Scrapes func(target string, s ScrapeRow)
+}
+
+// ScrapeRow is one /metrics row's outcome and times (Unix nanoseconds,
+// 0 when null): Options.Scrapes.
+type ScrapeRow struct {
+	Outcome                          string
+	Scheduled, Start, FirstByte, End int64
 }
 
 // DefaultSpans are the counterfactual spans when none are given: a window
@@ -119,6 +135,10 @@ func Analyze(opts Options) (*Result, error) {
 		ms, bad, err := capture.ReadMarks(dir)
 		if err != nil {
 			markProblems = append(markProblems, err.Error())
+		}
+		if opts.Until != 0 {
+			// A mark made after the instant read up to is not known yet.
+			ms = slices.DeleteFunc(ms, func(m capture.Mark) bool { return m.TNs > opts.Until })
 		}
 		marks, markProblems = append(marks, ms...), append(markProblems, bad...)
 		in, fs := inputOf(run)
@@ -511,6 +531,10 @@ func (st *targetState) register(tab *capture.Strings, w *capture.Row, j int) {
 // reader has asked known about it first.
 func (a *analyzer) row(w *capture.Row) {
 	tab := a.r.Tab
+	// A row after the instant read up to is not known yet.
+	if a.opts.Until != 0 && cmp.Or(w.Scheduled, w.Start) > a.opts.Until {
+		return
+	}
 	a.rows++
 	st := a.target(w.Target, w.Engine)
 	if w.Endpoint != a.metricsID {
@@ -518,6 +542,9 @@ func (a *analyzer) row(w *capture.Row) {
 		return
 	}
 	st.out.Scrapes[tab.Str(w.Outcome)]++
+	if a.opts.Scrapes != nil {
+		a.opts.Scrapes(st.out.Name, ScrapeRow{Outcome: tab.Str(w.Outcome), Scheduled: w.Scheduled, Start: w.Start, FirstByte: w.FirstByte, End: w.End})
+	}
 	st.fw.row(tab, w)
 	st.processStart(w)
 	// Only a complete, parsed answer is a poll.

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/live"
+	"github.com/llmrec/llmrec/record"
+	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/sim"
+)
+
+// A load, an engine stall from 3 s to 7 s (requests in the batch, no
+// token out), the load again, a restart at 9 s.
+const topScenario = `
+name = "top"
+duration = "10m"
+[[engine]]
+name = "vllm"
+format = "vllm"
+  [[engine.phase]]
+  at = "0s"
+  decode_tps = 1500.0
+  prompt_tps = 4000.0
+  running = 12
+  [[engine.phase]]
+  at = "3s"
+  running = 12
+  waiting = 4
+  [[engine.phase]]
+  at = "7s"
+  decode_tps = 1500.0
+  prompt_tps = 4000.0
+  running = 12
+  [[engine.event]]
+  at = "9s"
+  kind = "restart"
+`
+
+// snapshot is every file of a folder: name → size, mtime and digest.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		st, err := d.Info()
+		if err != nil {
+			return err
+		}
+		sum := [32]byte{}
+		if !d.IsDir() {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			sum = sha256.Sum256(b)
+		}
+		out[path] = fmt.Sprintf("%v %v %d %x", st.Mode(), st.ModTime(), st.Size(), sum)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameFolder(t *testing.T, what string, before, after map[string]string) {
+	t.Helper()
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s: %s changed", what, k)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("%s: %s appeared", what, k)
+		}
+	}
+}
+
+// llmrec record against the simulator's scripted stall and restart, and
+// llmrec top --once again and again while it records: the frames show the
+// engine busy under load, stalled only in the stall (once frozen for
+// findings.StallSeconds), and the restart from the poll after it, at its
+// time. top changes nothing in the folder, a crashed journal's included.
+func TestTopWhileRecording(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 12 s recording")
+	}
+	srv := serveScenario(t, topScenario, "top.toml", sim.Options{})
+	t0 := time.Now() // the scenario's offsets run from about here
+	tg := srv.Targets()[0]
+	dir := filepath.Join(t.TempDir(), "run")
+	cfg := &record.Config{Targets: []record.Target{{Name: tg.Name, URL: tg.MetricsURL, Engine: "vllm",
+		Interval: record.Duration(250 * time.Millisecond)}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	recErr := make(chan error, 1)
+	go func() {
+		_, err := record.Run(context.Background(), cfg, record.Options{Dir: dir, Duration: 12 * time.Second})
+		recErr <- err
+	}()
+	at := func(s float64) float64 { return float64(t0.UnixNano())/1e9 + s }
+	crashed := filepath.Join(t.TempDir(), "crashed")
+	var frames []live.Frame
+	done := false
+	for !done {
+		select {
+		case err := <-recErr:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = true
+		case <-time.After(300 * time.Millisecond):
+		}
+		out, stderr, err := runCLI("top", dir, "--once", "--json")
+		if err != nil {
+			// Before the recorder's first file there is no recording.
+			if len(frames) == 0 && strings.Contains(err.Error(), "no recording here") || strings.Contains(err.Error(), "no such file") {
+				continue
+			}
+			t.Fatalf("top: %v\n%s", err, stderr)
+		}
+		var f live.Frame
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f)
+		// Mid-run, a copy of the folder: its journal, no longer held by
+		// a writer, reads as a crashed session's.
+		if _, err := os.Stat(crashed); os.IsNotExist(err) && f.T > at(5) {
+			copyDir(t, dir, crashed)
+		}
+	}
+	if len(frames) < 10 {
+		t.Fatalf("%d frames, want 10 or more", len(frames))
+	}
+	var busy, stalled, restarted bool
+	for _, f := range frames {
+		if len(f.Targets) != 1 {
+			continue
+		}
+		tg := f.Targets[0]
+		s := f.T - at(0) // the frame's instant, seconds into the scenario
+		switch tg.State {
+		case live.StateBusy:
+			busy = busy || s < 3
+		case live.StateStalled:
+			stalled = true
+			// Frozen from 3 s, a stall from 2 s of it on; over by the
+			// first polls after 7 s.
+			if s < 3+findings.StallSeconds-0.3 || s > 8 {
+				t.Errorf("frame at %.2f s: stalled (%s)", s, tg.Why)
+			}
+		}
+		if tg.Restart.Valid {
+			restarted = true
+			if r := tg.Restart.V - at(0); r < 8.5 || r > 9.8 || s < 9 {
+				t.Errorf("frame at %.2f s: restart at %.2f s, want 9 s and only after it", s, r)
+			}
+		}
+	}
+	if !busy || !stalled || !restarted {
+		for _, f := range frames {
+			if len(f.Targets) == 1 {
+				t.Logf("%.2f s: %s (%s) restart %v", f.T-at(0), f.Targets[0].State, f.Targets[0].Why, f.Targets[0].Restart)
+			}
+		}
+		t.Fatalf("busy %v, stalled %v, restarted %v: want every one seen", busy, stalled, restarted)
+	}
+
+	// Reads never write: the finished folder and the crashed copy.
+	if r, err := capture.Open(crashed); err != nil || len(r.Crashed) == 0 {
+		t.Fatalf("the copy has no crashed journal (%v)", err)
+	}
+	for _, d := range []string{dir, crashed} {
+		before := snapshot(t, d)
+		for _, args := range [][]string{{"top", d, "--once"}, {"top", d, "--once", "--json"}} {
+			if _, stderr, err := runCLI(args...); err != nil {
+				t.Fatalf("%v: %v\n%s", args, err, stderr)
+			}
+		}
+		sameFolder(t, d, before, snapshot(t, d))
+	}
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	es, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			continue // sealed and removed meanwhile
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
