@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/llmrec/llmrec/analyze/live"
@@ -12,7 +15,7 @@ import (
 	livetext "github.com/llmrec/llmrec/render/live"
 )
 
-const topUsage = `Usage: llmrec top DIR [--once] [--interval D] [--window D] [--span D] [--json]
+const topUsage = `Usage: llmrec top DIR [--once] [--interval D] [--speed X] [--window D] [--span D] [--json]
 
 Watches a recording while it records (or replays a finished one): per
 target its state (busy, idle, down, stalled), decode and prompt tokens/s,
@@ -31,10 +34,16 @@ KV usage from 80 % reads "warn", from 95 % "saturated"; "saturating" marks
 a waiting queue that rose over the window (a positive least-squares slope,
 by one request or more).
 
---once prints one frame and exits (for scripts and tests); without a
-terminal the output has no colour.
+Without --once, a frame every --interval (250ms to 1s): on a terminal it
+redraws in place, with colour, and q or Ctrl-C quits at once; to a pipe
+the frames follow each other without colour. A finished recording is
+replayed from its start at --speed recorded seconds per second, and its
+last frame stays (to a pipe, top then exits). --once prints one frame and
+exits (for scripts and tests).
 
 Examples:
+  llmrec top runs/bench1
+  llmrec top runs/bench1 --interval 250ms
   llmrec top runs/bench1 --once
   llmrec top runs/bench1 --once --json | jq '.targets[].state'
 `
@@ -45,6 +54,7 @@ func topRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	asJSON := fs.Bool("json", false, "with --once: print the frame as JSON")
 	interval := fs.Duration("interval", time.Second, "refresh interval, 250ms to 1s")
 	window := fs.Duration("window", 30*time.Second, "the trailing window of scrape health and the waiting slope")
+	speed := fs.Float64("speed", 10, "replaying a finished recording: recorded seconds per second")
 	span := fs.Duration("span", 0, "the estimator's span, as llmrec analyze --span (default: analyze's)")
 	if err := parseFlags(fs, interleave(args, map[string]bool{"once": true, "json": true})); err != nil {
 		return err
@@ -54,6 +64,9 @@ func topRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	}
 	if *interval < 250*time.Millisecond || *interval > time.Second {
 		return fmt.Errorf("%w: top: --interval %v is outside 250ms..1s", errUsage, *interval)
+	}
+	if *speed <= 0 {
+		return fmt.Errorf("%w: top: --speed must be positive", errUsage)
 	}
 	if *window <= 0 {
 		return fmt.Errorf("%w: top: --window must be positive", errUsage)
@@ -71,25 +84,125 @@ func topRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 		}
 		return livetext.Text(stdout, f, livetext.TextOptions{Color: isTerminal(stdout)})
 	}
-	return topLoop(ctx, stdout, opts, *interval)
+	return topLoop(ctx, stdout, opts, *interval, *speed)
 }
 
-// topLoop redraws a frame every interval until ctx ends.
-func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval time.Duration) error {
+// topLoop draws a frame every interval until ctx ends or q is pressed:
+// a recording in progress as it grows, a finished one replayed from its
+// start at speed × real time (then its last frame held). On a terminal
+// each frame redraws the last; to a pipe frames follow each other, and a
+// replay ends with its last frame.
+func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval time.Duration, speed float64) error {
+	term := isTerminal(stdout)
+	quit := make(chan struct{})
+	if term {
+		if restore, ok := rawInput(os.Stdin); ok {
+			defer restore()
+			go readQuit(os.Stdin, quit)
+		}
+		io.WriteString(stdout, "\x1b[?25l\x1b[2J") // hide the cursor, clear the screen
+		defer io.WriteString(stdout, "\x1b[?25h\n")
+	}
+	// A frame is read aside, so that q and Ctrl-C quit at once even while
+	// a long recording is being read.
+	read := func(o live.Options) (*live.Frame, error) {
+		type answer struct {
+			f   *live.Frame
+			err error
+		}
+		ch := make(chan answer, 1)
+		go func() {
+			f, err := live.Read(o)
+			ch <- answer{f, err}
+		}()
+		select {
+		case a := <-ch:
+			return a.f, a.err
+		case <-ctx.Done():
+			return nil, nil
+		case <-quit:
+			return nil, nil
+		}
+	}
+	first, err := read(opts)
+	if err != nil || first == nil {
+		return err
+	}
+	replay := !first.Recording
+	var at, end float64 // the replay's instant and the recording's last, Unix seconds
+	if replay {
+		at, end = first.Start, first.T
+	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	f := first
 	for {
-		f, err := live.Read(opts)
-		if err != nil {
+		if replay {
+			o := opts
+			o.Until = int64(at * 1e9)
+			if f, err = read(o); err != nil || f == nil {
+				return err
+			}
+		}
+		if err := drawFrame(stdout, f, term, replay, interval, speed); err != nil {
 			return err
 		}
-		if err := livetext.Text(stdout, f, livetext.TextOptions{Color: isTerminal(stdout)}); err != nil {
-			return err
+		// A replay to a pipe ends with the recording; on a terminal its
+		// last frame stays until q.
+		if replay && at >= end && !term {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-quit:
+			return nil
 		case <-tick.C:
 		}
+		switch {
+		case replay && at >= end:
+			// Held: nothing new to read.
+		case replay:
+			at = min(end, at+speed*interval.Seconds())
+		default:
+			if f, err = read(opts); err != nil || f == nil {
+				return err
+			}
+		}
 	}
+}
+
+// readQuit closes quit when q (or Q, or Ctrl-D) is typed.
+func readQuit(in *os.File, quit chan<- struct{}) {
+	b := make([]byte, 1)
+	for {
+		n, err := in.Read(b)
+		if err != nil || n == 1 && (b[0] == 'q' || b[0] == 'Q' || b[0] == 4) {
+			close(quit)
+			return
+		}
+	}
+}
+
+// drawFrame writes a frame: over the last on a terminal (cursor home,
+// each line cleared to its end, the rest of the screen cleared), after
+// it to a pipe.
+func drawFrame(w io.Writer, f *live.Frame, term, replay bool, interval time.Duration, speed float64) error {
+	var b bytes.Buffer
+	if err := livetext.Text(&b, f, livetext.TextOptions{Color: term}); err != nil {
+		return err
+	}
+	mode := "live"
+	if replay {
+		mode = fmt.Sprintf("replay ×%g", speed)
+	}
+	fmt.Fprintf(&b, "\n%s · refresh %v · q quits\n", mode, interval)
+	if !term {
+		b.WriteString("\n")
+		_, err := w.Write(b.Bytes())
+		return err
+	}
+	out := "\x1b[H" + strings.ReplaceAll(b.String(), "\n", "\x1b[K\n") + "\x1b[J"
+	_, err := io.WriteString(w, out)
+	return err
 }

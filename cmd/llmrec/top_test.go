@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +214,41 @@ func copyDir(t *testing.T, from, to string) {
 		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Without --once and without a terminal, a finished recording is replayed
+// from its start, frame after frame in time order, plain, and top exits
+// after the frame of its end.
+func TestTopReplaysAFinishedRun(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := record.WriteGenerated(dir, sim.DefaultScenario(), sim.GenerateOptions{Interval: time.Second}, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, stderr, err := runCLI("top", dir, "--interval", "250ms", "--speed", "40")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Error("ANSI escapes in a pipe's frames")
+	}
+	var stamps []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "llmrec top") {
+			f := strings.Fields(line)
+			stamps = append(stamps, f[5]) // llmrec top DIR finished at HH:MM:SS.s
+		}
+	}
+	// 30 s at 40 s a second, a frame a quarter second: the start, 10 s,
+	// 20 s and the end.
+	if len(stamps) != 4 || !slices.IsSorted(stamps) {
+		t.Errorf("frames at %q, want 4 in time order", stamps)
+	}
+	if d := time.Since(start); d < 500*time.Millisecond {
+		t.Errorf("replay took %v: the frames were not spaced by the interval", d)
+	}
+	if !strings.Contains(out, "replay ×40") {
+		t.Error("the replay does not say so")
 	}
 }
