@@ -124,33 +124,50 @@ func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval 
 			return nil, nil
 		}
 	}
-	first, err := read(opts)
+	// A frame replays the folder from its start, so its cost grows with
+	// the recording: the next is read no sooner than its cost allows
+	// within topBudget of a core (cost / topBudget after the last began).
+	var next time.Time
+	var cost time.Duration
+	timed := func(o live.Options) (*live.Frame, error) {
+		began := time.Now()
+		f, err := read(o)
+		cost = time.Since(began)
+		next = began.Add(time.Duration(float64(cost) / topBudget))
+		return f, err
+	}
+	first, err := timed(opts)
 	if err != nil || first == nil {
 		return err
 	}
 	replay := !first.Recording
-	var at, end float64 // the replay's instant and the recording's last, Unix seconds
 	if replay {
-		at, end = first.Start, first.T
+		next = time.Time{} // the replay's first frame is its start, at once
 	}
+	began := time.Now()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	f := first
 	for {
-		if replay {
+		if now := time.Now(); !now.Before(next) {
 			o := opts
-			o.Until = int64(at * 1e9)
-			if f, err = read(o); err != nil || f == nil {
+			at := 0.0
+			if replay {
+				// The replay's instant runs at speed × real time.
+				at = min(first.T, first.Start+speed*now.Sub(began).Seconds())
+				o.Until = int64(at * 1e9)
+			}
+			f, err := timed(o)
+			if err != nil || f == nil {
 				return err
 			}
-		}
-		if err := drawFrame(stdout, f, term, replay, interval, speed); err != nil {
-			return err
-		}
-		// A replay to a pipe ends with the recording; on a terminal its
-		// last frame stays until q.
-		if replay && at >= end && !term {
-			return nil
+			if err := drawFrame(stdout, f, term, replay, interval, speed, cost); err != nil {
+				return err
+			}
+			// A replay to a pipe ends with the recording; on a terminal its
+			// last frame stays until q.
+			if replay && at >= first.T && !term {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -159,18 +176,12 @@ func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval 
 			return nil
 		case <-tick.C:
 		}
-		switch {
-		case replay && at >= end:
-			// Held: nothing new to read.
-		case replay:
-			at = min(end, at+speed*interval.Seconds())
-		default:
-			if f, err = read(opts); err != nil || f == nil {
-				return err
-			}
-		}
 	}
 }
+
+// topBudget is the share of a core top's reading may take: a frame that
+// took longer than topBudget × interval to read delays the next.
+const topBudget = 0.05
 
 // readQuit closes quit when q (or Q, or Ctrl-D) is typed.
 func readQuit(in *os.File, quit chan<- struct{}) {
@@ -187,7 +198,7 @@ func readQuit(in *os.File, quit chan<- struct{}) {
 // drawFrame writes a frame: over the last on a terminal (cursor home,
 // each line cleared to its end, the rest of the screen cleared), after
 // it to a pipe.
-func drawFrame(w io.Writer, f *live.Frame, term, replay bool, interval time.Duration, speed float64) error {
+func drawFrame(w io.Writer, f *live.Frame, term, replay bool, interval time.Duration, speed float64, cost time.Duration) error {
 	var b bytes.Buffer
 	if err := livetext.Text(&b, f, livetext.TextOptions{Color: term}); err != nil {
 		return err
@@ -196,7 +207,12 @@ func drawFrame(w io.Writer, f *live.Frame, term, replay bool, interval time.Dura
 	if replay {
 		mode = fmt.Sprintf("replay ×%g", speed)
 	}
-	fmt.Fprintf(&b, "\n%s · refresh %v · q quits\n", mode, interval)
+	every := interval
+	if d := time.Duration(float64(cost) / topBudget); d > every {
+		every = d.Round(100 * time.Millisecond)
+	}
+	fmt.Fprintf(&b, "\n%s · frame read in %v · refresh every %v (at most %g %% of a core) · q quits\n", mode,
+		cost.Round(time.Millisecond), every, topBudget*100)
 	if !term {
 		b.WriteString("\n")
 		_, err := w.Write(b.Bytes())

@@ -240,10 +240,10 @@ func TestTopReplaysAFinishedRun(t *testing.T) {
 			stamps = append(stamps, f[5]) // llmrec top DIR finished at HH:MM:SS.s
 		}
 	}
-	// 30 s at 40 s a second, a frame a quarter second: the start, 10 s,
-	// 20 s and the end.
-	if len(stamps) != 4 || !slices.IsSorted(stamps) {
-		t.Errorf("frames at %q, want 4 in time order", stamps)
+	// 30 s at 40 s a second: the start, then frames as often as the
+	// budget lets, up to the end.
+	if len(stamps) < 2 || !slices.IsSorted(stamps) || stamps[0] > "00:00:01" || stamps[len(stamps)-1] != "00:00:29.5" {
+		t.Errorf("frames at %q, want the start to the end in time order", stamps)
 	}
 	if d := time.Since(start); d < 500*time.Millisecond {
 		t.Errorf("replay took %v: the frames were not spaced by the interval", d)
