@@ -15,7 +15,7 @@ import (
 	livetext "github.com/llmrec/llmrec/render/live"
 )
 
-const topUsage = `Usage: llmrec top DIR [--once] [--interval D] [--speed X] [--window D] [--span D] [--json]
+const topUsage = `Usage: llmrec top DIR [--once] [--interval D] [--speed X] [--follow] [--window D] [--span D] [--json]
 
 Watches a recording while it records (or replays a finished one): per
 target its state (busy, idle, down, stalled), decode and prompt tokens/s,
@@ -38,8 +38,12 @@ Without --once, a frame every --interval (250ms to 1s): on a terminal it
 redraws in place, with colour, and q or Ctrl-C quits at once; to a pipe
 the frames follow each other without colour. A finished recording is
 replayed from its start at --speed recorded seconds per second, and its
-last frame stays (to a pipe, top then exits). --once prints one frame and
-exits (for scripts and tests).
+last frame stays (to a pipe, top then exits); --follow never replays and
+waits for a recording not started yet. --once prints one frame and exits
+(for scripts and tests).
+
+llmrec record on a terminal shows this view (a "top --follow" child at low
+priority); --quiet or a pipe keep its progress lines.
 
 Examples:
   llmrec top runs/bench1
@@ -54,9 +58,10 @@ func topRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	asJSON := fs.Bool("json", false, "with --once: print the frame as JSON")
 	interval := fs.Duration("interval", time.Second, "refresh interval, 250ms to 1s")
 	window := fs.Duration("window", 30*time.Second, "the trailing window of scrape health and the waiting slope")
+	follow := fs.Bool("follow", false, "watch the folder as a recording in progress even before its first file, never replaying it (llmrec record's own view)")
 	speed := fs.Float64("speed", 10, "replaying a finished recording: recorded seconds per second")
 	span := fs.Duration("span", 0, "the estimator's span, as llmrec analyze --span (default: analyze's)")
-	if err := parseFlags(fs, interleave(args, map[string]bool{"once": true, "json": true})); err != nil {
+	if err := parseFlags(fs, interleave(args, map[string]bool{"once": true, "json": true, "follow": true})); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -84,7 +89,7 @@ func topRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 		}
 		return livetext.Text(stdout, f, livetext.TextOptions{Color: isTerminal(stdout)})
 	}
-	return topLoop(ctx, stdout, opts, *interval, *speed)
+	return topLoop(ctx, stdout, opts, *interval, *speed, *follow)
 }
 
 // topLoop draws a frame every interval until ctx ends or q is pressed:
@@ -92,7 +97,7 @@ func topRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 // start at speed × real time (then its last frame held). On a terminal
 // each frame redraws the last; to a pipe frames follow each other, and a
 // replay ends with its last frame.
-func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval time.Duration, speed float64) error {
+func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval time.Duration, speed float64, follow bool) error {
 	term := isTerminal(stdout)
 	quit := make(chan struct{})
 	if term {
@@ -136,11 +141,32 @@ func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval 
 		next = began.Add(time.Duration(float64(cost) / topBudget))
 		return f, err
 	}
-	first, err := timed(opts)
-	if err != nil || first == nil {
-		return err
+	// Following, a recording not started yet (or a read that failed) is
+	// waited for, and never replayed.
+	var first *live.Frame
+	for first == nil {
+		f, err := timed(opts)
+		switch {
+		case err == nil && f == nil:
+			return nil
+		case err == nil:
+			first = f
+		case !follow:
+			return err
+		default:
+			if err := drawWaiting(stdout, term, err); err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-quit:
+				return nil
+			case <-time.After(interval):
+			}
+		}
 	}
-	replay := !first.Recording
+	replay := !first.Recording && !follow
 	if replay {
 		next = time.Time{} // the replay's first frame is its start, at once
 	}
@@ -157,10 +183,15 @@ func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval 
 				o.Until = int64(at * 1e9)
 			}
 			f, err := timed(o)
-			if err != nil || f == nil {
+			switch {
+			case err != nil && follow:
+				err = drawWaiting(stdout, term, err)
+			case err != nil || f == nil:
 				return err
+			default:
+				err = drawFrame(stdout, f, term, replay, interval, speed, cost)
 			}
-			if err := drawFrame(stdout, f, term, replay, interval, speed, cost); err != nil {
+			if err != nil {
 				return err
 			}
 			// A replay to a pipe ends with the recording; on a terminal its
@@ -177,6 +208,16 @@ func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval 
 		case <-tick.C:
 		}
 	}
+}
+
+// drawWaiting says what a followed recording is waited for.
+func drawWaiting(w io.Writer, term bool, err error) error {
+	line := "waiting for the recording: " + err.Error() + "\n"
+	if term {
+		line = "\x1b[H" + line + "\x1b[J"
+	}
+	_, werr := io.WriteString(w, line)
+	return werr
 }
 
 // topBudget is the share of a core top's reading may take: a frame that

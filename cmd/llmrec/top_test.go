@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -251,4 +253,51 @@ func TestTopReplaysAFinishedRun(t *testing.T) {
 	if !strings.Contains(out, "replay ×40") {
 		t.Error("the replay does not say so")
 	}
+}
+
+// --follow (llmrec record's own view) waits for a recording that has not
+// started, then shows it live, never replaying it.
+func TestTopFollowWaits(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, &out, &out, []string{"top", dir, "--follow", "--interval", "250ms"}) }()
+	time.Sleep(600 * time.Millisecond)
+	if _, err := record.WriteGenerated(dir, sim.DefaultScenario(), sim.GenerateOptions{Interval: time.Second}, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "llmrec top") && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if !strings.HasPrefix(got, "waiting for the recording: ") {
+		t.Errorf("does not begin by waiting:\n%s", got)
+	}
+	if !strings.Contains(got, "llmrec top") || strings.Contains(got, "replay") {
+		t.Errorf("want a live frame of the folder, no replay:\n%s", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
