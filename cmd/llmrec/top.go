@@ -15,7 +15,7 @@ import (
 	livetext "github.com/llmrec/llmrec/render/live"
 )
 
-const topUsage = `Usage: llmrec top DIR [--once] [--interval D] [--speed X] [--follow] [--window D] [--span D] [--json]
+const topUsage = `Usage: llmrec top DIR [--once] [--interval D] [--speed X] [--follow] [--listen 127.0.0.1:PORT] [--window D] [--span D] [--json]
 
 Watches a recording while it records (or replays a finished one): per
 target its state (busy, idle, down, stalled), decode and prompt tokens/s,
@@ -42,6 +42,12 @@ last frame stays (to a pipe, top then exits); --follow never replays and
 waits for a recording not started yet. --once prints one frame and exits
 (for scripts and tests).
 
+--listen 127.0.0.1:PORT serves the same view as a self-updating page
+(everything inline, nothing fetched from elsewhere) on a loopback address
+only. As the recorder's mark endpoint, it answers only a Host that is its
+own address and port, no other origin's page, and a frame only to a
+request with the header X-Llmrec-Top: 1 (the page sends it).
+
 llmrec record on a terminal shows this view (a "top --follow" child at low
 priority); --quiet or a pipe keep its progress lines.
 
@@ -49,6 +55,7 @@ Examples:
   llmrec top runs/bench1
   llmrec top runs/bench1 --interval 250ms
   llmrec top runs/bench1 --once
+  llmrec top runs/bench1 --listen 127.0.0.1:9465
   llmrec top runs/bench1 --once --json | jq '.targets[].state'
 `
 
@@ -59,6 +66,7 @@ func topRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	interval := fs.Duration("interval", time.Second, "refresh interval, 250ms to 1s")
 	window := fs.Duration("window", 30*time.Second, "the trailing window of scrape health and the waiting slope")
 	follow := fs.Bool("follow", false, "watch the folder as a recording in progress even before its first file, never replaying it (llmrec record's own view)")
+	listen := fs.String("listen", "", "serve the view as a self-updating page on this loopback HOST:PORT instead of the terminal")
 	speed := fs.Float64("speed", 10, "replaying a finished recording: recorded seconds per second")
 	span := fs.Duration("span", 0, "the estimator's span, as llmrec analyze --span (default: analyze's)")
 	if err := parseFlags(fs, interleave(args, map[string]bool{"once": true, "json": true, "follow": true})); err != nil {
@@ -88,6 +96,11 @@ func topRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 			return enc.Encode(f)
 		}
 		return livetext.Text(stdout, f, livetext.TextOptions{Color: isTerminal(stdout)})
+	}
+	if *listen != "" {
+		return topListen(ctx, stderr, *listen, func(w io.Writer) error {
+			return topLoop(ctx, w, opts, *interval, *speed, *follow)
+		}, fs.Arg(0), *interval)
 	}
 	return topLoop(ctx, stdout, opts, *interval, *speed, *follow)
 }
@@ -252,8 +265,12 @@ func drawFrame(w io.Writer, f *live.Frame, term, replay bool, interval time.Dura
 	if d := time.Duration(float64(cost) / topBudget); d > every {
 		every = d.Round(100 * time.Millisecond)
 	}
-	fmt.Fprintf(&b, "\n%s · frame read in %v · refresh every %v (at most %g %% of a core) · q quits\n", mode,
-		cost.Round(time.Millisecond), every, topBudget*100)
+	quits := ""
+	if term {
+		quits = " · q quits"
+	}
+	fmt.Fprintf(&b, "\n%s · frame read in %v · refresh every %v (at most %g %% of a core)%s\n", mode,
+		cost.Round(time.Millisecond), every, topBudget*100, quits)
 	if !term {
 		b.WriteString("\n")
 		_, err := w.Write(b.Bytes())

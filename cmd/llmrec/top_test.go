@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -300,4 +302,76 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// top --listen serves the view as a page on loopback only, with the mark
+// endpoint's protections: its own Host, no other origin, and a frame only
+// with the custom header. The page fetches nothing from elsewhere.
+func TestTopListen(t *testing.T) {
+	if _, _, err := runCLI("top", t.TempDir(), "--listen", "0.0.0.0:0"); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("--listen 0.0.0.0:0: %v, want a loopback refusal", err)
+	}
+	dir := t.TempDir()
+	if _, err := record.WriteGenerated(dir, sim.DefaultScenario(), sim.GenerateOptions{Interval: time.Second}, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errs syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, &out, &errs, []string{"top", dir, "--listen", "127.0.0.1:0", "--speed", "100"}) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	var base string
+	for deadline := time.Now().Add(5 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, rest, ok := strings.Cut(errs.String(), "serving "); ok {
+			base, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	if base == "" {
+		t.Fatalf("no address in %q", errs.String())
+	}
+	get := func(path string, hdr map[string]string) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		for k, v := range hdr {
+			if k == "Host" {
+				req.Host = v
+				continue
+			}
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, page := get("", nil)
+	if code != 200 || !strings.Contains(page, "X-Llmrec-Top") {
+		t.Errorf("page: %d", code)
+	}
+	if strings.Contains(page, "src=") || strings.Contains(page, "href=") {
+		t.Error("the page refers to an asset")
+	}
+	if code, _ := get("frame", nil); code != http.StatusForbidden {
+		t.Errorf("frame without the header: %d, want 403", code)
+	}
+	if code, _ := get("frame", map[string]string{"X-Llmrec-Top": "1", "Host": "attacker.example:" + base[strings.LastIndex(base, ":")+1:len(base)-1]}); code != http.StatusForbidden {
+		t.Errorf("frame for a rebound name: %d, want 403", code)
+	}
+	if code, _ := get("frame", map[string]string{"X-Llmrec-Top": "1", "Origin": "http://attacker.example"}); code != http.StatusForbidden {
+		t.Errorf("frame for another origin: %d, want 403", code)
+	}
+	var frame string
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(frame, "00:00:29.5") && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		_, frame = get("frame", map[string]string{"X-Llmrec-Top": "1"})
+	}
+	if !strings.Contains(frame, "llmrec top") || !strings.Contains(frame, "vllm-0") || !strings.Contains(frame, "00:00:29.5") {
+		t.Errorf("the frame served is not the replay's last:\n%s", frame)
+	}
 }
