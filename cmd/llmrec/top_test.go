@@ -318,7 +318,9 @@ func TestTopListen(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errs syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, &out, &errs, []string{"top", dir, "--listen", "127.0.0.1:0", "--speed", "100"}) }()
+	go func() {
+		done <- run(ctx, &out, &errs, []string{"top", dir, "--listen", "127.0.0.1:0", "--speed", "100"})
+	}()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
