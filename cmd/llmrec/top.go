@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/llmrec/llmrec/analyze/live"
@@ -145,12 +146,15 @@ func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval 
 	// A frame replays the folder from its start, so its cost grows with
 	// the recording: the next is read no sooner than its cost allows
 	// within topBudget of a core (cost / topBudget after the last began).
+	// The cost is the CPU time the process spent meanwhile (all of it the
+	// read's, but for a redraw), not the wall time: at a low priority on a
+	// busy machine a read waits long for little CPU.
 	var next time.Time
 	var cost time.Duration
 	timed := func(o live.Options) (*live.Frame, error) {
-		began := time.Now()
+		began, cpu0 := time.Now(), cpuTime()
 		f, err := read(o)
-		cost = time.Since(began)
+		cost = cpuTime() - cpu0
 		next = began.Add(time.Duration(float64(cost) / topBudget))
 		return f, err
 	}
@@ -233,6 +237,15 @@ func drawWaiting(w io.Writer, term bool, err error) error {
 	return werr
 }
 
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // topBudget is the share of a core top's reading may take: a frame that
 // took longer than topBudget × interval to read delays the next.
 const topBudget = 0.05
@@ -269,7 +282,7 @@ func drawFrame(w io.Writer, f *live.Frame, term, replay bool, interval time.Dura
 	if term {
 		quits = " · q quits"
 	}
-	fmt.Fprintf(&b, "\n%s · frame read in %v · refresh every %v (at most %g %% of a core)%s\n", mode,
+	fmt.Fprintf(&b, "\n%s · frame read with %v of CPU · refresh every %v (at most %g %% of a core)%s\n", mode,
 		cost.Round(time.Millisecond), every, topBudget*100, quits)
 	if !term {
 		b.WriteString("\n")
