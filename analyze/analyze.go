@@ -79,6 +79,11 @@ type Options struct {
 	// not, missed ticks too) as it is replayed, before its poll if it is
 	// one: what llmrec top needs of the scrape's health.
 	Scrapes func(target string, s ScrapeRow)
+	// Journals, when set, reads the live and crashed journals, keeping
+	// their records' parses for the next Analyze with the same cache: a
+	// reader that analyses a growing recording again and again (llmrec
+	// top) parses each record once. The rows are ReadLive's.
+	Journals *capture.JournalCache
 }
 
 // ScrapeRow is one /metrics row's outcome and times (Unix nanoseconds,
@@ -159,12 +164,14 @@ func Analyze(opts Options) (*Result, error) {
 	// The headers column is read always: an engine may send its process
 	// start by itself (engines.ProcessStartHeader), configured or not.
 	an.r.Headers = true
+	var journals []string
 	for i, f := range files {
 		var err error
 		before := an.rows
 		if f.live {
 			var rows []capture.Scrape
-			rows, err = capture.ReadLive(f.path)
+			rows, err = opts.Journals.ReadLive(f.path)
+			journals = append(journals, f.path)
 			an.r.Journal(rows, an.row)
 		} else {
 			_, err = an.r.ReadSealed(f.seals, f.path, an.row)
@@ -180,6 +187,7 @@ func Analyze(opts Options) (*Result, error) {
 			opts.Progress(Progress{File: f.path, Done: i + 1, Total: len(files), Rows: an.rows, Samples: an.samples})
 		}
 	}
+	opts.Journals.Forget(journals)
 	res.Targets = an.finish()
 	res.Gates.CompletionSpans = an.completionSpans()
 	res.Gates.Floors = append([]TargetFloor{}, an.floors...)

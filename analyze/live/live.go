@@ -69,6 +69,10 @@ type Options struct {
 	Spark int
 	// Gates are the estimator's span and gates, as analyze --span takes.
 	Gates rate.Config
+	// Journals, when set, keeps the live journals' parsed records from
+	// one Read to the next (analyze.Options.Journals): a view that reads
+	// a growing recording every second parses each record once.
+	Journals *capture.JournalCache
 }
 
 // Frame is the recording at one instant.
@@ -169,7 +173,7 @@ func Read(opts Options) (*Frame, error) {
 	}
 	var latest int64
 	aopts := analyze.Options{
-		Dirs: []string{opts.Dir}, Gates: opts.Gates, Until: opts.Until,
+		Dirs: []string{opts.Dir}, Gates: opts.Gates, Until: opts.Until, Journals: opts.Journals,
 		// The counterfactual spans judge load edges, not a poll's cells:
 		// a frame does without them.
 		Spans: []float64{},
