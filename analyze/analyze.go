@@ -302,6 +302,12 @@ type analyzer struct {
 	looked *capture.Row
 
 	metricsID, okID, httpErrID int32
+
+	// seen, in a Session, is the last seq replayed of each (run, target,
+	// endpoint); untilSkipped says a row after Options.Until was passed
+	// over since it was last cleared.
+	seen         map[[3]int32]int64
+	untilSkipped bool
 }
 
 func newAnalyzer(opts Options) *analyzer {
@@ -541,7 +547,17 @@ func (a *analyzer) row(w *capture.Row) {
 	tab := a.r.Tab
 	// A row after the instant read up to is not known yet.
 	if a.opts.Until != 0 && cmp.Or(w.Scheduled, w.Start) > a.opts.Until {
+		a.untilSkipped = true
 		return
+	}
+	// A session replays a row once: one read before (a journal's row
+	// again in its sealed segment, or a merged file's) is passed over.
+	if a.seen != nil {
+		k := [3]int32{w.Run, w.Target, w.Endpoint}
+		if last, ok := a.seen[k]; ok && w.Seq <= last {
+			return
+		}
+		a.seen[k] = w.Seq
 	}
 	a.rows++
 	st := a.target(w.Target, w.Engine)

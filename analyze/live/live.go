@@ -158,79 +158,133 @@ type pollLog struct {
 	ttftOf, itlOf                        string
 }
 
-// Read reads the folder as it stands (never writing it) and makes a frame.
+// Read reads the folder as it stands (never writing it) and makes a frame,
+// through analyze.Analyze: every file read whole.
 func Read(opts Options) (*Frame, error) {
-	window := cmp.Or(opts.Window, DefaultWindow)
-	spark := cmp.Or(opts.Spark, DefaultSpark)
-	logs := map[string]*targetLog{}
-	get := func(name string) *targetLog {
-		l := logs[name]
-		if l == nil {
-			l = &targetLog{}
-			logs[name] = l
-		}
-		return l
+	st := newState(opts)
+	res, err := analyze.Analyze(st.analyzeOptions(opts))
+	if err != nil {
+		return nil, fmt.Errorf("live: %w", err)
 	}
-	var latest int64
-	aopts := analyze.Options{
+	defer res.Close()
+	return st.frame(res, opts.Until), nil
+}
+
+// Reader makes frame after frame of a recording that grows, reading only
+// what is new each time (analyze.Session): the same cells, once per poll.
+// Never writing the folder either.
+type Reader struct {
+	opts Options
+	st   *frameState
+	s    *analyze.Session
+}
+
+// NewReader is a reader of opts.Dir; opts.Until is the first frame's
+// instant (0: as the folder stands).
+func NewReader(opts Options) (*Reader, error) {
+	st := newState(opts)
+	s, err := analyze.NewSession(st.analyzeOptions(opts))
+	if err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	return &Reader{opts: opts, st: st, s: s}, nil
+}
+
+// Frame reads what is new up to until (Unix nanoseconds; 0: as the folder
+// stands; never earlier than the last frame's) and makes a frame.
+func (r *Reader) Frame(until int64) (*Frame, error) {
+	r.s.SetUntil(until)
+	res, err := r.s.Update()
+	if err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	return r.st.frame(res, until), nil
+}
+
+// frameState is what frames keep of each target's polls and rows, fed by
+// analyze's hooks.
+type frameState struct {
+	dir    string
+	window float64
+	spark  int
+	logs   map[string]*targetLog
+	latest int64
+}
+
+func newState(opts Options) *frameState {
+	return &frameState{dir: opts.Dir, window: cmp.Or(opts.Window, DefaultWindow), spark: cmp.Or(opts.Spark, DefaultSpark),
+		logs: map[string]*targetLog{}}
+}
+
+func (st *frameState) get(name string) *targetLog {
+	l := st.logs[name]
+	if l == nil {
+		l = &targetLog{}
+		st.logs[name] = l
+	}
+	return l
+}
+
+func (st *frameState) analyzeOptions(opts Options) analyze.Options {
+	return analyze.Options{
 		Dirs: []string{opts.Dir}, Gates: opts.Gates, Until: opts.Until, Journals: opts.Journals,
 		// The counterfactual spans judge load edges, not a poll's cells:
 		// a frame does without them.
 		Spans: []float64{},
 		Scrapes: func(target string, s analyze.ScrapeRow) {
-			l := get(target)
+			l := st.get(target)
 			t := cmp.Or(s.Scheduled, s.Start)
-			latest = max(latest, t)
+			st.latest = max(st.latest, t)
 			l.prevAny, l.lastAny = l.lastAny, t
 			l.rows = append(l.rows, s)
 			if s.Outcome != capture.OutcomeMissed {
 				l.last = s
 			}
-			l.rows = trimRows(l.rows, float64(t)/1e9-window)
+			l.rows = trimRows(l.rows, float64(t)/1e9-st.window)
 		},
 		Polls: func(target string, p *analyze.Poll) {
-			l := get(target)
+			l := st.get(target)
 			pl := pollOf(p)
 			l.polls = append(l.polls, pl)
-			l.polls = trimPolls(l.polls, p.T-window)
+			l.polls = trimPolls(l.polls, p.T-st.window)
 			l.spark = append(l.spark, pl.decode.Value)
-			if len(l.spark) > 2*spark {
-				l.spark = append(l.spark[:0], l.spark[len(l.spark)-spark:]...)
+			if len(l.spark) > 2*st.spark {
+				l.spark = append(l.spark[:0], l.spark[len(l.spark)-st.spark:]...)
 			}
 		},
 	}
-	res, err := analyze.Analyze(aopts)
-	if err != nil {
-		return nil, fmt.Errorf("live: %w", err)
-	}
-	defer res.Close()
-	f := &Frame{Dir: opts.Dir, Window: window, Targets: []Target{}, Incidents: res.Incidents, Problems: res.Problems}
+}
+
+// frame makes the frame of what analyze returned, at until (0: the latest
+// row's tick).
+func (st *frameState) frame(res *analyze.Result, until int64) *Frame {
+	f := &Frame{Dir: st.dir, Window: st.window, Targets: []Target{}, Incidents: res.Incidents, Problems: res.Problems}
 	if f.Incidents == nil {
 		f.Incidents = []findings.Incident{}
 	}
 	for _, in := range res.Inputs {
 		f.Recording = f.Recording || in.Journals > 0
 	}
-	f.T = float64(latest) / 1e9
-	if opts.Until != 0 {
-		f.T = float64(opts.Until) / 1e9
+	f.T = float64(st.latest) / 1e9
+	if until != 0 {
+		f.T = float64(until) / 1e9
 	}
 	for i := range res.Targets {
 		rt := &res.Targets[i]
 		if f.Start == 0 || rt.Summary.First != 0 && rt.Summary.First < f.Start {
 			f.Start = rt.Summary.First
 		}
-		f.Targets = append(f.Targets, target(rt, get(rt.Name), res.Incidents, latest, spark))
+		f.Targets = append(f.Targets, target(rt, st.get(rt.Name), res.Incidents, st.latest, st.spark))
 	}
 	if ps := res.Fleet.Polls; len(ps) > 0 {
 		fp := ps[len(ps)-1]
 		f.Fleet = &fp
 	}
-	marks, _, err := capture.ReadMarks(opts.Dir)
+	marks, _, err := capture.ReadMarks(st.dir)
 	if err == nil {
 		f.Phase = phaseAt(marks, f.T)
 	}
-	return f, nil
+	return f
 }
 
 func pollOf(p *analyze.Poll) pollLog {

@@ -1,6 +1,7 @@
 package live_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -151,6 +152,33 @@ func TestFramePhase(t *testing.T) {
 		}
 		if f.Phase != c.want {
 			t.Errorf("at %v: phase %q, want %q", c.at, f.Phase, c.want)
+		}
+	}
+}
+
+// A Reader that follows the recording frame after frame (reading only what
+// is new each time) makes the frames Read makes reading everything: the
+// same lines, cells and incidents at every instant.
+func TestReaderEqualsRead(t *testing.T) {
+	dir := generated(t)
+	r, err := live.NewReader(live.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Duration{2 * time.Second, 7 * time.Second, 13500 * time.Millisecond, 16 * time.Second, 21 * time.Second, 25 * time.Second, 40 * time.Second} {
+		until := sim.DefaultStart.Add(at).UnixNano()
+		got, err := r.Frame(until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := live.Read(live.Options{Dir: dir, Until: until})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gj, _ := json.Marshal(got)
+		wj, _ := json.Marshal(want)
+		if string(gj) != string(wj) {
+			t.Errorf("at %v the Reader's frame differs from Read's:\n%s\n%s", at, gj, wj)
 		}
 	}
 }

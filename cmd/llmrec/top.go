@@ -125,7 +125,9 @@ func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval 
 		defer io.WriteString(stdout, "\x1b[?25h\n")
 	}
 	// A frame is read aside, so that q and Ctrl-C quit at once even while
-	// a long recording is being read.
+	// a long recording is being read. One reader follows the recording
+	// (analyze.Session): each frame reads only what is new.
+	var rd *live.Reader
 	read := func(o live.Options) (*live.Frame, error) {
 		type answer struct {
 			f   *live.Frame
@@ -133,7 +135,14 @@ func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval 
 		}
 		ch := make(chan answer, 1)
 		go func() {
-			f, err := live.Read(o)
+			if rd == nil {
+				var err error
+				if rd, err = live.NewReader(opts); err != nil {
+					ch <- answer{nil, err}
+					return
+				}
+			}
+			f, err := rd.Frame(o.Until)
 			ch <- answer{f, err}
 		}()
 		select {
@@ -188,6 +197,7 @@ func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval 
 	replay := !first.Recording && !follow
 	if replay {
 		next = time.Time{} // the replay's first frame is its start, at once
+		rd = nil           // a reader goes forward only: the replay's starts over
 	}
 	began := time.Now()
 	tick := time.NewTicker(interval)

@@ -120,6 +120,7 @@ func TestTopWhileRecording(t *testing.T) {
 	at := func(s float64) float64 { return float64(t0.UnixNano())/1e9 + s }
 	crashed := filepath.Join(t.TempDir(), "crashed")
 	var frames []live.Frame
+	var follow *live.Reader // follows the recording, reading what is new
 	done := false
 	for !done {
 		select {
@@ -140,6 +141,14 @@ func TestTopWhileRecording(t *testing.T) {
 		}
 		var f live.Frame
 		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatal(err)
+		}
+		if follow == nil {
+			if follow, err = live.NewReader(live.Options{Dir: dir}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := follow.Frame(0); err != nil {
 			t.Fatal(err)
 		}
 		frames = append(frames, f)
@@ -184,6 +193,22 @@ func TestTopWhileRecording(t *testing.T) {
 			}
 		}
 		t.Fatalf("busy %v, stalled %v, restarted %v: want every one seen", busy, stalled, restarted)
+	}
+
+	// The reader that followed the journals, then read the segments they
+	// were sealed into, ends with the frame of a read of everything.
+	got, err := follow.Frame(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := live.Read(live.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(want)
+	if string(gj) != string(wj) {
+		t.Errorf("the following reader's last frame differs from a whole read's:\n%s\n%s", gj, wj)
 	}
 
 	// Reads never write: the finished folder and the crashed copy.
