@@ -166,7 +166,7 @@ func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval 
 		began, cpu0 := time.Now(), cpuTime()
 		f, err := read(o)
 		cost = cpuTime() - cpu0
-		next = began.Add(time.Duration(float64(cost) / topBudget))
+		next = began.Add(spacing(cost))
 		return f, err
 	}
 	// Following, a recording not started yet (or a read that failed) is
@@ -262,6 +262,18 @@ func cpuTime() time.Duration {
 // took longer than topBudget × interval to read delays the next.
 const topBudget = 0.05
 
+// topMaxWait bounds that delay. Frames waited for longer read more new
+// records each: where parsing what the recording adds in a second takes
+// more than topBudget of a second (100 vLLM pages a second), the delay
+// would grow without end; past it top uses more than its budget (about
+// the recorder's own parsing share) and says so.
+const topMaxWait = 10 * time.Second
+
+// spacing is how long after a frame that cost cost the next may begin.
+func spacing(cost time.Duration) time.Duration {
+	return min(time.Duration(float64(cost)/topBudget), topMaxWait)
+}
+
 // readQuit closes quit when q (or Q, or Ctrl-D) is typed.
 func readQuit(in *os.File, quit chan<- struct{}) {
 	b := make([]byte, 1)
@@ -287,15 +299,19 @@ func drawFrame(w io.Writer, f *live.Frame, term, replay bool, interval time.Dura
 		mode = fmt.Sprintf("replay ×%g", speed)
 	}
 	every := interval
-	if d := time.Duration(float64(cost) / topBudget); d > every {
+	if d := spacing(cost); d > every {
 		every = d.Round(100 * time.Millisecond)
+	}
+	over := ""
+	if float64(cost) > topBudget*float64(every) {
+		over = fmt.Sprintf(", over it: %.0f %%", 100*float64(cost)/float64(every))
 	}
 	quits := ""
 	if term {
 		quits = " · q quits"
 	}
-	fmt.Fprintf(&b, "\n%s · frame read with %v of CPU · refresh every %v (at most %g %% of a core)%s\n", mode,
-		cost.Round(time.Millisecond), every, topBudget*100, quits)
+	fmt.Fprintf(&b, "\n%s · frame read with %v of CPU · refresh every %v (budget %g %% of a core%s)%s\n", mode,
+		cost.Round(time.Millisecond), every, topBudget*100, over, quits)
 	if !term {
 		b.WriteString("\n")
 		_, err := w.Write(b.Bytes())
