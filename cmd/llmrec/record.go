@@ -32,6 +32,10 @@ most 1000 scrapes per second over all targets; a config asking for more is
 refused. A SIGKILL loses no completed scrape: the open segment's journal is
 recovered by the next record into DIR and by every read of it.
 
+On a terminal the progress is llmrec top's live view of DIR (states, rates,
+KV, incidents: see llmrec top -h), drawn by a "top --follow" child at the
+lowest priority; --quiet, --no-top or a pipe keep the progress lines.
+
 Redirects are not followed: a 3xx answer is a row (outcome http_error) with
 its status and location. --follow-redirects (follow_redirects = true, in the
 file or per target) follows them only to the same scheme, host and port, so

@@ -29,8 +29,10 @@ times; a sparkline of decode tokens/s per target.
 
 Every number is what llmrec analyze publishes for the same polls: top reads
 the folder through the same engine readers, gated estimator and findings
-(docs/top.md). It only reads: it never writes, creates or locks anything in
-DIR, so it can watch from any terminal while llmrec record writes.
+(docs/top.md). It only reads: it never writes or creates anything in DIR
+(no lock file; a live journal is told from a crashed one by trying its
+flock for an instant, as inspect and analyze do), so it can watch from any
+terminal while llmrec record writes.
 
 KV usage from 80 % reads "warn", from 95 % "saturated"; "saturating" marks
 a waiting queue that rose over the window (a positive least-squares slope,
@@ -51,7 +53,7 @@ own address and port, no other origin's page, and a frame only to a
 request with the header X-Llmrec-Top: 1 (the page sends it).
 
 llmrec record on a terminal shows this view (a "top --follow" child at low
-priority); --quiet or a pipe keep its progress lines.
+priority); --quiet, --no-top or a pipe keep its progress lines.
 
 Examples:
   llmrec top runs/bench1
