@@ -70,6 +70,27 @@ type Options struct {
 	// "client", and each is set beside the engines' figures over the same
 	// bounds (Result.Client).
 	Clients []*client.Run
+	// Until, when not 0, is the instant (Unix nanoseconds) the recording is
+	// read up to: rows scheduled after it (sent after it, in files without
+	// the scheduled column) are passed over, and so are marks made after
+	// it. llmrec top replays a finished run by it.
+	Until int64
+	// Scrapes, when set, is handed every /metrics row of a target (ok or
+	// not, missed ticks too) as it is replayed, before its poll if it is
+	// one: what llmrec top needs of the scrape's health.
+	Scrapes func(target string, s ScrapeRow)
+	// Journals, when set, reads the live and crashed journals, keeping
+	// their records' parses for the next Analyze with the same cache: a
+	// reader that analyses a growing recording again and again (llmrec
+	// top) parses each record once. The rows are ReadLive's.
+	Journals *capture.JournalCache
+}
+
+// ScrapeRow is one /metrics row's outcome and times (Unix nanoseconds,
+// 0 when null): Options.Scrapes.
+type ScrapeRow struct {
+	Outcome                          string
+	Scheduled, Start, FirstByte, End int64
 }
 
 // DefaultSpans are the counterfactual spans when none are given: a window
@@ -120,6 +141,10 @@ func Analyze(opts Options) (*Result, error) {
 		if err != nil {
 			markProblems = append(markProblems, err.Error())
 		}
+		if opts.Until != 0 {
+			// A mark made after the instant read up to is not known yet.
+			ms = slices.DeleteFunc(ms, func(m capture.Mark) bool { return m.TNs > opts.Until })
+		}
 		marks, markProblems = append(marks, ms...), append(markProblems, bad...)
 		in, fs := inputOf(run)
 		for i := range fs {
@@ -139,12 +164,14 @@ func Analyze(opts Options) (*Result, error) {
 	// The headers column is read always: an engine may send its process
 	// start by itself (engines.ProcessStartHeader), configured or not.
 	an.r.Headers = true
+	var journals []string
 	for i, f := range files {
 		var err error
 		before := an.rows
 		if f.live {
 			var rows []capture.Scrape
-			rows, err = capture.ReadLive(f.path)
+			rows, err = opts.Journals.ReadLive(f.path)
+			journals = append(journals, f.path)
 			an.r.Journal(rows, an.row)
 		} else {
 			_, err = an.r.ReadSealed(f.seals, f.path, an.row)
@@ -160,6 +187,7 @@ func Analyze(opts Options) (*Result, error) {
 			opts.Progress(Progress{File: f.path, Done: i + 1, Total: len(files), Rows: an.rows, Samples: an.samples})
 		}
 	}
+	opts.Journals.Forget(journals)
 	res.Targets = an.finish()
 	res.Gates.CompletionSpans = an.completionSpans()
 	res.Gates.Floors = append([]TargetFloor{}, an.floors...)
@@ -274,6 +302,12 @@ type analyzer struct {
 	looked *capture.Row
 
 	metricsID, okID, httpErrID int32
+
+	// seen, in a Session, is the last seq replayed of each (run, target,
+	// endpoint); untilSkipped says a row after Options.Until was passed
+	// over since it was last cleared.
+	seen         map[[3]int32]int64
+	untilSkipped bool
 }
 
 func newAnalyzer(opts Options) *analyzer {
@@ -511,6 +545,20 @@ func (st *targetState) register(tab *capture.Strings, w *capture.Row, j int) {
 // reader has asked known about it first.
 func (a *analyzer) row(w *capture.Row) {
 	tab := a.r.Tab
+	// A row after the instant read up to is not known yet.
+	if a.opts.Until != 0 && cmp.Or(w.Scheduled, w.Start) > a.opts.Until {
+		a.untilSkipped = true
+		return
+	}
+	// A session replays a row once: one read before (a journal's row
+	// again in its sealed segment, or a merged file's) is passed over.
+	if a.seen != nil {
+		k := [3]int32{w.Run, w.Target, w.Endpoint}
+		if last, ok := a.seen[k]; ok && w.Seq <= last {
+			return
+		}
+		a.seen[k] = w.Seq
+	}
 	a.rows++
 	st := a.target(w.Target, w.Engine)
 	if w.Endpoint != a.metricsID {
@@ -518,6 +566,9 @@ func (a *analyzer) row(w *capture.Row) {
 		return
 	}
 	st.out.Scrapes[tab.Str(w.Outcome)]++
+	if a.opts.Scrapes != nil {
+		a.opts.Scrapes(st.out.Name, ScrapeRow{Outcome: tab.Str(w.Outcome), Scheduled: w.Scheduled, Start: w.Start, FirstByte: w.FirstByte, End: w.End})
+	}
 	st.fw.row(tab, w)
 	st.processStart(w)
 	// Only a complete, parsed answer is a poll.

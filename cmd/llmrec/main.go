@@ -12,6 +12,7 @@
 //	llmrec diff     compare a candidate's runs with a baseline's: better, worse or ~, and how sure
 //	llmrec sim      serve simulated engines on loopback
 //	llmrec load     send streaming requests at fixed concurrency and record the client's side
+//	llmrec top      watch a recording while it records: states, rates, incidents as analyze finds them
 //	llmrec import   read what a Prometheus-compatible store already scraped into a recording
 //
 // Run "llmrec COMMAND -h" for each command's flags and examples.
@@ -54,6 +55,7 @@ func commands() map[string]command {
 		"sim": {func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			return simRun(stdout, stderr, args)
 		}, "serve simulated vLLM and llama.cpp engines on loopback"},
+		"top":     {topRun, "watch a recording while it records (or replay a finished one): states, rates, incidents"},
 		"version": {versionRun, "print llmrec's version"},
 		"load":    {loadRun, "send streaming completions at fixed concurrency levels; write the client's records (AIPerf, JSONL)"},
 		"import":  {importRun, "read what a Prometheus-compatible store already scraped into a recording (samples, no bodies)"},

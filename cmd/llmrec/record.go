@@ -32,6 +32,10 @@ most 1000 scrapes per second over all targets; a config asking for more is
 refused. A SIGKILL loses no completed scrape: the open segment's journal is
 recovered by the next record into DIR and by every read of it.
 
+On a terminal the progress is llmrec top's live view of DIR (states, rates,
+KV, incidents: see llmrec top -h), drawn by a "top --follow" child at the
+lowest priority; --quiet, --no-top or a pipe keep the progress lines.
+
 Redirects are not followed: a 3xx answer is a row (outcome http_error) with
 its status and location. --follow-redirects (follow_redirects = true, in the
 file or per target) follows them only to the same scheme, host and port, so
@@ -142,6 +146,7 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	maxLabelValue := fs.Int("max-label-value-bytes", 0, "store pages with a longer label value unparsed (default 16384, or the config's)")
 	maxLabels := fs.Int64("max-label-bytes", 0, "store pages with more label bytes in all unparsed (default 33554432, or the config's)")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	noView := fs.Bool("no-top", false, "on a terminal, progress lines instead of llmrec top's view")
 	markListen := fs.String("mark-listen", "", "serve the mark endpoint (POST /mark?name=NAME[&end=1]) on this address, e.g. 127.0.0.1:9464")
 	markPublic := fs.Bool("mark-public", false, "let --mark-listen take an address that is not loopback (the endpoint has no authentication)")
 	if err := parseFlags(fs, args); err != nil {
@@ -231,7 +236,10 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		return fmt.Errorf("%w: record: %s already holds a recording (%d session(s)); give --append to add a session to it, or another --out", errUsage, *out, n)
 	}
 	opt := record.Options{Dir: *out, Duration: *duration, Warnings: stderr}
-	if !*quiet {
+	// On a terminal the progress is llmrec top's view of the folder; to a
+	// pipe it stays lines.
+	view := !*quiet && !*noView && isTerminal(stderr)
+	if !*quiet && !view {
 		opt.Progress = stderr
 		opt.Live = isTerminal(stderr)
 	}
@@ -243,10 +251,19 @@ func recordRun(ctx context.Context, stdout, stderr io.Writer, args []string) err
 		defer stop()
 	}
 	fmt.Fprintf(stderr, "recording %d target(s) into %s; Ctrl-C to stop\n", len(cfg.Targets), *out)
+	stopView := func() {}
+	if view {
+		f, _ := stderr.(*os.File) // a terminal is a file
+		var err error
+		if stopView, err = recordView(*out, f); err != nil {
+			return err
+		}
+	}
 	ctx, abort, release := stopOnSignals(ctx, stderr)
 	opt.Abort = abort
 	s, err := record.Run(ctx, cfg, opt)
 	release()
+	stopView() // its last frame stays above the summary
 	if s != nil {
 		fmt.Fprintf(stdout, "run %s: %d segment(s), %s in %s, %s\n", s.RunID, len(s.Segments), byteCount(s.Bytes), s.Dir, s.Elapsed.Round(time.Millisecond))
 		for _, t := range s.Targets {

@@ -99,14 +99,20 @@ func (b *Browser) Open(tb testing.TB, path string) *Page {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	u := (&url.URL{Scheme: "file", Path: abs}).String()
+	return b.OpenURL(tb, (&url.URL{Scheme: "file", Path: abs}).String())
+}
+
+// OpenURL loads u (a page served on loopback, say) in a new tab and waits
+// for its load event. The tab closes when the test ends.
+func (b *Browser) OpenURL(tb testing.TB, u string) *Page {
+	tb.Helper()
 	ctx, cancel := chromedp.NewContext(b.ctx)
 	tb.Cleanup(cancel)
 	p := &Page{ctx: ctx, url: u}
 	// Listen calls fn in the order of the browser's messages, before the
 	// reply to any later command: once a later command returns, every
 	// event before it is recorded.
-	err = chromedp.Listen(ctx, func(ev any) {
+	err := chromedp.Listen(ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventConsoleAPICalled:
 			p.log(string(ev.Type), argsText(ev.Args))

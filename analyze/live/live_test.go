@@ -1,0 +1,184 @@
+package live_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/live"
+	"github.com/llmrec/llmrec/record"
+	"github.com/llmrec/llmrec/record/capture"
+	"github.com/llmrec/llmrec/record/sim"
+)
+
+// generated writes the simulator's default scenario (a load, a stall, a
+// restart, at 1 s) into a folder.
+func generated(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := record.WriteGenerated(dir, sim.DefaultScenario(), sim.GenerateOptions{Interval: time.Second}, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// At every instant of the recording, each target's line holds the cells
+// analyze publishes for its last poll up to that instant: the same
+// values, windows and reasons (one estimator, not a second).
+func TestFrameEqualsAnalyze(t *testing.T) {
+	dir := generated(t)
+	full, err := analyze.Analyze(analyze.Options{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	start := sim.DefaultStart
+	checked := 0
+	for _, at := range []time.Duration{3 * time.Second, 9 * time.Second, 14500 * time.Millisecond, 21 * time.Second, 40 * time.Second} {
+		until := start.Add(at).UnixNano()
+		f, err := live.Read(live.Options{Dir: dir, Until: until})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lt := range f.Targets {
+			// The frame's last poll is analyze's poll of the same instant,
+			// and no poll analyze has before the instant is later.
+			var want *analyze.Poll
+			before := 0.0
+			for i := range full.Targets {
+				if full.Targets[i].Name != lt.Name {
+					continue
+				}
+				for j := range full.Targets[i].Polls {
+					p := &full.Targets[i].Polls[j]
+					if p.T == lt.LastPoll {
+						want = p
+					}
+					if p.T*1e9 <= float64(until) {
+						before = p.T
+					}
+				}
+			}
+			if want == nil {
+				t.Fatalf("at %v: %s's last poll %v is not in analyze's answer", at, lt.Name, lt.LastPoll)
+			}
+			if lt.LastPoll < before {
+				t.Errorf("at %v: %s's last poll %v, analyze has one at %v", at, lt.Name, lt.LastPoll, before)
+			}
+			for name, got := range map[string]engine.Cell{engine.DecodeTokensPerSecond: lt.Decode, engine.PromptTokensPerSecond: lt.Prompt,
+				engine.RequestsRunning: lt.Running, engine.RequestsWaiting: lt.Waiting, engine.KVCacheUsageRatio: lt.KV, lt.TTFTOf: lt.TTFT, lt.ITLOf: lt.ITL} {
+				c, _ := want.Cells.Get(name)
+				if got.Value != c.Value || got.Window != c.Value && got.Window != c.Window || got.Reason != c.Reason || got.Source != c.Source {
+					t.Errorf("at %v: %s %s = %+v, analyze says %+v", at, lt.Name, name, got.Cell, c.Cell)
+				}
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("nothing compared")
+	}
+}
+
+// Frames replayed through the default scenario show the vLLM engine busy
+// under load, stalled in its stall (13-16 s) and its restart (20 s) from
+// the poll after it on, never before.
+func TestFrameStates(t *testing.T) {
+	dir := generated(t)
+	at := func(d time.Duration) *live.Frame {
+		f, err := live.Read(live.Options{Dir: dir, Until: sim.DefaultStart.Add(d).UnixNano()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	vllm := func(f *live.Frame) live.Target {
+		for _, x := range f.Targets {
+			if x.Name == "vllm-0" {
+				return x
+			}
+		}
+		t.Fatal("no vllm-0")
+		return live.Target{}
+	}
+	if got := vllm(at(10 * time.Second)); got.State != live.StateBusy || !got.Decode.Value.Valid || got.Decode.Value.V < 1000 {
+		t.Errorf("at 10 s: %s (%s), decode %+v; want busy above 1000 tokens/s", got.State, got.Why, got.Decode.Value)
+	}
+	if got := vllm(at(10 * time.Second)); got.KVBand != live.BandWarn {
+		t.Errorf("at 10 s KV %+v is %q, want warn (0.92)", got.KV.Value, got.KVBand)
+	}
+	if got := vllm(at(16500 * time.Millisecond)); got.State != live.StateStalled {
+		t.Errorf("at 16.5 s: %s (%s), want stalled", got.State, got.Why)
+	}
+	if got := vllm(at(19500 * time.Millisecond)); got.State == live.StateStalled || got.Restart.Valid {
+		t.Errorf("at 19.5 s: %s, restart %+v; want neither stalled nor restarted", got.State, got.Restart)
+	}
+	f := at(23 * time.Second)
+	got := vllm(f)
+	if !got.Restart.Valid || got.Restart.V < float64(sim.DefaultStart.Add(18*time.Second).Unix()) || got.Restart.V > float64(sim.DefaultStart.Add(21*time.Second).Unix()) {
+		t.Errorf("at 23 s: restart %+v, want between 18 and 21 s", got.Restart)
+	}
+	n := 0
+	for _, in := range f.Incidents {
+		if in.Kind == findings.KindRestart && in.Target == "vllm-0" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("at 23 s: %d restart incidents of vllm-0, want 1", n)
+	}
+}
+
+// A named phase is the one marked open at the frame's instant.
+func TestFramePhase(t *testing.T) {
+	dir := generated(t)
+	at := func(d time.Duration) int64 { return sim.DefaultStart.Add(d).UnixNano() }
+	ms := []capture.Mark{{Name: "warm", TNs: at(2 * time.Second)}, {Name: "load", TNs: at(8 * time.Second)}, {Name: "load", End: true, TNs: at(12 * time.Second)}}
+	for _, m := range ms {
+		if _, err := capture.AppendMark(dir, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		at   time.Duration
+		want string
+	}{{time.Second, ""}, {5 * time.Second, "warm"}, {9 * time.Second, "load"}, {13 * time.Second, ""}} {
+		f, err := live.Read(live.Options{Dir: dir, Until: at(c.at)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Phase != c.want {
+			t.Errorf("at %v: phase %q, want %q", c.at, f.Phase, c.want)
+		}
+	}
+}
+
+// A Reader that follows the recording frame after frame (reading only what
+// is new each time) makes the frames Read makes reading everything: the
+// same lines, cells and incidents at every instant.
+func TestReaderEqualsRead(t *testing.T) {
+	dir := generated(t)
+	r, err := live.NewReader(live.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Duration{2 * time.Second, 7 * time.Second, 13500 * time.Millisecond, 16 * time.Second, 21 * time.Second, 25 * time.Second, 40 * time.Second} {
+		until := sim.DefaultStart.Add(at).UnixNano()
+		got, err := r.Frame(until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := live.Read(live.Options{Dir: dir, Until: until})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gj, _ := json.Marshal(got)
+		wj, _ := json.Marshal(want)
+		if string(gj) != string(wj) {
+			t.Errorf("at %v the Reader's frame differs from Read's:\n%s\n%s", at, gj, wj)
+		}
+	}
+}
