@@ -123,9 +123,9 @@ func checkRowCounts(pf *parquet.File) (err error) {
 }
 
 // leafAt is the leaf column of chunk c of a row group, by its place in the
-// schema: the writer's files after its first state no path in their
-// column chunks' metadata (parquet-go's GenericWriter.Reset leaves it
-// empty), so a lookup by that path finds nothing.
+// schema: files an earlier writer made after its first one state no path
+// in their column chunks' metadata (parquet-go's GenericWriter.Reset left
+// it empty), so a lookup by that path finds nothing in them.
 func leafAt(pf *parquet.File, c int) (parquet.LeafColumn, bool) {
 	cols := pf.Schema().Columns()
 	if c >= len(cols) {

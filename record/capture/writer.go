@@ -313,18 +313,16 @@ func (w *Writer) SetLimits(l Limits) { w.limits = l }
 // DefaultSegmentBytes).
 func (w *Writer) SetSegmentBytes(n int64) { w.segBytes = n }
 
-// encoder writes segments, reusing one Parquet writer and its buffers.
+// encoder writes segments. Each file gets a Parquet writer of its own:
+// parquet-go's GenericWriter.Reset leaves the column chunks' paths out of
+// the metadata of every file after the first, which readers that find a
+// chunk's column by its path (pyarrow, Spark) cannot read.
 type encoder struct {
-	pw    *parquet.GenericWriter[Scrape]
 	codec *zstdCodec // nil: zstdBetter
 }
 
 // setCodec sets the codec of the files written next.
-func (e *encoder) setCodec(c *zstdCodec) {
-	if c != e.codec {
-		e.codec, e.pw = c, nil
-	}
-}
+func (e *encoder) setCodec(c *zstdCodec) { e.codec = c }
 
 // writeSegment writes rows, sorted by target, endpoint and seq, to path:
 // first to path+".tmp", fsynced, then renamed, so a *.parquet file is
@@ -350,20 +348,15 @@ func (e *encoder) write(path string, fill func(*parquet.GenericWriter[Scrape]) e
 		return 0, err
 	}
 	fail := func(err error) (int64, error) {
-		e.pw = nil // a failed write leaves the writer's state unknown
 		f.Close()
 		os.Remove(tmp)
 		return 0, err
 	}
-	if e.pw == nil {
-		e.pw = newParquetWriter(f, e.codec)
-	} else {
-		e.pw.Reset(f)
-	}
-	if err := fill(e.pw); err != nil {
+	pw := newParquetWriter(f, e.codec)
+	if err := fill(pw); err != nil {
 		return fail(fmt.Errorf("write segment %s: %w", path, err))
 	}
-	if err := e.pw.Close(); err != nil {
+	if err := pw.Close(); err != nil {
 		return fail(fmt.Errorf("write segment %s: %w", path, err))
 	}
 	if err := f.Sync(); err != nil {
