@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmrec/llmrec/analyze"
+	"github.com/llmrec/llmrec/analyze/client"
+	"github.com/llmrec/llmrec/analyze/sweep"
+	"github.com/llmrec/llmrec/record"
+	"github.com/llmrec/llmrec/record/sim"
+)
+
+// kneeScenario is one idle vLLM engine whose batch holds 16 requests:
+// more wait in its queue. A step takes 15 ms + 1 ms per further request
+// in the batch, so decode grows with the load up to 16 clients and not
+// beyond.
+const kneeScenario = `
+name = "knee"
+[[engine]]
+name = "vllm"
+format = "vllm"
+  [engine.serve]
+  batch = 16
+  step = "15ms"
+  step_per_request = "1ms"
+`
+
+// kneeBatch is kneeScenario's batch: the capacity.
+const kneeBatch = 16
+
+// sweepRun is a recorded sweep of kneeScenario at 2, 4, 8, 16 and 32
+// clients, with the load generator's records.
+type sweepRun struct {
+	dir, client string
+}
+
+// recordSweep records the sweep: about 20 s.
+func recordSweep(t *testing.T) sweepRun {
+	t.Helper()
+	srv := serveScenario(t, kneeScenario, "knee.toml", sim.Options{})
+	tg := srv.Targets()[0]
+	dir := t.TempDir()
+	cfg := &record.Config{Targets: []record.Target{{Name: tg.Name, URL: tg.MetricsURL,
+		Interval: record.Duration(200 * time.Millisecond)}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	marks, err := record.ListenMarks("127.0.0.1:0", dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer marks.Close()
+	rctx, stopRec := context.WithCancel(context.Background())
+	recErr := make(chan error, 1)
+	go func() {
+		_, err := record.Run(rctx, cfg, record.Options{Dir: dir})
+		recErr <- err
+	}()
+	time.Sleep(400 * time.Millisecond) // idle polls before the load
+	out := filepath.Join(t.TempDir(), "load.jsonl")
+	if _, stderr, err := runCLI("load", "--url", tg.URL, "--stages", "2:3s,4:3s,8:3s,16:3s,32:4s", "--warmup", "500ms",
+		"--prompt-tokens", "40", "--output-tokens", "32", "--mark", "http://"+marks.Addr()+"/mark", "-o", out); err != nil {
+		t.Fatalf("load: %v\n%s", err, stderr)
+	}
+	time.Sleep(400 * time.Millisecond)
+	stopRec()
+	if err := <-recErr; err != nil {
+		t.Fatal(err)
+	}
+	return sweepRun{dir: dir, client: out}
+}
+
+// clientP99 is the client's own p99 of a latency over the requests of
+// phase name: the truth an SLO's verdict is checked against.
+func clientP99(run *client.Run, name string, of func(*client.Request) float64) float64 {
+	var xs []float64
+	for i := range run.Requests {
+		if q := &run.Requests[i]; q.Phase == name {
+			if x := of(q); !math.IsNaN(x) {
+				xs = append(xs, x)
+			}
+		}
+	}
+	slices.Sort(xs)
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	return xs[min(len(xs)-1, int(math.Ceil(0.99*float64(len(xs))))-1)]
+}
+
+// End to end, about 20 s, as a user sweeps 2, 4, 8, 16 and 32 clients
+// against an engine whose batch holds 16: the sweep has a point per
+// level in order of offered load, the knee between 16 and 32 clients
+// (the 32 clients' level saturated: requests queued while the batch held
+// 16, decode flat), and no saturation below. The SLOs' boundaries fall
+// where the client's own latencies put them: TTFT p99 ≤ 500 ms passes
+// while every request finds a place in the batch and fails once half of
+// them wait a whole request's time; each level's verdict agrees with
+// the client's p99 over the same phase where that is clear of the
+// threshold by 20 %.
+func TestSweepKneeAtCapacity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 s end-to-end load run")
+	}
+	run := recordSweep(t)
+	slos, err := sweep.ParseSLOs("ttft_p99=500ms,itl_p50=25ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.ReadFile(run.client, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := analyze.Analyze(analyze.Options{Dirs: []string{run.dir}, SkipPolls: true, SLOs: slos, GPUs: 1, GPUHourUSD: 2,
+		Clients: []*client.Run{cl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := res.WriteSummary(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(text.String())
+	if len(res.Sweep.Curves) != 1 {
+		t.Fatalf("%d curves, want 1 (one target): %s", len(res.Sweep.Curves), res.Sweep.Reason)
+	}
+	c := &res.Sweep.Curves[0]
+	var names []string
+	for _, p := range c.Points {
+		names = append(names, p.Phase)
+	}
+	want := []string{"concurrency 2", "concurrency 4", "concurrency 8", "concurrency 16", "concurrency 32"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("points %q, want %q", names, want)
+	}
+	for i, p := range c.Points {
+		clients := []float64{2, 4, 8, 16, 32}[i]
+		if !p.Offered.Value.Valid || math.Abs(p.Offered.Value.V-clients) > 0.25*clients {
+			t.Errorf("%s: offered %v (%s), want about %v", p.Phase, p.Offered.Value, p.Offered.Source, clients)
+		}
+		if want := clients > kneeBatch; p.Saturated != want {
+			t.Errorf("%s: saturated %v, want %v: %v", p.Phase, p.Saturated, want, p.Saturation)
+		}
+		if !p.CostPerMTokens.Value.Valid || !p.PerGPU.Value.Valid {
+			t.Errorf("%s: cost %v, per GPU %v", p.Phase, p.CostPerMTokens, p.PerGPU)
+		}
+	}
+	top := &c.Points[4]
+	if r := top.Running.Value; !r.Valid || math.Abs(r.V-kneeBatch) > 1.5 {
+		t.Errorf("at 32 clients %v running, want about the batch, %d", r, kneeBatch)
+	}
+	if c.Knee.Last != "concurrency 16" || c.Knee.First != "concurrency 32" {
+		t.Errorf("knee %q → %q, want concurrency 16 → 32: %s", c.Knee.Last, c.Knee.First, c.Knee.Text)
+	}
+	kinds := map[string]bool{}
+	for _, e := range c.Knee.Evidence {
+		kinds[e.Kind] = true
+	}
+	if !kinds[sweep.EvQueued] || !kinds[sweep.EvBelowOffered] {
+		t.Errorf("knee evidence %v, want queued and achieved below offered", c.Knee.Evidence)
+	}
+
+	// Each level's verdict agrees with the client's own p99 where that is
+	// clear of the threshold.
+	ttft := func(q *client.Request) float64 {
+		if !q.TTFT.Valid {
+			return math.NaN()
+		}
+		return q.TTFT.V
+	}
+	for i, p := range c.Points {
+		truth := clientP99(cl, p.Phase, ttft)
+		a := p.SLOs[0]
+		if !a.Exact {
+			t.Errorf("%s: %s at a bucket bound is not exact: %+v", p.Phase, a.SLO, a)
+		}
+		switch {
+		case truth < 0.8*slos[0].Threshold && a.Verdict != sweep.Pass,
+			truth > 1.2*slos[0].Threshold && a.Verdict != sweep.Fail:
+			t.Errorf("%s: %s %s, the client's p99 %.0f ms", p.Phase, a.SLO, a.Verdict, 1000*truth)
+		}
+		if i == 4 && truth < 1.2*slos[0].Threshold {
+			t.Errorf("at 32 clients the client's TTFT p99 is %.0f ms: no queue to fail the SLO", 1000*truth)
+		}
+	}
+	b := c.Boundaries[0]
+	if b.Pass != "concurrency 16" || b.Fail != "concurrency 32" {
+		t.Errorf("%s boundary %q → %q, want concurrency 16 → 32: %s", b.SLO, b.Pass, b.Fail, b.Text)
+	}
+	if !b.At.Valid || b.At.V <= b.PassOffered.V || b.At.V >= b.FailOffered.V || b.Shape == "" {
+		t.Errorf("%s boundary fit %v, shape %q, outside (%v, %v): %s", b.SLO, b.At, b.Shape, b.PassOffered, b.FailOffered, b.How)
+	}
+	if g := top.Goodput; g == nil || g.Requests == 0 || g.Good >= g.Requests {
+		t.Errorf("at 32 clients goodput %+v: want some requests to miss the SLOs", g)
+	}
+}
