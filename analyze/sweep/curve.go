@@ -291,8 +291,13 @@ func fit(b *Boundary, ps []Point, of func(*Point) (string, rate.Num)) {
 	}
 }
 
-// g3 formats a number to 3 significant digits.
-func g3(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) }
+// g3 formats a number to 3 significant digits, a large one whole.
+func g3(x float64) string {
+	if math.Abs(x) >= 1000 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
 
 // g3n formats a Num, "unknown" when null.
 func g3n(n rate.Num) string {

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/llmrec/llmrec/analyze"
 	"github.com/llmrec/llmrec/analyze/client"
+	"github.com/llmrec/llmrec/analyze/diff"
 	"github.com/llmrec/llmrec/analyze/sweep"
 	"github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/sim"
@@ -198,5 +202,37 @@ func TestSweepKneeAtCapacity(t *testing.T) {
 	}
 	if g := top.Goodput; g == nil || g.Requests == 0 || g.Good >= g.Requests {
 		t.Errorf("at 32 clients goodput %+v: want some requests to miss the SLOs", g)
+	}
+
+	// The run against itself: every level matched with no change, the
+	// boundary not lower, so --fail-on boundary passes.
+	js := filepath.Join(t.TempDir(), "diff.json")
+	stdout, stderr, err := runCLI("diff", run.dir, "--", run.dir, "--slo", "ttft_p99=500ms", "--fail-on", "boundary", "--json", js, "--quiet")
+	if err != nil {
+		t.Fatalf("diff: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "sweep on vllm") || !strings.Contains(stdout, "SLO ttft_p99: baseline passes to concurrency 16") {
+		t.Errorf("the diff's table lacks the sweep:\n%s", stdout)
+	}
+	data, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Sweeps []diff.SweepDiff `json:"sweeps"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Sweeps) != 1 || len(doc.Sweeps[0].Levels) != 5 {
+		t.Fatalf("diff sweeps %+v: want one with 5 levels", doc.Sweeps)
+	}
+	for _, l := range doc.Sweeps[0].Levels {
+		if l.Baseline != l.Candidate || !l.Decode.Valid || l.Decode.V != 0 {
+			t.Errorf("level %s ↔ %s: decode change %v, want 0", l.Baseline, l.Candidate, l.Decode)
+		}
+	}
+	if _, _, err := runCLI("diff", run.dir, "--", run.dir, "--fail-on", "boundary", "--quiet"); !errors.Is(err, errUsage) {
+		t.Errorf("--fail-on boundary without --slo: %v, want a usage error", err)
 	}
 }
