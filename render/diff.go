@@ -552,6 +552,20 @@ func DiffReport(rep *diff.Report) (Report, error) {
 		order = order[:MaxDiffCharts]
 	}
 	r.Sections = append(r.Sections, Section{ID: "verdicts", Title: "Every row", Tables: []Table{tbl}})
+	for _, d := range rep.Sweeps {
+		for _, b := range d.Boundaries {
+			if b.Lower {
+				r.Verdicts = append(r.Verdicts, Verdict{Topic: "SLO boundary lower", Class: ClassFail, Text: b.Text, Href: "#sweeps"})
+			}
+		}
+	}
+	sw, ok, err := diffSweepSection(rep)
+	if err != nil {
+		return Report{}, err
+	}
+	if ok {
+		r.Sections = append(r.Sections, sw)
+	}
 	// Worse and better rows' charts first, in their own section; the rest
 	// by phase and target in the comparison's order.
 	var first, rest []int
