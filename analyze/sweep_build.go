@@ -49,6 +49,11 @@ func (a *analyzer) sweep(r *Result) sweep.Sweep {
 	// The client's in flight is one target's load only when there is one.
 	single := len(r.Targets) == 1
 	for _, row := range rows {
+		// A named phase in which the engine generated nothing and held no
+		// request is idle: no level of the sweep.
+		if idle(r.PhaseFigures(row)) {
+			continue
+		}
 		lv := level{phase: phases.Phase{Name: row.Phase, Source: row.Source, Start: row.Start, End: row.End},
 			figs: r.PhaseFigures(row), status: row.Status}
 		if single {
@@ -95,6 +100,14 @@ func (a *analyzer) sweep(r *Result) sweep.Sweep {
 		s.Reason = "no level measured: no named phase and no steady phase found"
 	}
 	return s
+}
+
+// idle reports whether figs are of a phase in which the engine generated
+// no token and held no request.
+func idle(figs *phases.Figures) bool {
+	d, ok := figs.Get(engine.DecodeTokensPerSecond)
+	c := concurrency(figs)
+	return ok && d.Value.Valid && d.Value.V == 0 && (!c.Valid || c.V == 0)
 }
 
 // capacityFact is the text of the engine's capacity-queueing fact on
@@ -160,6 +173,7 @@ func (a *analyzer) point(r *Result, s *sweep.Sweep, target string, lv level, sin
 		KV: fig(figs, "kv_cache_usage_ratio__max"), Preemptions: fig(figs, engine.PreemptionsPerSecond),
 		CapacityWaiting: fig(figs, "waiting_capacity__mean"), SLOs: []sweep.Attainment{}}
 	p.Offered = offered(figs, lv.client)
+	p.Engine = offered(figs, rate.Num{})
 	in := a.inputs[target]
 	if in != nil {
 		if sl, ok := sweep.FitSlope(in.Waiting(lv.phase)); ok {
@@ -366,6 +380,7 @@ func (a *analyzer) fleetCurve(r *Result, s *sweep.Sweep, rows []*PhaseRow) sweep
 			Preemptions: fig(ff, engine.PreemptionsPerSecond), CapacityWaiting: sweep.Value{Reason: "not summed across engines"},
 			SLOs: []sweep.Attainment{}}
 		p.Offered = offered(ff, row.ClientConcurrency)
+		p.Engine = offered(ff, rate.Num{})
 		perUnit(s, &p, sweep.Value{})
 		for _, o := range s.SLOs {
 			at := sweep.Attainment{SLO: o.Name, Verdict: sweep.Unknown}

@@ -62,9 +62,9 @@ func (r *Result) writeSweep(w io.Writer) {
 			sat := "no"
 			if p.Saturated {
 				sat = "yes:"
-				for _, e := range p.Saturation {
-					sat += " " + e.Kind
-				}
+			}
+			for _, e := range p.Saturation {
+				sat += " " + e.Kind
 			}
 			rows = append(rows, append(cells, sat))
 		}

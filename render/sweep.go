@@ -181,13 +181,17 @@ func pctText(n rate.Num) string { return strconv.FormatFloat(100*n.V, 'f', 1, 64
 
 // saturationCell names the evidence at a level.
 func saturationCell(p *sweep.Point) Cell {
-	if !p.Saturated {
+	if len(p.Saturation) == 0 {
 		return Cell{Text: "none", Class: ClassOK}
 	}
 	var kinds, texts []string
 	for _, e := range p.Saturation {
 		kinds = append(kinds, strings.ReplaceAll(e.Kind, "_", " "))
 		texts = append(texts, e.Text)
+	}
+	// A batch that slowed but still gains is noted, not saturated.
+	if !p.Saturated {
+		return Cell{Text: "not saturated; " + strings.Join(kinds, ", "), Prov: strings.Join(texts, "; ")}
 	}
 	return Cell{Text: strings.Join(kinds, ", "), Prov: strings.Join(texts, "; "), Class: ClassWarn}
 }

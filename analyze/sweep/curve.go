@@ -58,7 +58,7 @@ func (c *Curve) Finish(slos []SLO) {
 		}
 		p := &c.Points[i]
 		p.Saturation = evidence(p, below)
-		p.Saturated = len(p.Saturation) > 0
+		p.Saturated = saturated(p.Saturation)
 	}
 	c.Knee = knee(c.Points)
 	pareto(c.Points)
@@ -88,7 +88,7 @@ func orInf(n rate.Num) float64 {
 func evidence(p, below *Point) []Evidence {
 	out := []Evidence{}
 	if s := p.WaitingSlope; s != nil && s.T >= SlopeT && s.Rise >= 1 {
-		out = append(out, Evidence{EvWaitingRising, fmt.Sprintf("waiting rose %s requests across the level (%s/s, t = %s over %d polls)",
+		out = append(out, Evidence{Kind: EvWaitingRising, Text: fmt.Sprintf("waiting rose %s requests across the level (%s/s, t = %s over %d polls)",
 			g3(s.Rise), g3(s.PerSecond), g3(s.T), s.N)})
 	}
 	if w := p.Waiting.Value; w.Valid && w.V >= QueuedFloor && (below == nil || !below.Waiting.Value.Valid || w.V > below.Waiting.Value.V) {
@@ -96,16 +96,20 @@ func evidence(p, below *Point) []Evidence {
 		if r := p.Running.Value; r.Valid {
 			text += fmt.Sprintf(" beside %s running", g3(r.V))
 		}
-		out = append(out, Evidence{EvQueued, text})
+		out = append(out, Evidence{Kind: EvQueued, Text: text})
 	}
 	if kv := p.KV.Value; kv.Valid && kv.V >= KVFull {
-		out = append(out, Evidence{EvKVFull, fmt.Sprintf("KV cache %.0f %% used at most", 100*kv.V)})
+		out = append(out, Evidence{Kind: EvKVFull, Text: fmt.Sprintf("KV cache %.0f %% used at most", 100*kv.V)})
 	}
 	if pr := p.Preemptions.Value; pr.Valid && pr.V > 0 && (below == nil || !below.Preemptions.Value.Valid || pr.V > below.Preemptions.Value.V) {
-		out = append(out, Evidence{EvPreemptions, fmt.Sprintf("%s preemptions/s", g3(pr.V))})
+		out = append(out, Evidence{Kind: EvPreemptions, Text: fmt.Sprintf("%s preemptions/s", g3(pr.V))})
 	}
 	if c := p.CapacityWaiting.Value; c.Valid && c.V > 0 {
-		out = append(out, Evidence{EvCapacity, fmt.Sprintf("the engine says %s requests waited on capacity on average", g3(c.V))})
+		out = append(out, Evidence{Kind: EvCapacity, Text: fmt.Sprintf("the engine says %s requests waited on capacity on average", g3(c.V))})
+	}
+	if o, e := p.Offered.Value, p.Engine.Value; o.Valid && e.Valid && o.V > 0 && e.V < HiddenShare*o.V && p.Offered.Source != p.Engine.Source {
+		out = append(out, Evidence{Kind: EvHiddenQueue, Text: fmt.Sprintf("the client had %s requests in flight, the engine %s running + waiting: the rest waited before it, unseen by its gauges",
+			g3(o.V), g3(e.V))})
 	}
 	if below == nil {
 		return out
@@ -115,11 +119,26 @@ func evidence(p, below *Point) []Evidence {
 	if x0.Valid && x1.Valid && y0.Valid && y1.Valid && x0.V > 0 && y0.V > 0 && x1.V > 1.1*x0.V {
 		load, got := x1.V/x0.V-1, y1.V/y0.V-1
 		if got < ScaleShare*load {
-			out = append(out, Evidence{EvBelowOffered, fmt.Sprintf("offered load rose %.0f %% from %s, decode tokens/s %+.0f %%",
-				100*load, below.Phase, 100*got)})
+			e := Evidence{Kind: EvBelowOffered, Text: fmt.Sprintf("offered load rose %.0f %% from %s, decode tokens/s %+.0f %%",
+				100*load, below.Phase, 100*got)}
+			e.Flat = got < FlatShare*load
+			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// saturated reports whether the evidence shows saturation: any sign of
+// a queue, a full cache or preemptions; a decode rate that did not follow
+// the load only when it stayed flat (a batch that merely slowed is not
+// yet saturated: it still gains).
+func saturated(ev []Evidence) bool {
+	for _, e := range ev {
+		if e.Kind != EvBelowOffered || e.Flat {
+			return true
+		}
+	}
+	return false
 }
 
 // knee names the first saturated level and the one below it.

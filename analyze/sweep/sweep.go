@@ -69,6 +69,10 @@ type Point struct {
 	// batch: the load it achieved.
 	Offered Value `json:"offered"`
 	Running Value `json:"running"`
+	// Engine is the engine's mean running + waiting: what it saw of the
+	// load (the offered load itself when no client record names the
+	// level).
+	Engine Value `json:"engine_concurrency"`
 	// Decode and Prompt are tokens/s from the engine's counters across
 	// the level (the answer's figures).
 	Decode Value `json:"decode_tokens_per_second"`
@@ -104,7 +108,8 @@ type Point struct {
 	// tokens/s per GPU and per user at once.
 	Pareto bool `json:"pareto"`
 	// Saturation is the evidence of saturation at the level; Saturated
-	// is true when there is any.
+	// is true when there is any, but a decode rate below the offered
+	// load's rise only when flat (Evidence.Flat).
 	Saturation []Evidence `json:"saturation"`
 	Saturated  bool       `json:"saturated"`
 	// SLOs is the attainment of each SLO at the level.
@@ -133,6 +138,10 @@ const (
 	EvBelowOffered = "achieved_below_offered"
 	// EvCapacity: the engine says requests waited on capacity.
 	EvCapacity = "capacity_queueing"
+	// EvHiddenQueue: the client had more requests in flight than the
+	// engine held running and waiting (under HiddenShare of them): the
+	// rest waited before the engine, where no gauge of its counts them.
+	EvHiddenQueue = "hidden_queue"
 )
 
 // Thresholds of the evidence.
@@ -141,6 +150,8 @@ const (
 	KVFull      = 0.95
 	ScaleShare  = 0.2
 	QueuedFloor = 1.0
+	HiddenShare = 0.8
+	FlatShare   = 0.05
 )
 
 // Evidence is one sign of saturation at a level, in words with its
@@ -148,6 +159,10 @@ const (
 type Evidence struct {
 	Kind string `json:"kind"`
 	Text string `json:"text"`
+	// Flat is set on achieved_below_offered when the decode rate rose by
+	// under FlatShare of the load's rise: alone, only a flat rate is
+	// saturation.
+	Flat bool `json:"flat,omitempty"`
 }
 
 // Knee is where saturation begins along the curve.

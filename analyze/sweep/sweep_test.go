@@ -159,3 +159,35 @@ func TestKnee(t *testing.T) {
 		t.Fatalf("not in order of load: %v", c.Points)
 	}
 }
+
+// A client with more requests in flight than the engine holds running
+// and waiting is a hidden queue; the engine's own count offered as the
+// load never is.
+func TestHiddenQueue(t *testing.T) {
+	eng := Value{Value: rate.Some(3.9), Source: "engine"}
+	p := Point{Offered: Value{Value: rate.Some(8), Source: "client"}, Engine: eng}
+	if ev := evidence(&p, nil); len(ev) != 1 || ev[0].Kind != EvHiddenQueue {
+		t.Fatalf("client 8, engine 3.9: %v", ev)
+	}
+	p = Point{Offered: eng, Engine: eng}
+	if ev := evidence(&p, nil); len(ev) != 0 {
+		t.Fatalf("the engine's own load: %v", ev)
+	}
+}
+
+// A decode rate that lags the load but still gains, with no queue, is
+// listed and not saturation; one that stays flat is.
+func TestSlowedIsNotSaturated(t *testing.T) {
+	pt := func(name string, load, decode float64) Point {
+		return Point{Phase: name, Offered: Value{Value: rate.Some(load)}, Decode: Value{Value: rate.Some(decode)},
+			Waiting: Value{Value: rate.Some(0)}}
+	}
+	c := Curve{Points: []Point{pt("4", 4, 200), pt("8", 8, 240), pt("16", 16, 245)}}
+	c.Finish(nil)
+	if p := c.Points[1]; p.Saturated || len(p.Saturation) != 1 || p.Saturation[0].Flat {
+		t.Errorf("+20 %% for +100 %%: saturated %v, %+v", p.Saturated, p.Saturation)
+	}
+	if p := c.Points[2]; !p.Saturated || c.Knee.Last != "8" || c.Knee.First != "16" {
+		t.Errorf("+2 %% for +100 %%: saturated %v, knee %s", p.Saturated, c.Knee.Text)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/sweep"
 	"github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/sim"
+	"github.com/llmrec/llmrec/render"
 )
 
 // kneeScenario is one idle vLLM engine whose batch holds 16 requests:
@@ -101,8 +102,8 @@ func clientP99(run *client.Run, name string, of func(*client.Request) float64) f
 // End to end, about 20 s, as a user sweeps 2, 4, 8, 16 and 32 clients
 // against an engine whose batch holds 16: the sweep has a point per
 // level in order of offered load, the knee between 16 and 32 clients
-// (the 32 clients' level saturated: requests queued while the batch held
-// 16, decode flat), and no saturation below. The SLOs' boundaries fall
+// (the 32 clients' level saturated: requests queued on capacity while
+// the batch held 16), and no saturation below. The SLOs' boundaries fall
 // where the client's own latencies put them: TTFT p99 ≤ 500 ms passes
 // while every request finds a place in the batch and fails once half of
 // them wait a whole request's time; each level's verdict agrees with
@@ -166,8 +167,10 @@ func TestSweepKneeAtCapacity(t *testing.T) {
 	for _, e := range c.Knee.Evidence {
 		kinds[e.Kind] = true
 	}
-	if !kinds[sweep.EvQueued] || !kinds[sweep.EvBelowOffered] {
-		t.Errorf("knee evidence %v, want queued and achieved below offered", c.Knee.Evidence)
+	// The queue is the server's evidence; how far decode still rose
+	// depends on how much the loaded test machine slowed the simulator.
+	if !kinds[sweep.EvQueued] || !kinds[sweep.EvCapacity] || c.Knee.Fact == "" {
+		t.Errorf("knee evidence %v, fact %q: want queued and capacity queueing, tied to the engine's ceiling fact", c.Knee.Evidence, c.Knee.Fact)
 	}
 
 	// Each level's verdict agrees with the client's own p99 where that is
@@ -202,6 +205,23 @@ func TestSweepKneeAtCapacity(t *testing.T) {
 	}
 	if g := top.Goodput; g == nil || g.Requests == 0 || g.Good >= g.Requests {
 		t.Errorf("at 32 clients goodput %+v: want some requests to miss the SLOs", g)
+	}
+
+	// The report lays the sweep out as the analysis has it: the knee and
+	// the boundary in words, three charts, a row per level.
+	page, err := render.FromAnalysis(render.Input{Result: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(page.Sections, func(s render.Section) bool { return s.ID == "sweep" })
+	if i < 0 || len(page.Sections[i].Sections) != 1 {
+		t.Fatalf("no sweep section of one curve in the report")
+	}
+	sub := page.Sections[i].Sections[0]
+	notes := strings.Join(sub.Notes, "\n")
+	if !strings.Contains(notes, "knee between concurrency 16") || !strings.Contains(notes, "SLO ttft_p99: passes up to concurrency 16") ||
+		len(sub.Charts) != 3 || len(sub.Tables) != 1 || len(sub.Tables[0].Rows) != 5 {
+		t.Errorf("sweep section: %d charts, %d tables, notes:\n%s", len(sub.Charts), len(sub.Tables), notes)
 	}
 
 	// The run against itself: every level matched with no change, the
