@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/llmrec/llmrec/analyze/rate"
@@ -18,7 +19,8 @@ var sweepHeads = []string{"level", "status", "offered", "running", "decode tok/s
 // run of one level draws no curve and writes nothing.
 func (r *Result) writeSweep(w io.Writer) {
 	s := &r.Sweep
-	if len(s.Curves) == 0 || len(s.Curves[0].Points) < 2 {
+	// One level draws no curve.
+	if !slices.ContainsFunc(s.Curves, func(c sweep.Curve) bool { return len(c.Points) > 1 }) {
 		return
 	}
 	basis := "named phases, a warmup left out"
@@ -27,6 +29,9 @@ func (r *Result) writeSweep(w io.Writer) {
 	}
 	fmt.Fprintf(w, "sweep (levels: %s; in order of offered load = the client's in flight, else mean running + waiting; latencies ms, * a mean where the quantile cannot be resolved; unknown is never 0):\n", basis)
 	for _, c := range s.Curves {
+		if len(c.Points) < 2 {
+			continue
+		}
 		name := c.Target
 		if name == "" {
 			name = "fleet"
