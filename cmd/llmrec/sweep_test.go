@@ -226,13 +226,20 @@ func TestSweepKneeAtCapacity(t *testing.T) {
 
 	// The run against itself: every level matched with no change, the
 	// boundary not lower, so --fail-on boundary passes.
-	js := filepath.Join(t.TempDir(), "diff.json")
-	stdout, stderr, err := runCLI("diff", run.dir, "--", run.dir, "--slo", "ttft_p99=500ms", "--fail-on", "boundary", "--json", js, "--quiet")
+	js, diffPage := filepath.Join(t.TempDir(), "diff.json"), filepath.Join(t.TempDir(), "diff.html")
+	stdout, stderr, err := runCLI("diff", run.dir, "--", run.dir, "--slo", "ttft_p99=500ms", "--fail-on", "boundary", "--json", js, "-o", diffPage, "--quiet")
 	if err != nil {
 		t.Fatalf("diff: %v\n%s", err, stderr)
 	}
 	if !strings.Contains(stdout, "sweep on vllm") || !strings.Contains(stdout, "SLO ttft_p99: baseline passes to concurrency 16") {
 		t.Errorf("the diff's table lacks the sweep:\n%s", stdout)
+	}
+	html, err := os.ReadFile(diffPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "Sweeps: both sides&#39; curves") || !strings.Contains(string(html), "sweeps-vllm-throughput") {
+		t.Errorf("the diff page lacks the sweeps section and its overlaid chart")
 	}
 	data, err := os.ReadFile(js)
 	if err != nil {
