@@ -1,6 +1,8 @@
 package render
 
 import (
+	"cmp"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -245,4 +247,47 @@ func sweepCharts(s *sweep.Sweep, c *sweep.Curve, name string) ([]Chart, error) {
 		out = append(out, ch)
 	}
 	return out, nil
+}
+
+// kneeFinding is the sweep's knees as one line of the findings: where
+// the engines' capacity ends, seen from the server. One curve says its
+// knee and boundaries; several name the saturated ones and link the
+// section. None without a curve of two levels.
+func kneeFinding(cs []sweep.Curve) *Verdict {
+	var drawn, saturated []string
+	var one *sweep.Curve
+	for i := range cs {
+		c := &cs[i]
+		if len(c.Points) < 2 {
+			continue
+		}
+		name := cmp.Or(c.Target, "fleet")
+		drawn = append(drawn, name)
+		one = c
+		if c.Knee.First != "" {
+			saturated = append(saturated, name)
+		}
+	}
+	if len(drawn) == 0 {
+		return nil
+	}
+	v := &Verdict{Topic: "knee", Class: ClassOK, Href: "#sweep",
+		Prov: "the sweep: each level's saturation evidence from the engine's own gauges and counters"}
+	if len(saturated) > 0 {
+		v.Class = ClassWarn
+	}
+	if len(drawn) > 1 {
+		v.Text = fmt.Sprintf("%d of %d curves saturate at some level", len(saturated), len(drawn))
+		if len(saturated) > 0 {
+			v.Text += ": " + strings.Join(saturated, ", ")
+		}
+		v.Text += " (the sweep names each knee and its evidence)"
+		return v
+	}
+	v.Text = cmp.Or(one.Target, "fleet") + ": " + one.Knee.Text
+	v.Href = "#" + ID("sweep", cmp.Or(one.Target, "fleet"))
+	for _, b := range one.Boundaries {
+		v.Text += "; SLO " + b.SLO + ": " + b.Text
+	}
+	return v
 }
