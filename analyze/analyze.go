@@ -19,6 +19,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/internal/order"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/analyze/sweep"
 	"github.com/llmrec/llmrec/internal/engines"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/redact"
@@ -84,6 +85,12 @@ type Options struct {
 	// reader that analyses a growing recording again and again (llmrec
 	// top) parses each record once. The rows are ReadLive's.
 	Journals *capture.JournalCache
+	// SLOs are the service-level objectives each level of the sweep is
+	// judged by (--slo); GPUs and GPUHourUSD give its per-GPU throughput
+	// and cost (--gpus, --gpu-hour-usd); 0 unknown.
+	SLOs       []sweep.SLO
+	GPUs       int
+	GPUHourUSD float64
 }
 
 // ScrapeRow is one /metrics row's outcome and times (Unix nanoseconds,
@@ -200,6 +207,7 @@ func Analyze(opts Options) (*Result, error) {
 	res.Findings = *findings.Analyze(an.run())
 	an.phases(res, marks, markProblems)
 	res.Answer = res.answer()
+	res.Sweep = an.sweep(res)
 	res.Spans = append([]float64{}, an.spans...)
 	res.Caps = append([]findings.Cap{}, opts.Caps...)
 	return res, nil
@@ -294,6 +302,7 @@ type analyzer struct {
 	r       *capture.ColumnReader
 	targets map[int32]*targetState
 	metas   map[string]*targetMeta
+	inputs  map[string]*phases.Input // by target, once the phases are measured: what the sweep reads again
 	rows    int64
 	samples int64
 	err     error // the first spool failure

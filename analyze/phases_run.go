@@ -61,9 +61,12 @@ func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) 
 		}
 	}
 	var ins []*phases.Input
+	a.inputs = map[string]*phases.Input{}
 	for _, st := range a.targets {
 		t := st.fw.t
-		ins = append(ins, &phases.Input{Target: t, Log: st.ph, Restarts: restarts[t.Name], Blocks: a.opts.Blocks})
+		in := &phases.Input{Target: t, Log: st.ph, Restarts: restarts[t.Name], Blocks: a.opts.Blocks}
+		ins = append(ins, in)
+		a.inputs[t.Name] = in
 	}
 	res.Output = phases.Compute(named, found, ins, problems)
 	if len(clients) > 0 {

@@ -6,6 +6,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/analyze/sweep"
 	"github.com/llmrec/llmrec/internal/engines"
 	"github.com/llmrec/llmrec/record/capture"
 )
@@ -38,8 +39,13 @@ type Result struct {
 	phases.Output
 	// Answer is the run at a glance: a status and its reason per target
 	// and for the fleet, beside their busy figures.
-	Answer  Answer   `json:"answer"`
-	Targets []Target `json:"targets"`
+	Answer Answer `json:"answer"`
+	// Sweep is the run's load levels as curves: per target and for the
+	// fleet, each level's offered load, throughput, latencies and
+	// saturation evidence, the knee, and each SLO's attainment and
+	// boundary (package sweep).
+	Sweep   sweep.Sweep `json:"sweep"`
+	Targets []Target    `json:"targets"`
 	// Client is each client file (Options.Clients) beside the engines'
 	// figures over its phases, and where they disagree; absent without one.
 	Client *clientcmp.Output `json:"client,omitempty"`

@@ -132,6 +132,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		gate(g.CeilingFactor, "%g × span"), gate(g.JumpFactor, "%g × the last rate (at least "+num(g.JumpFloor.V, g.JumpFloor.Valid)+"/s)"),
 		gate(g.StaleFraction, "above %g of the window"))
 	r.writeAnswer(bw)
+	r.writeSweep(bw)
 	for i := range r.Targets {
 		t := &r.Targets[i]
 		s := &t.Summary

@@ -222,6 +222,7 @@ func answerFindings(res *analyze.Result) []Verdict {
 	add(capFinding(res))
 	add(incidentsFinding(res))
 	add(ceilingFinding(res))
+	add(kneeFinding(res.Sweep.Curves))
 	add(withheldFinding(res))
 	add(disagreeFinding(res))
 	add(clientFinding(res))

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -182,6 +183,30 @@ func targetText(r *diff.Row) string {
 	return r.Target
 }
 
+// numOr is a load to 3 digits, "unknown" when null.
+func numOr(n rate.Num) string {
+	if !n.Valid {
+		return "unknown"
+	}
+	return strconv.FormatFloat(n.V, 'g', 3, 64)
+}
+
+// relText is a relative change in %, "unknown" when null.
+func relText(n rate.Num) string {
+	if !n.Valid {
+		return "unknown"
+	}
+	return strconv.FormatFloat(100*n.V, 'f', 1, 64) + " %"
+}
+
+// yesNo is a flag in words.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
 // DiffText writes the comparison as a terminal table in benchstat's
 // spirit: the seams first, then per phase and target each quantity's
 // baseline and candidate (median ± interval), the change with its
@@ -214,6 +239,21 @@ func DiffText(w io.Writer, rep *diff.Report) error {
 	}
 	if len(rep.Rows) == 0 {
 		p("\nno rows: nothing was compared (see the seams)\n")
+	}
+	for _, d := range rep.Sweeps {
+		name := d.Target
+		if name == "" {
+			name = "fleet"
+		}
+		p("\nsweep on %s: level\t baseline offered\t candidate offered\t decode tok/s\t TTFT p99\t ITL p99\t saturated\n", oneLine(name))
+		for _, l := range d.Levels {
+			p("  %s\t %s\t %s\t %s\t %s\t %s\t %s → %s\n", oneLine(l.Baseline), numOr(l.BaseOffered), numOr(l.CandOffered),
+				relText(l.Decode), relText(l.TTFTp99), relText(l.ITLp99), yesNo(l.BaseSaturated), yesNo(l.CandSaturated))
+		}
+		p("  knee: baseline %s; candidate %s\n", oneLine(d.Baseline.Knee.Text), oneLine(d.Candidate.Knee.Text))
+		for _, b := range d.Boundaries {
+			p("  SLO %s\n", oneLine(b.Text))
+		}
 	}
 	// Why rows have no verdict, each reason once.
 	var whys []string
@@ -512,6 +552,20 @@ func DiffReport(rep *diff.Report) (Report, error) {
 		order = order[:MaxDiffCharts]
 	}
 	r.Sections = append(r.Sections, Section{ID: "verdicts", Title: "Every row", Tables: []Table{tbl}})
+	for _, d := range rep.Sweeps {
+		for _, b := range d.Boundaries {
+			if b.Lower {
+				r.Verdicts = append(r.Verdicts, Verdict{Topic: "SLO boundary lower", Class: ClassFail, Text: b.Text, Href: "#sweeps"})
+			}
+		}
+	}
+	sw, ok, err := diffSweepSection(rep)
+	if err != nil {
+		return Report{}, err
+	}
+	if ok {
+		r.Sections = append(r.Sections, sw)
+	}
 	// Worse and better rows' charts first, in their own section; the rest
 	// by phase and target in the comparison's order.
 	var first, rest []int

@@ -81,6 +81,13 @@ func FromAnalysis(in Input) (Report, error) {
 		return Report{}, err
 	}
 	r.Overview = ov
+	sw, ok, err := sweepSection(res)
+	if err != nil {
+		return Report{}, err
+	}
+	if ok {
+		r.Sections = append(r.Sections, sw)
+	}
 	for _, t := range res.Targets {
 		s, err := targetSection(t, polls, incidentMarks(res, t.Name))
 		if err != nil {

@@ -139,6 +139,9 @@ type Report struct {
 	// NotCompared are quantities neither side published, by phase and
 	// target: "TTFT p50 on llama: not published on either side".
 	NotCompared []string `json:"not_compared"`
+	// Sweeps are the first runs' sweep curves side by side, per target
+	// pair (and the fleet) where both sides have two levels or more.
+	Sweeps []SweepDiff `json:"sweeps"`
 	// Charts are the per-quantity series drawn on the page (not in JSON).
 	Charts []Chart `json:"-"`
 }
@@ -338,7 +341,7 @@ func Compare(base, cand Side, o Options) (*Report, error) {
 	rep := &Report{Schema: Schema, Generator: o.Generator,
 		Settings: Settings{Alpha: o.Alpha, Conf: o.Conf, Thresholds: th, Match: o.Match, Phase: o.Phase, Samples: samples, Rule: Rule},
 		Baseline: sideInfo(base), Candidate: sideInfo(cand),
-		Seams: []Seam{}, Phases: []Aligned{}, Rows: []Row{}, NotCompared: []string{}, Charts: []Chart{}}
+		Seams: []Seam{}, Phases: []Aligned{}, Rows: []Row{}, NotCompared: []string{}, Sweeps: []SweepDiff{}, Charts: []Chart{}}
 	pairs := rep.pairTargets(b0, c0, o.Match)
 	rep.runSeams(b0, c0)
 	units := rep.align(b0, c0, pairs)
@@ -366,6 +369,7 @@ func Compare(base, cand Side, o Options) (*Report, error) {
 		rep.rows(&u, base, cand, o, th, samples)
 	}
 	rep.clientRows(base, cand, o, th, samples)
+	rep.sweeps(&b0.Sweep, &c0.Sweep, pairs)
 	return rep, nil
 }
 
@@ -1139,16 +1143,19 @@ func (rep *Report) FailOn(list []string) []string {
 			out = append(out, fmt.Sprintf("%s, %s on %s: %s (%s)", r.Phase, r.Label, r.Target, r.Verdict, r.Why))
 		}
 	}
+	if slices.Contains(list, FailBoundary) {
+		out = append(out, rep.boundaryFails()...)
+	}
 	return out
 }
 
 // CheckFailOn checks a --fail-on list: "worse", "unlike", "insufficient"
 // or quantity keys.
 func CheckFailOn(list []string) error {
-	words := append([]string{Worse, Unlike, Insufficient}, QuantityKeys()...)
+	words := append([]string{Worse, Unlike, Insufficient, FailBoundary}, QuantityKeys()...)
 	for _, w := range list {
 		if !slices.Contains(words, w) {
-			return fmt.Errorf("--fail-on: %q is not worse, unlike, insufficient or a quantity%s (quantities: %s)", w, Suggest(w, words), strings.Join(QuantityKeys(), ", "))
+			return fmt.Errorf("--fail-on: %q is not worse, unlike, insufficient, boundary or a quantity%s (quantities: %s)", w, Suggest(w, words), strings.Join(QuantityKeys(), ", "))
 		}
 	}
 	return nil

@@ -19,11 +19,13 @@ import (
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/analyze/sweep"
 	"github.com/llmrec/llmrec/record"
 )
 
 const analyzeUsage = `Usage: llmrec analyze RUN... [--span D] [--min-window D] [--spans D,D...] [--cap [ENGINE.]CELL=MAX]...
                       [--phases FILE] [--client FILE]... [--client-tz ZONE] [--client-anchor MONO=EPOCH]
+                      [--slo METRIC_pNN=D,...] [--gpus N] [--gpu-hour-usd X]
                       [--config FILE] [--json FILE]
 
 Replays one or more run folders offline: every segment, per target in time
@@ -127,6 +129,24 @@ A negative value turns a gate off.
                    a plausibility cap, repeatable: decode=5000,
                    llamacpp.decode=300. CELL is a rate cell or decode, prompt,
                    prompt_computed, preemptions, requests_finished
+  --slo ttft_p99=500ms,itl_p99=50ms
+                   service-level objectives each level of the sweep is judged
+                   by (metrics ttft, itl, e2e; any quantile): the share under
+                   each threshold from the histogram's buckets (exact at a
+                   bucket bound, else a bracket), the client's goodput with
+                   --client, and the boundary between the highest level that
+                   passes and the first that fails
+  --gpus N, --gpu-hour-usd X
+                   GPUs per engine and the price of a GPU hour: the sweep's
+                   tokens/s per GPU and US dollars per million output tokens
+
+The sweep: where a run holds several load levels (named phases: marks,
+--phases, the client's stages, a warmup left out; else the steady phases
+found), each is a point in order of offered load (the client's requests in
+flight, else the engine's mean running + waiting) with its throughput and
+latencies from the engine's own counters, the evidence of saturation
+(waiting rising, queued, KV ≥ 95 %, preemptions rising, decode not
+following the load, capacity queueing) and the knee where it begins.
 
 Examples:
   llmrec analyze runs/bench1
@@ -144,6 +164,11 @@ Config file (TOML; flags given on the command line win):
   jump_floor = 10.0        # per second: the last rate counts as at least this
   stale_fraction = 0.25    # largest request-to-first-byte time, as a fraction of the window
   spans = ["2s", "10s"]    # counterfactual spans ([] for none)
+  gpus = 1                 # GPUs per engine (--gpus)
+  gpu_hour_usd = 2.5       # price of a GPU hour (--gpu-hour-usd)
+  [slo]                    # service-level objectives (--slo adds to them)
+  ttft_p99 = "500ms"
+  itl_p99 = "50ms"
   [caps]                   # plausibility caps; quote a key with an engine
   decode = 5000.0
   "llamacpp.decode" = 300.0
@@ -163,6 +188,9 @@ type gatesFile struct {
 	StaleFraction float64            `toml:"stale_fraction"`
 	Spans         *[]record.Duration `toml:"spans"`
 	Caps          map[string]float64 `toml:"caps"`
+	SLO           map[string]string  `toml:"slo"`
+	GPUs          int                `toml:"gpus"`
+	GPUHourUSD    float64            `toml:"gpu_hour_usd"`
 }
 
 // analyzeConfig is what the config file sets.
@@ -170,6 +198,9 @@ type analyzeConfig struct {
 	gates rate.Config
 	spans []float64 // nil: not set
 	caps  []findings.Cap
+	slos  []sweep.SLO
+	gpus  int
+	usd   float64
 }
 
 // loadGates reads the gates of a config file.
@@ -218,6 +249,17 @@ func loadAnalyzeConfig(path string) (analyzeConfig, error) {
 		}
 		c.caps = append(c.caps, cp)
 	}
+	for _, k := range slices.Sorted(maps.Keys(g.SLO)) {
+		o, err := sweep.ParseSLO(k + "=" + g.SLO[k])
+		if err != nil {
+			return analyzeConfig{}, fmt.Errorf("%s:%d: slo: %v", path, record.KeyLine(text, toml.Key{"slo", k}), err)
+		}
+		c.slos = append(c.slos, o)
+	}
+	if g.GPUs < 0 || g.GPUHourUSD < 0 {
+		return analyzeConfig{}, fmt.Errorf("%s: gpus and gpu_hour_usd are not negative", path)
+	}
+	c.gpus, c.usd = g.GPUs, g.GPUHourUSD
 	return c, nil
 }
 
@@ -250,6 +292,9 @@ func analysisFlags(fs *flag.FlagSet, stderr io.Writer) (build func(cmd string, d
 	readClients := clientFlags(fs)
 	var capFlags multiFlag
 	fs.Var(&capFlags, "cap", "a plausibility cap [ENGINE.]CELL=MAX, e.g. decode=5000 (repeatable; the config's are added)")
+	sloFlag := fs.String("slo", "", "service-level objectives METRIC_pNN=DURATION, comma-separated, e.g. ttft_p99=500ms,itl_p99=50ms (the config's are added)")
+	gpus := fs.Int("gpus", 0, "GPUs per engine: the sweep's tokens/s per GPU and cost")
+	usd := fs.Float64("gpu-hour-usd", 0, "US dollars per GPU hour: the sweep's cost per million output tokens (with --gpus)")
 	return func(cmd string, dirs []string) (analyze.Options, error) {
 		if len(dirs) == 0 {
 			return analyze.Options{}, fmt.Errorf("%w: %s: want at least one run folder", errUsage, cmd)
@@ -257,12 +302,35 @@ func analysisFlags(fs *flag.FlagSet, stderr io.Writer) (build func(cmd string, d
 		var gates rate.Config
 		var spans []float64
 		var caps []findings.Cap
+		var cfg analyzeConfig
 		if *configPath != "" {
 			c, err := loadAnalyzeConfig(*configPath)
 			if err != nil {
 				return analyze.Options{}, err
 			}
+			cfg = c
 			gates, spans, caps = c.gates, c.spans, c.caps
+		}
+		slos := cfg.slos
+		if *sloFlag != "" {
+			given, err := sweep.ParseSLOs(*sloFlag)
+			if err != nil {
+				return analyze.Options{}, fmt.Errorf("%w: %s: --slo: %v", errUsage, cmd, err)
+			}
+			// A flag naming the config's objective replaces it.
+			for _, o := range given {
+				slos = slices.DeleteFunc(slos, func(x sweep.SLO) bool { return x.Name == o.Name })
+			}
+			slos = append(slos, given...)
+		}
+		if *gpus < 0 || *usd < 0 {
+			return analyze.Options{}, fmt.Errorf("%w: %s: --gpus and --gpu-hour-usd are not negative", errUsage, cmd)
+		}
+		if *gpus > 0 {
+			cfg.gpus = *gpus
+		}
+		if *usd > 0 {
+			cfg.usd = *usd
 		}
 		if *spansFlag != "" {
 			sp, err := parseSpans(*spansFlag)
@@ -287,7 +355,7 @@ func analysisFlags(fs *flag.FlagSet, stderr io.Writer) (build func(cmd string, d
 		if gates.Span < 0 {
 			return analyze.Options{}, fmt.Errorf("%w: %s: the span must be positive", errUsage, cmd)
 		}
-		opts := analyze.Options{Dirs: dirs, Gates: gates, Spans: spans, Caps: caps}
+		opts := analyze.Options{Dirs: dirs, Gates: gates, Spans: spans, Caps: caps, SLOs: slos, GPUs: cfg.gpus, GPUHourUSD: cfg.usd}
 		if *phasesPath != "" {
 			ps, err := phases.ReadFile(*phasesPath)
 			if err != nil {

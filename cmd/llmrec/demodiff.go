@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/llmrec/llmrec/analyze"
 	"github.com/llmrec/llmrec/analyze/diff"
 	"github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/capture"
@@ -87,12 +88,12 @@ func demoDiff(ctx context.Context, stdout, stderr io.Writer, dir string, interva
 			return err
 		}
 	}
-	bs, _, err := analyzeSide("baseline", []string{filepath.Join(dir, "baseline")}, nil, nil, true, true, io.Discard, stderr)
+	bs, _, err := analyzeSide("baseline", []string{filepath.Join(dir, "baseline")}, nil, nil, analyze.Options{}, true, true, io.Discard, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeSide(bs)
-	cs, _, err := analyzeSide("candidate", []string{filepath.Join(dir, "candidate")}, nil, nil, true, true, io.Discard, stderr)
+	cs, _, err := analyzeSide("candidate", []string{filepath.Join(dir, "candidate")}, nil, nil, analyze.Options{}, true, true, io.Discard, stderr)
 	if err != nil {
 		return err
 	}

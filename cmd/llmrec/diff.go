@@ -16,13 +16,14 @@ import (
 	"github.com/llmrec/llmrec/analyze/client"
 	"github.com/llmrec/llmrec/analyze/diff"
 	"github.com/llmrec/llmrec/analyze/phases"
+	"github.com/llmrec/llmrec/analyze/sweep"
 	"github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/render"
 )
 
 const diffUsage = `Usage: llmrec diff BASE... -- CAND... [--phase NAME] [--match name|engine] [--threshold [QTY=]P%]...
-                   [--fail-on worse|QTY,...] [--md FILE] [-o FILE.html] [--json FILE] [--config FILE]
+                   [--fail-on worse|boundary|QTY,...] [--slo METRIC_pNN=D,...] [--md FILE] [-o FILE.html] [--json FILE] [--config FILE]
                    [--client-base FILE[,FILE...]]... [--client-cand FILE[,FILE...]]...
 
 Is the candidate faster or slower than the baseline, by how much, and can
@@ -88,6 +89,14 @@ offline page with the verdict table and each quantity's baseline and
 candidate overlaid on a phase-relative axis with both runs' incidents;
 --json FILE the comparison (schema llmrec.diff/1, docs/diff-format.md).
 "-" writes to stdout (the table then goes to stderr).
+
+Sweeps: where both sides hold several load levels, their curves (as
+"llmrec analyze" prints them) are set side by side: the change of decode
+tokens/s, TTFT p99 and ITL p99 at each level both have (matched by name,
+else by offered load within 15 %), and with --slo each objective's
+boundary on both sides, its fitted crossing's shift and the levels that
+bound it. --fail-on boundary exits 1 when the candidate passes an
+objective to a lower level than the baseline.
 
 Exit status: 0 compared; 1 a --fail-on verdict, or under --fail-on a side
 with nothing to compare (no rows, or no value of its own in any row), or a
@@ -160,6 +169,9 @@ func diffRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
 	basePhases := fs.String("phases", "", "named phases of the baseline's runs (CSV name,start,end or JSON, as llmrec analyze)")
 	candPhases := fs.String("candidate-phases", "", "named phases of the candidate's runs")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	sloFlag := fs.String("slo", "", "service-level objectives judged on both sides' sweeps, e.g. ttft_p99=500ms,itl_p99=50ms")
+	gpus := fs.Int("gpus", 0, "GPUs per engine (both sides): the sweeps' tokens/s per GPU and cost")
+	usd := fs.Float64("gpu-hour-usd", 0, "US dollars per GPU hour (with --gpus): the sweeps' cost per million tokens")
 	var clientBase, clientCand multiFlag
 	fs.Var(&clientBase, "client-base", "the baseline's client records: FILE[,FILE...] (repeatable; with several baseline folders one per folder, in order)")
 	fs.Var(&clientCand, "client-cand", "the candidate's client records: FILE[,FILE...] (repeatable; with several candidate folders one per folder, in order)")
@@ -233,6 +245,20 @@ func diffRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
 	if err := diff.CheckFailOn(fails); err != nil {
 		return fmt.Errorf("%w: diff: %v", errUsage, err)
 	}
+	sw := analyze.Options{GPUs: *gpus, GPUHourUSD: *usd}
+	if *gpus < 0 || *usd < 0 {
+		return fmt.Errorf("%w: diff: --gpus and --gpu-hour-usd are not negative", errUsage)
+	}
+	if *sloFlag != "" {
+		slos, err := sweep.ParseSLOs(*sloFlag)
+		if err != nil {
+			return fmt.Errorf("%w: diff: --slo: %v", errUsage, err)
+		}
+		sw.SLOs = slos
+	}
+	if slices.Contains(fails, diff.FailBoundary) && len(sw.SLOs) == 0 {
+		return fmt.Errorf("%w: diff: --fail-on boundary needs --slo: a boundary is an objective's", errUsage)
+	}
 	var bp, cp []phases.Phase
 	for _, x := range []struct {
 		path string
@@ -263,10 +289,10 @@ func diffRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
 		wg                   sync.WaitGroup
 	)
 	wg.Go(func() {
-		bs, bproblems, berr = analyzeSide("baseline", base, bp, bclients, charts, blocks, progress, stderr)
+		bs, bproblems, berr = analyzeSide("baseline", base, bp, bclients, sw, charts, blocks, progress, stderr)
 	})
 	wg.Go(func() {
-		cs, cproblems, cerr = analyzeSide("candidate", cand, cp, cclients, charts, blocks, progress, stderr)
+		cs, cproblems, cerr = analyzeSide("candidate", cand, cp, cclients, sw, charts, blocks, progress, stderr)
 	})
 	wg.Wait()
 	defer closeSide(bs)
@@ -330,14 +356,15 @@ func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
 // With blocks, each phase's figures carry their blocks (the samples when a
 // side has one run).
 // clients[i] are the client records of dirs[i].
-func analyzeSide(name string, dirs []string, named []phases.Phase, clients [][]*client.Run, charts, blocks bool, progress, stderr io.Writer) (diff.Side, int, error) {
+func analyzeSide(name string, dirs []string, named []phases.Phase, clients [][]*client.Run, sw analyze.Options, charts, blocks bool, progress, stderr io.Writer) (diff.Side, int, error) {
 	s := diff.Side{Dirs: dirs}
 	if charts {
 		s.Polls = diff.NewPolls()
 	}
 	problems := 0
 	for i, dir := range dirs {
-		opts := analyze.Options{Dirs: []string{dir}, Phases: named, SkipPolls: true, Blocks: blocks}
+		opts := analyze.Options{Dirs: []string{dir}, Phases: named, SkipPolls: true, Blocks: blocks,
+			SLOs: sw.SLOs, GPUs: sw.GPUs, GPUHourUSD: sw.GPUHourUSD}
 		if i < len(clients) {
 			opts.Clients = clients[i]
 		}
