@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/textproto"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,6 +63,13 @@ type Options struct {
 	// goroutine, and a poll's cells are valid only during the call: a
 	// report keeps what it draws (render.Polls).
 	Polls func(target string, p *Poll)
+	// Workers is how many goroutines replay the targets: 0 is
+	// runtime.GOMAXPROCS, 1 the serial path (the files are read and
+	// every target replayed on Analyze's goroutine). With more, one
+	// goroutine reads the files and hands each target's rows, in order,
+	// to the worker that owns the target; the result is the serial
+	// path's. Polls is then called from the workers, one call at a time.
+	Workers int
 	// Phases are named phases given at analysis time (--phases FILE);
 	// marks in the run folders add theirs (see package phases).
 	Phases []phases.Phase
@@ -139,15 +147,21 @@ func Analyze(opts Options) (*Result, error) {
 	// The headers column is read always: an engine may send its process
 	// start by itself (engines.ProcessStartHeader), configured or not.
 	an.r.Headers = true
+	deliver := an.row
+	var fd *feeder
+	if n := cmp.Or(opts.Workers, runtime.GOMAXPROCS(0)); n > 1 {
+		fd = newFeeder(an, n)
+		deliver = fd.row
+	}
 	for i, f := range files {
 		var err error
 		before := an.rows
 		if f.live {
 			var rows []capture.Scrape
 			rows, err = capture.ReadLive(f.path)
-			an.r.Journal(rows, an.row)
+			an.r.Journal(rows, deliver)
 		} else {
-			_, err = an.r.ReadSealed(f.seals, f.path, an.row)
+			_, err = an.r.ReadSealed(f.seals, f.path, deliver)
 		}
 		if err != nil {
 			p := Problem{File: f.path, Error: err.Error(), Kind: ProblemSkipped, RowsRead: an.rows - before}
@@ -159,6 +173,9 @@ func Analyze(opts Options) (*Result, error) {
 		if opts.Progress != nil {
 			opts.Progress(Progress{File: f.path, Done: i + 1, Total: len(files), Rows: an.rows, Samples: an.samples})
 		}
+	}
+	if fd != nil {
+		fd.finish()
 	}
 	res.Targets = an.finish()
 	res.Gates.CompletionSpans = an.completionSpans()
@@ -263,7 +280,8 @@ type analyzer struct {
 	cfg     rate.Config
 	spans   []float64 // the counterfactual spans replayed
 	floors  []TargetFloor
-	r       *capture.ColumnReader
+	r       *capture.ColumnReader // nil in a worker (feeder)
+	tab     *capture.Strings
 	targets map[int32]*targetState
 	metas   map[string]*targetMeta
 	rows    int64
@@ -279,7 +297,7 @@ type analyzer struct {
 func newAnalyzer(opts Options) *analyzer {
 	tab := capture.NewStrings()
 	a := &analyzer{
-		opts: opts, cfg: opts.Gates, r: capture.NewColumnReader(tab), targets: map[int32]*targetState{},
+		opts: opts, cfg: opts.Gates, r: capture.NewColumnReader(tab), tab: tab, targets: map[int32]*targetState{},
 		metricsID: tab.IDString(capture.EndpointMetrics), okID: tab.IDString(capture.OutcomeOK),
 		httpErrID: tab.IDString(capture.OutcomeHTTPError),
 	}
@@ -360,16 +378,16 @@ func (a *analyzer) target(id, hint int32) *targetState {
 	if st, ok := a.targets[id]; ok {
 		return st
 	}
-	h := a.r.Tab.Str(hint)
+	h := a.tab.Str(hint)
 	cfg := a.cfg
-	if m := a.metas[a.r.Tab.Str(id)]; m != nil {
+	if m := a.metas[a.tab.Str(id)]; m != nil {
 		if f, ok := floorFor(a.opts.Gates, m.interval); ok {
 			cfg.MinWindow = f
-			a.floors = append(a.floors, TargetFloor{Target: a.r.Tab.Str(id), MinWindow: f, Interval: m.interval})
+			a.floors = append(a.floors, TargetFloor{Target: a.tab.Str(id), MinWindow: f, Interval: m.interval})
 		}
 	}
 	st := &targetState{
-		out: Target{Name: a.r.Tab.Str(id), Hint: h, Scrapes: map[string]int{}, OtherEndpoints: map[string]int{},
+		out: Target{Name: a.tab.Str(id), Hint: h, Scrapes: map[string]int{}, OtherEndpoints: map[string]int{},
 			Polls: []Poll{}},
 		tr:    engine.NewTracker(h, cfg),
 		keyOf: make(map[uint64]int32),
@@ -422,7 +440,7 @@ func (a *analyzer) isPoll(w *capture.Row) bool {
 // wantBody asks for the body of a /metrics answer of 503: an engine may
 // say there that it is loading its model, which is a restart.
 func (a *analyzer) wantBody(w *capture.Row) bool {
-	if w.Endpoint != a.metricsID || w.Outcome != a.httpErrID || w.Err < 0 || !strings.HasPrefix(a.r.Tab.Str(w.Err), "HTTP 503") {
+	if w.Endpoint != a.metricsID || w.Outcome != a.httpErrID || w.Err < 0 || !strings.HasPrefix(a.tab.Str(w.Err), "HTTP 503") {
 		return false
 	}
 	// Only llama.cpp says it is loading so (its forks too); reading a body
@@ -510,7 +528,7 @@ func (st *targetState) register(tab *capture.Strings, w *capture.Row, j int) {
 // row replays one row: a poll when it is an ok /metrics scrape. The
 // reader has asked known about it first.
 func (a *analyzer) row(w *capture.Row) {
-	tab := a.r.Tab
+	tab := a.tab
 	a.rows++
 	st := a.target(w.Target, w.Engine)
 	if w.Endpoint != a.metricsID {
