@@ -59,8 +59,9 @@ type Options struct {
 	// Polls, when set and polls are kept, is handed each target's polls as
 	// they are replayed, in the order Target.Polls would hold them, and
 	// Target.Polls stays empty (Spool is not used). The summaries and
-	// findings see every poll all the same. It is called from Analyze's
-	// goroutine, and a poll's cells are valid only during the call: a
+	// findings see every poll all the same. It is called one call at a
+	// time (from the replay's workers, see Workers), each target's polls
+	// in order, and a poll's cells are valid only during the call: a
 	// report keeps what it draws (render.Polls).
 	Polls func(target string, p *Poll)
 	// Workers is how many goroutines replay the targets: 0 is
