@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/textproto"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,10 +60,19 @@ type Options struct {
 	// Polls, when set and polls are kept, is handed each target's polls as
 	// they are replayed, in the order Target.Polls would hold them, and
 	// Target.Polls stays empty (Spool is not used). The summaries and
-	// findings see every poll all the same. It is called from Analyze's
-	// goroutine, and a poll's cells are valid only during the call: a
+	// findings see every poll all the same. It is called one call at a
+	// time (from the replay's workers, see Workers), each target's polls
+	// in order, and a poll's cells are valid only during the call: a
 	// report keeps what it draws (render.Polls).
 	Polls func(target string, p *Poll)
+	// Workers is how many goroutines replay the targets: 0 is
+	// runtime.GOMAXPROCS, 1 the serial path (the files are read and
+	// every target replayed on Analyze's goroutine). With more, one
+	// goroutine reads the files and hands each target's rows, in order,
+	// to the worker that owns the target; the result is the serial
+	// path's. Polls is then called from the workers, one call at a time.
+	// A read with Until or Scrapes (llmrec top) is serial.
+	Workers int
 	// Phases are named phases given at analysis time (--phases FILE);
 	// marks in the run folders add theirs (see package phases).
 	Phases []phases.Phase
@@ -172,6 +182,12 @@ func Analyze(opts Options) (*Result, error) {
 	// start by itself (engines.ProcessStartHeader), configured or not.
 	an.r.Headers = true
 	var journals []string
+	deliver := an.row
+	var fd *feeder
+	if n := an.workers(); n > 1 {
+		fd = newFeeder(an, n)
+		deliver = fd.row
+	}
 	for i, f := range files {
 		var err error
 		before := an.rows
@@ -179,9 +195,9 @@ func Analyze(opts Options) (*Result, error) {
 			var rows []capture.Scrape
 			rows, err = opts.Journals.ReadLive(f.path)
 			journals = append(journals, f.path)
-			an.r.Journal(rows, an.row)
+			an.r.Journal(rows, deliver)
 		} else {
-			_, err = an.r.ReadSealed(f.seals, f.path, an.row)
+			_, err = an.r.ReadSealed(f.seals, f.path, deliver)
 		}
 		if err != nil {
 			p := Problem{File: f.path, Error: err.Error(), Kind: ProblemSkipped, RowsRead: an.rows - before}
@@ -195,6 +211,9 @@ func Analyze(opts Options) (*Result, error) {
 		}
 	}
 	opts.Journals.Forget(journals)
+	if fd != nil {
+		fd.finish()
+	}
 	res.Targets = an.finish()
 	res.Gates.CompletionSpans = an.completionSpans()
 	res.Gates.Floors = append([]TargetFloor{}, an.floors...)
@@ -299,7 +318,8 @@ type analyzer struct {
 	cfg     rate.Config
 	spans   []float64 // the counterfactual spans replayed
 	floors  []TargetFloor
-	r       *capture.ColumnReader
+	r       *capture.ColumnReader // nil in a worker (feeder)
+	tab     *capture.Strings
 	targets map[int32]*targetState
 	metas   map[string]*targetMeta
 	inputs  map[string]*phases.Input // by target, once the phases are measured: what the sweep reads again
@@ -322,7 +342,7 @@ type analyzer struct {
 func newAnalyzer(opts Options) *analyzer {
 	tab := capture.NewStrings()
 	a := &analyzer{
-		opts: opts, cfg: opts.Gates, r: capture.NewColumnReader(tab), targets: map[int32]*targetState{},
+		opts: opts, cfg: opts.Gates, r: capture.NewColumnReader(tab), tab: tab, targets: map[int32]*targetState{},
 		metricsID: tab.IDString(capture.EndpointMetrics), okID: tab.IDString(capture.OutcomeOK),
 		httpErrID: tab.IDString(capture.OutcomeHTTPError),
 	}
@@ -403,16 +423,16 @@ func (a *analyzer) target(id, hint int32) *targetState {
 	if st, ok := a.targets[id]; ok {
 		return st
 	}
-	h := a.r.Tab.Str(hint)
+	h := a.tab.Str(hint)
 	cfg := a.cfg
-	if m := a.metas[a.r.Tab.Str(id)]; m != nil {
+	if m := a.metas[a.tab.Str(id)]; m != nil {
 		if f, ok := floorFor(a.opts.Gates, m.interval); ok {
 			cfg.MinWindow = f
-			a.floors = append(a.floors, TargetFloor{Target: a.r.Tab.Str(id), MinWindow: f, Interval: m.interval})
+			a.floors = append(a.floors, TargetFloor{Target: a.tab.Str(id), MinWindow: f, Interval: m.interval})
 		}
 	}
 	st := &targetState{
-		out: Target{Name: a.r.Tab.Str(id), Hint: h, Scrapes: map[string]int{}, OtherEndpoints: map[string]int{},
+		out: Target{Name: a.tab.Str(id), Hint: h, Scrapes: map[string]int{}, OtherEndpoints: map[string]int{},
 			Polls: []Poll{}},
 		tr:    engine.NewTracker(h, cfg),
 		keyOf: make(map[uint64]int32),
@@ -465,7 +485,7 @@ func (a *analyzer) isPoll(w *capture.Row) bool {
 // wantBody asks for the body of a /metrics answer of 503: an engine may
 // say there that it is loading its model, which is a restart.
 func (a *analyzer) wantBody(w *capture.Row) bool {
-	if w.Endpoint != a.metricsID || w.Outcome != a.httpErrID || w.Err < 0 || !strings.HasPrefix(a.r.Tab.Str(w.Err), "HTTP 503") {
+	if w.Endpoint != a.metricsID || w.Outcome != a.httpErrID || w.Err < 0 || !strings.HasPrefix(a.tab.Str(w.Err), "HTTP 503") {
 		return false
 	}
 	// Only llama.cpp says it is loading so (its forks too); reading a body
@@ -550,10 +570,20 @@ func (st *targetState) register(tab *capture.Strings, w *capture.Row, j int) {
 	st.prevI[j] = id
 }
 
+// workers is how many goroutines replay the targets (Options.Workers).
+// A read up to an instant or with a Scrapes hook (llmrec top) is replayed
+// by one: those hooks keep their state in the one analyzer.
+func (a *analyzer) workers() int {
+	if a.opts.Until != 0 || a.opts.Scrapes != nil {
+		return 1
+	}
+	return cmp.Or(a.opts.Workers, runtime.GOMAXPROCS(0))
+}
+
 // row replays one row: a poll when it is an ok /metrics scrape. The
 // reader has asked known about it first.
 func (a *analyzer) row(w *capture.Row) {
-	tab := a.r.Tab
+	tab := a.tab
 	// A row after the instant read up to is not known yet.
 	if a.opts.Until != 0 && cmp.Or(w.Scheduled, w.Start) > a.opts.Until {
 		a.untilSkipped = true

@@ -29,7 +29,10 @@ var replayDir = flag.String("replay.dir", "",
 //
 //   - read:    the Parquet columns decoded into rows, nothing else;
 //   - summary: Analyze with SkipPolls (read, trackers, estimator, cells);
-//   - polls:   Analyze keeping every poll's cells.
+//   - polls:   Analyze keeping every poll's cells;
+//   - summary-serial, polls-serial: the same on one goroutine (Workers 1),
+//     the anchor of the parallel replay's speed-up (samples/s is per wall
+//     second, samples/cpu-s per second of CPU on all cores).
 func BenchmarkReplay(b *testing.B) {
 	dir, scrapes, samples := *replayDir, 0, 0
 	if dir == "" {
@@ -73,14 +76,15 @@ func BenchmarkReplay(b *testing.B) {
 		report(b)
 	})
 	for _, c := range []struct {
-		name string
-		skip bool
-	}{{"summary", true}, {"polls", false}} {
+		name    string
+		skip    bool
+		workers int
+	}{{"summary", true, 0}, {"polls", false, 0}, {"summary-serial", true, 1}, {"polls-serial", false, 1}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 = cpuTime(b)
 			for b.Loop() {
-				res, err := Analyze(Options{Dirs: []string{dir}, SkipPolls: c.skip})
+				res, err := Analyze(Options{Dirs: []string{dir}, SkipPolls: c.skip, Workers: c.workers})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -219,7 +219,26 @@ func TestRunSchedulesIndependently(t *testing.T) {
 	if ticks < 10 || ticks > 11 {
 		t.Fatalf("fast target has %d rows for ~11 ticks", ticks)
 	}
+	// A tick the whole recorder fired late (the host stalled it: "recorder
+	// stalled") is the recorder's honest answer on a loaded machine, not
+	// one target holding up another; too many of them and the run shows
+	// nothing about independence.
+	hostStalled := func(r capture.Scrape) bool {
+		return r.Outcome == capture.OutcomeMissed && r.Error != nil && strings.Contains(*r.Error, "recorder stalled")
+	}
+	var stalls int
+	for _, r := range rows {
+		if hostStalled(r) {
+			stalls++
+		}
+	}
+	if stalls > ticks/3 {
+		t.Skipf("the host stalled the recorder at %d ticks of ~%d: too loaded to show scheduling", stalls, ticks)
+	}
 	for i, r := range by["fast metrics"] {
+		if hostStalled(r) {
+			continue
+		}
 		if r.Seq != int64(i) || r.Outcome != capture.OutcomeOK {
 			t.Errorf("fast row %d: seq %d outcome %s", i, r.Seq, r.Outcome)
 		}
@@ -238,6 +257,9 @@ func TestRunSchedulesIndependently(t *testing.T) {
 		switch r.Outcome {
 		case capture.OutcomeMissed:
 			missed++
+			if hostStalled(r) {
+				continue
+			}
 			if !strings.Contains(*r.Error, "still running") {
 				t.Errorf("missed row error %q", *r.Error)
 			}

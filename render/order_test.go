@@ -1,6 +1,7 @@
 package render
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/llmrec/llmrec/analyze"
@@ -21,7 +22,7 @@ func TestPollsInTimeOrder(t *testing.T) {
 	}
 	tp := ps.target("x")
 	points, any := ps.series(tp, engine.DecodeTokensPerSecond)
-	if tp.late != 2 || len(tp.t) != 3 || !any || len(points) != 2 || points[1].T != 3 || points[1].Cell.Value.V != 3 {
+	if tp.late != 2 || tp.t.len() != 3 || !any || len(points) != 2 || points[1].T != 3 || points[1].Cell.Value.V != 3 {
 		t.Fatalf("drawn %v at %v, late %d", points, tp.t, tp.late)
 	}
 	if tp.sources[engine.DecodeTokensPerSecond] != "s" {
@@ -49,5 +50,36 @@ func TestPollsKeepBuckets(t *testing.T) {
 	}
 	if len(ps.buckets.list) != 3 { // none, b1, over
 		t.Errorf("%d buckets kept, want 3: %v", len(ps.buckets.list), ps.buckets.list)
+	}
+}
+
+// A charted cell comes out of the packing as it went in, field by field,
+// over more polls than a chunk holds: a value refused with its number
+// kept, windows, texts, notes, a bucket; an absent cell stays absent.
+func TestPollsCellsRoundTrip(t *testing.T) {
+	name := engine.TTFT + "__p95"
+	var want []rate.Cell
+	ps := NewPolls()
+	for i := range 3*chunkLen + 7 {
+		c := rate.Cell{Value: rate.Num{V: float64(i) / 7, Valid: i%5 != 0}, Window: rate.Num{V: 2 + float64(i%13)/100, Valid: i%3 != 0},
+			Source: []string{"a", "b"}[i%2], Derived: i%4 == 0, Reason: []string{"", rate.ReasonStale}[i%5/4],
+			Severity: []string{"", rate.SeverityWarn}[i%7/6], Notes: [][]string{nil, {"n1", "n2"}}[i%11/10],
+			Bucket: []rate.Bucket{{}, {Lo: rate.Some(0.1), Hi: rate.Some(float64(i % 3))}}[i%2]}
+		cells := engine.Cells{{Name: name, Cell: engine.Cell{Cell: c}}}
+		if i%17 == 16 {
+			cells = nil // the cell absent from this poll
+		} else {
+			want = append(want, c)
+		}
+		ps.Add("x", &analyze.Poll{T: float64(i + 1), Cells: cells})
+	}
+	points, _ := ps.series(ps.target("x"), name)
+	if len(points) != len(want) {
+		t.Fatalf("%d points, want %d", len(points), len(want))
+	}
+	for i, p := range points {
+		if !reflect.DeepEqual(p.Cell, want[i]) {
+			t.Fatalf("point %d: %+v, want %+v", i, p.Cell, want[i])
+		}
 	}
 }

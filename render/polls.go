@@ -23,32 +23,70 @@ type Polls struct {
 	// buckets are the distinct quantile buckets, by id (0: none): a run
 	// has a few dozen, so a poll's cell keeps one uint32, not two Nums.
 	buckets interned[rate.Bucket]
+	// metas are the distinct cells less their value and window, by id
+	// (0: absent): a poll's charted cell is two float64s and a uint32.
+	metas interned[cellMeta]
 }
 
 // NewPolls returns an empty Polls.
 func NewPolls() *Polls {
 	return &Polls{targets: map[string]*targetPolls{}, strs: newInterned(""), notes: [][]string{nil},
-		buckets: newInterned(rate.Bucket{})}
+		buckets: newInterned(rate.Bucket{}), metas: newInterned(cellMeta{})}
 }
 
 // targetPolls is one target's polls as the charts need them.
 type targetPolls struct {
-	t       []float64           // the drawable polls' times, rising
-	brk     []string            // the line break before each drawable poll (analyze.Poll.Break), "" for none
-	late    int                 // polls stamped before the one ahead of them, not drawn
-	cols    map[string][]packed // charted cell → its value in each drawable poll
-	waiting []waitingCell       // waiting_by_reason in each drawable poll
-	sources map[string]string   // headline cell → the first non-empty source of any poll
-	scratch map[string]bool     // names seen in the poll being added
+	t       chunked[float64]     // the drawable polls' times, rising
+	brk     chunked[uint32]      // the line break before each drawable poll (analyze.Poll.Break), as an id of Polls.strs
+	late    int                  // polls stamped before the one ahead of them, not drawn
+	cols    map[string]*cellCol  // charted cell → its value in each drawable poll
+	waiting chunked[waitingCell] // waiting_by_reason in each drawable poll
+	sources map[string]string    // headline cell → the first non-empty source of any poll
+	scratch map[string]bool      // names seen in the poll being added
 }
 
-// packed is a cell of one poll, its texts as ids.
-type packed struct {
-	value, window                  rate.Num
+// cellCol is a charted cell in each drawable poll: its value's and
+// window's numbers, and the rest as an id of Polls.metas.
+type cellCol struct {
+	val, win chunked[float64]
+	meta     chunked[uint32]
+}
+
+// cellMeta is a cell of one poll less its value's and window's numbers,
+// its texts as ids.
+type cellMeta struct {
+	valueValid, windowValid        bool
 	source, reason, severity, note uint32
 	bucket                         uint32 // Polls.buckets
 	derived, present               bool
 }
+
+// chunked is a list kept in chunks of chunkLen: a day of polls grows it
+// without copying it, or holding room it does not use.
+type chunked[T any] struct {
+	chunks [][]T
+	n      int
+}
+
+const chunkLen = 1 << 10
+
+func (c *chunked[T]) add(v T) {
+	if c.n%chunkLen == 0 {
+		c.chunks = append(c.chunks, make([]T, 0, chunkLen))
+	}
+	last := &c.chunks[len(c.chunks)-1]
+	*last = append(*last, v)
+	c.n++
+}
+
+func (c *chunked[T]) at(i int) T { return c.chunks[i/chunkLen][i%chunkLen] }
+
+func (c *chunked[T]) set(i int, v T) { c.chunks[i/chunkLen][i%chunkLen] = v }
+
+func (c *chunked[T]) len() int { return c.n }
+
+// last is the last element; the list is not empty.
+func (c *chunked[T]) last() T { return c.at(c.n - 1) }
 
 type waitingCell struct {
 	present        bool
@@ -78,9 +116,9 @@ var headline = func() map[string]bool {
 func (ps *Polls) target(name string) *targetPolls {
 	tp := ps.targets[name]
 	if tp == nil {
-		tp = &targetPolls{cols: map[string][]packed{}, sources: map[string]string{}, scratch: map[string]bool{}}
+		tp = &targetPolls{cols: map[string]*cellCol{}, sources: map[string]string{}, scratch: map[string]bool{}}
 		for c := range charted {
-			tp.cols[c] = nil
+			tp.cols[c] = &cellCol{}
 		}
 		ps.targets[name] = tp
 	}
@@ -98,16 +136,19 @@ func (ps *Polls) Add(target string, p *analyze.Poll) {
 	}
 	// A poll stamped before the one ahead of it is not drawn: a chart's x
 	// must grow.
-	if len(tp.t) > 0 && p.T <= tp.t[len(tp.t)-1] {
+	if tp.t.len() > 0 && p.T <= tp.t.last() {
 		tp.late++
 		return
 	}
-	tp.t = append(tp.t, p.T)
-	tp.brk = append(tp.brk, p.Break)
-	for name, col := range tp.cols {
-		tp.cols[name] = append(col, packed{})
+	tp.t.add(p.T)
+	tp.brk.add(ps.id(p.Break))
+	for _, col := range tp.cols {
+		col.val.add(0)
+		col.win.add(0)
+		col.meta.add(0)
 	}
-	tp.waiting = append(tp.waiting, waitingCell{})
+	tp.waiting.add(waitingCell{})
+	i := tp.t.len() - 1
 	clear(tp.scratch)
 	for _, c := range p.Cells {
 		// A name seen twice in a poll is the first one's (Cells.Get).
@@ -116,15 +157,18 @@ func (ps *Polls) Add(target string, p *analyze.Poll) {
 		}
 		tp.scratch[c.Name] = true
 		if c.Name == engine.WaitingByReason {
-			tp.waiting[len(tp.waiting)-1] = waitingCell{present: true, by: c.Cell.By, source: ps.id(c.Cell.Source), reason: ps.id(c.Cell.Reason)}
+			tp.waiting.set(i, waitingCell{present: true, by: c.Cell.By, source: ps.id(c.Cell.Source), reason: ps.id(c.Cell.Reason)})
 		}
 		col, ok := tp.cols[c.Name]
 		if !ok {
 			continue
 		}
 		rc := c.Cell.Cell
-		col[len(col)-1] = packed{value: rc.Value, window: rc.Window, source: ps.id(rc.Source), reason: ps.id(rc.Reason),
-			severity: ps.id(rc.Severity), note: ps.noteID(rc.Notes), bucket: ps.buckets.id(rc.Bucket), derived: rc.Derived, present: true}
+		col.val.set(i, rc.Value.V)
+		col.win.set(i, rc.Window.V)
+		col.meta.set(i, ps.metas.id(cellMeta{valueValid: rc.Value.Valid, windowValid: rc.Window.Valid, source: ps.id(rc.Source),
+			reason: ps.id(rc.Reason), severity: ps.id(rc.Severity), note: ps.noteID(rc.Notes), bucket: ps.buckets.id(rc.Bucket),
+			derived: rc.Derived, present: true}))
 	}
 }
 
@@ -166,25 +210,31 @@ func (ps *Polls) noteID(notes []string) uint32 {
 	return uint32(len(ps.notes) - 1)
 }
 
-// cell unpacks c.
-func (ps *Polls) cell(c packed) rate.Cell {
-	return rate.Cell{Value: c.value, Window: c.window, Source: ps.strs.list[c.source], Reason: ps.strs.list[c.reason],
-		Severity: ps.strs.list[c.severity], Notes: ps.notes[c.note], Bucket: ps.buckets.list[c.bucket], Derived: c.derived}
+// cell unpacks the cell of col in drawable poll i.
+func (ps *Polls) cell(col *cellCol, i int) rate.Cell {
+	c := ps.metas.list[col.meta.at(i)]
+	return rate.Cell{Value: rate.Num{V: col.val.at(i), Valid: c.valueValid}, Window: rate.Num{V: col.win.at(i), Valid: c.windowValid},
+		Source: ps.strs.list[c.source], Reason: ps.strs.list[c.reason], Severity: ps.strs.list[c.severity], Notes: ps.notes[c.note],
+		Bucket: ps.buckets.list[c.bucket], Derived: c.derived}
 }
 
 // series is the points of cell name, and whether the engine publishes it
 // at all (a series it does not publish is not drawn).
 func (ps *Polls) series(tp *targetPolls, name string) (points []Point, any bool) {
-	for i, c := range tp.cols[name] {
-		if !c.present {
+	col := tp.cols[name]
+	if col == nil {
+		return nil, false
+	}
+	for i := range col.meta.len() {
+		if !ps.metas.list[col.meta.at(i)].present {
 			continue
 		}
-		cell := ps.cell(c)
+		cell := ps.cell(col, i)
 		if cell.Value.Valid || (cell.Reason != rate.ReasonAbsent && cell.Reason != engine.ReasonNotExported) {
 			any = true
 		}
-		points = tp.breakBefore(points, i)
-		points = append(points, Point{T: tp.t[i], Cell: cell})
+		points = ps.breakBefore(tp, points, i)
+		points = append(points, Point{T: tp.t.at(i), Cell: cell})
 	}
 	return points, any
 }
@@ -192,28 +242,30 @@ func (ps *Polls) series(tp *targetPolls, name string) (points []Point, any bool)
 // breakBefore appends, when the analysis says a line breaks before
 // drawable poll i (a hole in the polls, a restart), a null point halfway
 // to it: no line is drawn across the hole, gauges included.
-func (tp *targetPolls) breakBefore(points []Point, i int) []Point {
+func (ps *Polls) breakBefore(tp *targetPolls, points []Point, i int) []Point {
+	brk := ps.strs.list[tp.brk.at(i)]
 	// Nothing drawn yet: nothing to break from.
-	if tp.brk[i] == "" || len(points) == 0 {
+	if brk == "" || len(points) == 0 {
 		return points
 	}
 	prev := points[len(points)-1].T
-	return append(points, Point{T: prev + (tp.t[i]-prev)/2, Cell: rate.Cell{Reason: tp.brk[i]}})
+	return append(points, Point{T: prev + (tp.t.at(i)-prev)/2, Cell: rate.Cell{Reason: brk}})
 }
 
 // waitingByReason splits requests_waiting by the reason the engine gives
 // (vLLM's num_requests_waiting_by_reason): one series per reason.
 func (ps *Polls) waitingByReason(tp *targetPolls) []Series {
 	reasons := map[string]bool{}
-	for _, w := range tp.waiting {
-		for k := range w.by {
+	for i := range tp.waiting.len() {
+		for k := range tp.waiting.at(i).by {
 			reasons[k] = true
 		}
 	}
 	var out []Series
 	for _, reason := range slices.Sorted(maps.Keys(reasons)) {
 		ser := Series{Name: "waiting: " + reason, Canon: engine.WaitingByReason + `{reason="` + reason + `"}`, Step: true}
-		for i, w := range tp.waiting {
+		for i := range tp.waiting.len() {
+			w := tp.waiting.at(i)
 			if !w.present {
 				continue
 			}
@@ -223,8 +275,8 @@ func (ps *Polls) waitingByReason(tp *targetPolls) []Series {
 			} else if pc.Reason == "" {
 				pc.Reason = rate.ReasonAbsent
 			}
-			ser.Points = tp.breakBefore(ser.Points, i)
-			ser.Points = append(ser.Points, Point{T: tp.t[i], Cell: pc})
+			ser.Points = ps.breakBefore(tp, ser.Points, i)
+			ser.Points = append(ser.Points, Point{T: tp.t.at(i), Cell: pc})
 		}
 		out = append(out, ser)
 	}

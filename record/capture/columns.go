@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
@@ -19,16 +20,28 @@ import (
 // distinct string (a series name, a label set) is interned once per
 // dictionary, and a sample becomes four integers and a float.
 
-// Strings interns strings: equal strings get equal ids.
+// Strings interns strings: equal strings get equal ids. One goroutine
+// makes ids (ID, IDString); Str may be called from others for an id handed
+// to them after it was made (a channel send orders the two): the strings
+// are kept in chunks that never move, found through a directory replaced
+// whole when it grows.
 type Strings struct {
 	ids map[string]int32
-	s   []string
+	n   int32
+	dir atomic.Pointer[[]*[strChunk]string]
 }
 
-// Str is the string of id.
-func (t *Strings) Str(id int32) string { return t.s[id] }
+// strChunk is how many strings a chunk of Strings holds.
+const strChunk = 1 << 10
 
-func NewStrings() *Strings { return &Strings{ids: make(map[string]int32)} }
+// Str is the string of id.
+func (t *Strings) Str(id int32) string { return (*t.dir.Load())[id/strChunk][id%strChunk] }
+
+func NewStrings() *Strings {
+	t := &Strings{ids: make(map[string]int32)}
+	t.dir.Store(&[]*[strChunk]string{})
+	return t
+}
 
 // ID returns b's id; looking up a known string does not allocate.
 func (t *Strings) ID(b []byte) int32 {
@@ -47,8 +60,17 @@ func (t *Strings) IDString(s string) int32 {
 }
 
 func (t *Strings) add(s string) int32 {
-	id := int32(len(t.s))
-	t.s = append(t.s, s)
+	id := t.n
+	dir := *t.dir.Load()
+	if int(id/strChunk) == len(dir) {
+		// The directory readers hold stays as it is: a new one is
+		// published with the new chunk.
+		next := append(slices.Clip(dir), new([strChunk]string))
+		t.dir.Store(&next)
+		dir = next
+	}
+	dir[id/strChunk][id%strChunk] = s
+	t.n++
 	t.ids[s] = id
 	return id
 }

@@ -1,0 +1,308 @@
+package analyze
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/llmrec/llmrec/record/capture"
+)
+
+// A replay on several cores: one goroutine (Analyze's) reads the files and
+// hands each row, copied into a batch, to the worker that owns the row's
+// target; each worker is an analyzer of its own over the same strings,
+// replaying its targets' rows in the files' order, as the serial path
+// does. A target's replay depends on its own rows only, so once the
+// workers are done their targets are those of the serial path, merged
+// into the reading analyzer.
+//
+// The reader's two hooks asked of a row before it is delivered are
+// answered without the workers' state: whether every series of a poll is
+// known (its family and type are then not decoded) from the reader's own
+// record of the series each target's polls delivered, the same set a
+// worker registers; whether a 503's body is read, by the target's worker
+// once it has replayed the rows before (a 503 of /metrics is rare, and a
+// body read that the serial path does not make may fail where it does not).
+
+// Batch limits: a batch is handed over when it holds this many samples or
+// rows (about a megabyte).
+const (
+	batchSamples = 1 << 15
+	batchRows    = 1 << 9
+)
+
+// feeder reads for the workers.
+type feeder struct {
+	an      *analyzer // the reader, into which the workers are merged
+	workers []*analyzer
+	in      []chan *batch
+	fill    []*batch
+	free    chan *batch
+	targets map[int32]*seen
+	next    int          // the worker the next new target goes to
+	looked  *capture.Row // the row known looked at, as in analyzer
+	wg      sync.WaitGroup
+	sinkMu  sync.Mutex
+	panics  []any // a worker's panic, by worker
+}
+
+// seen is what the reader knows of a target: its worker and the series
+// its polls delivered (keys as analyzer.targetState's), with the last
+// poll's by position.
+type seen struct {
+	worker int
+	keys   map[uint64]struct{}
+	prevK  []uint64
+	prevIn []bool
+}
+
+func newFeeder(an *analyzer, n int) *feeder {
+	f := &feeder{an: an, targets: map[int32]*seen{}, free: make(chan *batch, 4*n), panics: make([]any, n)}
+	an.r.Known = f.known
+	an.r.WantBody = f.wantBody
+	wopts := an.opts
+	if sink := an.opts.Polls; sink != nil {
+		// Options.Polls is called one call at a time.
+		wopts.Polls = func(target string, p *Poll) {
+			f.sinkMu.Lock()
+			defer f.sinkMu.Unlock()
+			sink(target, p)
+		}
+	}
+	for i := range n {
+		w := &analyzer{opts: wopts, cfg: an.cfg, spans: an.spans, tab: an.tab, targets: map[int32]*targetState{},
+			metas: an.metas, metricsID: an.metricsID, okID: an.okID, httpErrID: an.httpErrID}
+		ch := make(chan *batch, 2)
+		f.workers, f.in, f.fill = append(f.workers, w), append(f.in, ch), append(f.fill, nil)
+		f.wg.Add(1)
+		go f.work(i, w, ch)
+	}
+	return f
+}
+
+// work replays the batches of worker i, a.
+func (f *feeder) work(i int, a *analyzer, ch chan *batch) {
+	defer f.wg.Done()
+	defer func() {
+		// A panic is the caller's, as on the serial path: it is raised
+		// again once the reader is done, and the batches still coming
+		// are let go.
+		if p := recover(); p != nil {
+			f.panics[i] = p
+			for b := range ch {
+				if b.sync != nil {
+					b.sync <- struct{}{}
+				}
+			}
+		}
+	}()
+	var w capture.Row
+	for b := range ch {
+		if b.sync != nil {
+			b.sync <- struct{}{}
+			continue
+		}
+		for k := range b.rows {
+			b.at(k, &w)
+			a.row(&w)
+		}
+		b.reset()
+		f.free <- b
+	}
+}
+
+// known is analyzer.known from the series the reader delivered.
+func (f *feeder) known(w *capture.Row) bool {
+	f.looked = nil
+	// Only a poll's samples are replayed.
+	if !f.an.isPoll(w) {
+		return true
+	}
+	// A new target's series are all new.
+	s, ok := f.targets[w.Target]
+	if !ok {
+		return false
+	}
+	f.looked = w
+	return s.lookup(w)
+}
+
+// lookup is targetState.lookup on what the reader knows.
+func (s *seen) lookup(w *capture.Row) bool {
+	all := true
+	for j, name := range w.Name {
+		k := uint64(uint32(name))<<32 | uint64(uint32(w.Labels[j]))
+		if j < len(s.prevK) && s.prevK[j] == k && s.prevIn[j] {
+			continue
+		}
+		_, in := s.keys[k]
+		all = all && in
+		if j < len(s.prevK) {
+			s.prevK[j], s.prevIn[j] = k, in
+		} else {
+			s.prevK, s.prevIn = append(s.prevK, k), append(s.prevIn, in)
+		}
+	}
+	return all
+}
+
+// wantBody is analyzer.wantBody asked of the target's worker once it has
+// replayed the target's rows before this one.
+func (f *feeder) wantBody(w *capture.Row) bool {
+	a := f.an
+	// Not a 503 of /metrics: no target state is asked.
+	if w.Endpoint != a.metricsID || w.Outcome != a.httpErrID || w.Err < 0 || !strings.HasPrefix(a.tab.Str(w.Err), "HTTP 503") {
+		return false
+	}
+	s, ok := f.targets[w.Target]
+	// A target no row was delivered of has no state in its worker either.
+	if !ok {
+		return true
+	}
+	i := s.worker
+	if b := f.fill[i]; b != nil {
+		f.in[i] <- b
+		f.fill[i] = nil
+	}
+	done := make(chan struct{})
+	f.in[i] <- &batch{sync: done}
+	<-done
+	// The worker waits for its next batch: its state is the reader's to
+	// read until then.
+	if f.panics[i] != nil {
+		return false
+	}
+	return f.workers[i].wantBody(w)
+}
+
+// row hands a row to its target's worker.
+func (f *feeder) row(w *capture.Row) {
+	a := f.an
+	a.rows++
+	s, ok := f.targets[w.Target]
+	if !ok {
+		s = &seen{worker: f.next, keys: map[uint64]struct{}{}}
+		f.next = (f.next + 1) % len(f.workers)
+		f.targets[w.Target] = s
+	}
+	if a.isPoll(w) {
+		a.samples += int64(len(w.Name))
+		if f.looked != w {
+			s.lookup(w)
+		}
+		for j := range w.Name {
+			if !s.prevIn[j] {
+				s.keys[s.prevK[j]] = struct{}{}
+				s.prevIn[j] = true
+			}
+		}
+	}
+	f.looked = nil
+	b := f.fill[s.worker]
+	if b == nil {
+		select {
+		case b = <-f.free:
+		default:
+			b = &batch{}
+		}
+		f.fill[s.worker] = b
+	}
+	b.add(w)
+	if len(b.vals) >= batchSamples || len(b.rows) >= batchRows {
+		f.in[s.worker] <- b
+		f.fill[s.worker] = nil
+	}
+}
+
+// finish hands over the last batches, waits for the workers and merges
+// their targets into the reader's analyzer.
+func (f *feeder) finish() {
+	for i, b := range f.fill {
+		if b != nil {
+			f.in[i] <- b
+		}
+		close(f.in[i])
+	}
+	f.wg.Wait()
+	for _, p := range f.panics {
+		if p != nil {
+			panic(p)
+		}
+	}
+	a := f.an
+	for _, w := range f.workers {
+		// Target ids are the shared strings': no two workers hold one.
+		for id, st := range w.targets {
+			a.targets[id] = st
+		}
+		a.floors = append(a.floors, w.floors...)
+		if a.err == nil {
+			a.err = w.err
+		}
+	}
+}
+
+// batch is rows copied for a worker: their samples and bytes in arenas,
+// the rows' slices rebuilt by at.
+type batch struct {
+	// sync, when set, is a batch of no rows: the worker says on it that
+	// it has replayed every batch before.
+	sync  chan struct{}
+	rows  []batchRow
+	ints  []int32
+	vals  []float64
+	bytes []byte
+}
+
+// batchRow is a row with its slices as offsets into the batch.
+type batchRow struct {
+	w              capture.Row // slices nil
+	ints, vals, n  int         // the samples: names, labels, then families and types when kinds
+	kinds          bool
+	body, headers  int // offsets in bytes; -1 nil
+	nBody, nHeader int
+}
+
+func (b *batch) reset() {
+	b.rows, b.ints, b.vals, b.bytes = b.rows[:0], b.ints[:0], b.vals[:0], b.bytes[:0]
+}
+
+// add copies w into the batch.
+func (b *batch) add(w *capture.Row) {
+	r := batchRow{w: *w, ints: len(b.ints), vals: len(b.vals), n: len(w.Name), body: -1, headers: -1,
+		kinds: len(w.Family) == len(w.Name) && len(w.Type) == len(w.Name) && len(w.Name) > 0}
+	r.w.Family, r.w.Type, r.w.Name, r.w.Labels, r.w.Value, r.w.Body, r.w.Headers = nil, nil, nil, nil, nil, nil, nil
+	b.ints = append(b.ints, w.Name...)
+	b.ints = append(b.ints, w.Labels...)
+	if r.kinds {
+		b.ints = append(b.ints, w.Family...)
+		b.ints = append(b.ints, w.Type...)
+	}
+	b.vals = append(b.vals, w.Value...)
+	if w.Body != nil {
+		r.body, r.nBody = len(b.bytes), len(w.Body)
+		b.bytes = append(b.bytes, w.Body...)
+	}
+	if w.Headers != nil {
+		r.headers, r.nHeader = len(b.bytes), len(w.Headers)
+		b.bytes = append(b.bytes, w.Headers...)
+	}
+	b.rows = append(b.rows, r)
+}
+
+// at sets w to row k of the batch, its slices the batch's.
+func (b *batch) at(k int, w *capture.Row) {
+	r := &b.rows[k]
+	*w = r.w
+	n, i := r.n, r.ints
+	w.Name, w.Labels = b.ints[i:i+n:i+n], b.ints[i+n:i+2*n:i+2*n]
+	if r.kinds {
+		w.Family, w.Type = b.ints[i+2*n:i+3*n:i+3*n], b.ints[i+3*n:i+4*n:i+4*n]
+	}
+	w.Value = b.vals[r.vals : r.vals+n : r.vals+n]
+	if r.body >= 0 {
+		w.Body = b.bytes[r.body : r.body+r.nBody : r.body+r.nBody]
+	}
+	if r.headers >= 0 {
+		w.Headers = b.bytes[r.headers : r.headers+r.nHeader : r.headers+r.nHeader]
+	}
+}

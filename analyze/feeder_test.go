@@ -1,0 +1,189 @@
+package analyze
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmrec/llmrec/record/sim"
+	"github.com/parquet-go/parquet-go"
+)
+
+// analyzedJSON is the document of dir analysed with the given workers.
+func analyzedJSON(t *testing.T, dir string, workers int, skip bool) []byte {
+	t.Helper()
+	res, err := Analyze(Options{Dirs: []string{dir}, Workers: workers, SkipPolls: skip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	var b bytes.Buffer
+	if err := res.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// sameBytes fails with where got and want first differ.
+func sameBytes(t *testing.T, what string, got, want []byte) {
+	t.Helper()
+	if bytes.Equal(got, want) {
+		return
+	}
+	i := 0
+	for i < min(len(got), len(want)) && got[i] == want[i] {
+		i++
+	}
+	lo := max(0, i-200)
+	t.Fatalf("%s: byte %d differs (%d bytes, the serial path's %d):\n got  %.400s\n want %.400s", what, i, len(got), len(want),
+		got[lo:], want[lo:])
+}
+
+// The targets replayed on several goroutines give the serial path's
+// document byte for byte: a recording of 8 simulated engines (restarts, a
+// joining label set, hangs, stale and slow bodies), with every poll's
+// cells and with the summary alone, on 2, 3 and 8 workers.
+func TestParallelIsSerial(t *testing.T) {
+	dir := t.TempDir()
+	generate(t, sim.LongScenario(8, 6*time.Minute, 1), dir, sim.GenerateOptions{})
+	for _, skip := range []bool{false, true} {
+		serial := analyzedJSON(t, dir, 1, skip)
+		if !bytes.Contains(serial, []byte(`"polls"`)) {
+			t.Fatalf("the serial document has no polls: %.200s", serial)
+		}
+		for _, n := range []int{2, 3, 8} {
+			sameBytes(t, fmt.Sprintf("skip polls %v, %d workers", skip, n), analyzedJSON(t, dir, n, skip), serial)
+		}
+	}
+}
+
+// Options.Polls sees each target's polls in the serial path's order on
+// several workers, one call at a time.
+func TestParallelPollsSink(t *testing.T) {
+	dir := t.TempDir()
+	generate(t, sim.LongScenario(4, 3*time.Minute, 2), dir, sim.GenerateOptions{})
+	seen := func(workers int) map[string][]string {
+		out := map[string][]string{}
+		busy := false
+		_, err := Analyze(Options{Dirs: []string{dir}, Workers: workers, Polls: func(target string, p *Poll) {
+			if busy {
+				t.Error("Polls called while a call is running")
+			}
+			busy = true
+			defer func() { busy = false }()
+			out[target] = append(out[target], fmt.Sprintf("%v %s %d %s %v", p.T, p.Run, p.Seq, p.Break, p.Cells))
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	serial, par := seen(1), seen(4)
+	if len(serial) != 4 {
+		t.Fatalf("%d targets, want 4", len(serial))
+	}
+	if !reflect.DeepEqual(par, serial) {
+		for name := range serial {
+			if !slices.Equal(par[name], serial[name]) {
+				t.Fatalf("target %s: %d polls on 4 workers, %d serial", name, len(par[name]), len(serial[name]))
+			}
+		}
+		t.Fatal("the targets differ")
+	}
+}
+
+// A damaged file, read unverified (its seals are gone), stops the serial
+// and the parallel read at the same row: the documents agree, whatever
+// the damage made of the file (a flipped byte in its pages, ten times).
+func TestParallelDamagedIsSerial(t *testing.T) {
+	dir := t.TempDir()
+	generate(t, sim.LongScenario(8, 4*time.Minute, 3), dir, sim.GenerateOptions{})
+	segs, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("segments %v: %v", segs, err)
+	}
+	seals, _ := filepath.Glob(filepath.Join(dir, "*.seals"))
+	for _, s := range seals {
+		if err := os.Remove(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	sampleCols := readColumns(t, segs[0], "samples.list.element.name", "samples.list.element.labels", "samples.list.element.value", "target")
+	bodyCols := readColumns(t, segs[0], "body")
+	const rounds = 10
+	var seen, unseen int
+	for round := range rounds {
+		bad := slices.Clone(data)
+		// Half the rounds in a column every row reads, half in the
+		// bodies, of which a replay decodes only a few 503s'.
+		cols := sampleCols
+		if round%2 == 1 {
+			cols = bodyCols
+		}
+		c := cols[rng.IntN(len(cols))]
+		i := c.off + rng.IntN(c.size)
+		bad[i] ^= byte(1 + rng.IntN(255))
+		if err := os.WriteFile(segs[0], bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		serial := analyzedJSON(t, dir, 1, false)
+		if bytes.Contains(serial, []byte(`"kind":"skipped"`)) || bytes.Contains(serial, []byte(`"kind":"partial"`)) {
+			seen++
+		} else {
+			unseen++
+		}
+		sameBytes(t, fmt.Sprintf("damage round %d", round), analyzedJSON(t, dir, 3, false), serial)
+	}
+	// A file without its seal has every page's checksum checked when it
+	// is opened (capture's one reader), so the damage is seen in every
+	// round, in the bodies too.
+	if unseen != 0 {
+		t.Fatalf("of %d rounds, %d saw the damage and %d did not", rounds, seen, unseen)
+	}
+}
+
+// chunk is a column chunk's bytes in a file.
+type chunk struct{ off, size int }
+
+// readColumns are the chunks of the named columns in a Parquet file's row
+// groups.
+func readColumns(t *testing.T, path string, names ...string) []chunk {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []chunk
+	for _, rg := range pf.Metadata().RowGroups {
+		for _, c := range rg.Columns {
+			if slices.Contains(names, strings.Join(c.MetaData.PathInSchema, ".")) {
+				out = append(out, chunk{int(c.MetaData.DataPageOffset), int(c.MetaData.TotalCompressedSize)})
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: none of the columns %v", path, names)
+	}
+	return out
+}
