@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +12,6 @@ import (
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
-	"github.com/llmrec/llmrec/record"
 	"github.com/llmrec/llmrec/record/sim"
 )
 
@@ -53,34 +50,8 @@ func TestSweepEveryLevelMeasured(t *testing.T) {
 	}
 	srv := serveScenario(t, sweepScenario, "sweep.toml", sim.Options{})
 	tg := srv.Targets()[0]
-	dir := t.TempDir()
-	cfg := &record.Config{Targets: []record.Target{{Name: tg.Name, URL: tg.MetricsURL,
-		Interval: record.Duration(200 * time.Millisecond)}}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	marks, err := record.ListenMarks("127.0.0.1:0", dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer marks.Close()
-	rctx, stopRec := context.WithCancel(context.Background())
-	recErr := make(chan error, 1)
-	go func() {
-		_, err := record.Run(rctx, cfg, record.Options{Dir: dir})
-		recErr <- err
-	}()
-	time.Sleep(500 * time.Millisecond) // idle polls before the load
-	out := filepath.Join(t.TempDir(), "load.jsonl")
-	if _, stderr, err := runCLI("load", "--url", tg.URL, "--stages", "1:3s,2:3s,8:3s,2:3s", "--warmup", "500ms",
-		"--prompt-tokens", "60", "--output-tokens", "32", "--mark", "http://"+marks.Addr()+"/mark", "-o", out); err != nil {
-		t.Fatalf("load: %v\n%s", err, stderr)
-	}
-	time.Sleep(500 * time.Millisecond)
-	stopRec()
-	if err := <-recErr; err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := recordLoad(t, tg, 200*time.Millisecond, 500*time.Millisecond,
+		"--stages", "1:3s,2:3s,8:3s,2:3s", "--warmup", "500ms", "--prompt-tokens", "60", "--output-tokens", "32")
 	res, err := analyze.Analyze(analyze.Options{Dirs: []string{dir}, SkipPolls: true})
 	if err != nil {
 		t.Fatal(err)

@@ -49,10 +49,20 @@ type sweepRun struct {
 func recordSweep(t *testing.T) sweepRun {
 	t.Helper()
 	srv := serveScenario(t, kneeScenario, "knee.toml", sim.Options{})
-	tg := srv.Targets()[0]
-	dir := t.TempDir()
+	dir, out := recordLoad(t, srv.Targets()[0], 200*time.Millisecond, 400*time.Millisecond,
+		"--stages", "2:3s,4:3s,8:3s,16:3s,32:4s", "--warmup", "500ms", "--prompt-tokens", "40", "--output-tokens", "32")
+	return sweepRun{dir: dir, client: out}
+}
+
+// recordLoad records target tg every interval while llmrec load runs
+// with args (its phases marked through the recording's mark endpoint),
+// idle for settle before and after; it returns the recording and the
+// load's client record.
+func recordLoad(t *testing.T, tg sim.Target, interval, settle time.Duration, args ...string) (dir, client string) {
+	t.Helper()
+	dir = t.TempDir()
 	cfg := &record.Config{Targets: []record.Target{{Name: tg.Name, URL: tg.MetricsURL,
-		Interval: record.Duration(200 * time.Millisecond)}}}
+		Interval: record.Duration(interval)}}}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -67,18 +77,18 @@ func recordSweep(t *testing.T) sweepRun {
 		_, err := record.Run(rctx, cfg, record.Options{Dir: dir})
 		recErr <- err
 	}()
-	time.Sleep(400 * time.Millisecond) // idle polls before the load
-	out := filepath.Join(t.TempDir(), "load.jsonl")
-	if _, stderr, err := runCLI("load", "--url", tg.URL, "--stages", "2:3s,4:3s,8:3s,16:3s,32:4s", "--warmup", "500ms",
-		"--prompt-tokens", "40", "--output-tokens", "32", "--mark", "http://"+marks.Addr()+"/mark", "-o", out); err != nil {
+	time.Sleep(settle) // idle polls before the load
+	client = filepath.Join(t.TempDir(), "load.jsonl")
+	args = append([]string{"load", "--url", tg.URL, "--mark", "http://" + marks.Addr() + "/mark", "-o", client}, args...)
+	if _, stderr, err := runCLI(args...); err != nil {
 		t.Fatalf("load: %v\n%s", err, stderr)
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(settle)
 	stopRec()
 	if err := <-recErr; err != nil {
 		t.Fatal(err)
 	}
-	return sweepRun{dir: dir, client: out}
+	return dir, client
 }
 
 // clientP99 is the client's own p99 of a latency over the requests of
