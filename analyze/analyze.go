@@ -200,11 +200,7 @@ func Analyze(opts Options) (*Result, error) {
 			_, err = an.r.ReadSealed(f.seals, f.path, deliver)
 		}
 		if err != nil {
-			p := Problem{File: f.path, Error: err.Error(), Kind: ProblemSkipped, RowsRead: an.rows - before}
-			if p.RowsRead > 0 {
-				p.Kind = ProblemPartial
-			}
-			res.Problems = append(res.Problems, p)
+			res.Problems = append(res.Problems, readProblem(f.path, err, an.rows-before))
 		}
 		if opts.Progress != nil {
 			opts.Progress(Progress{File: f.path, Done: i + 1, Total: len(files), Rows: an.rows, Samples: an.samples})

@@ -95,11 +95,7 @@ func (s *Session) Update() (*Result, error) {
 			s.done[f.path] = err == nil && !a.untilSkipped
 		}
 		if err != nil {
-			p := Problem{File: f.path, Error: err.Error(), Kind: ProblemSkipped, RowsRead: a.rows - before}
-			if p.RowsRead > 0 {
-				p.Kind = ProblemPartial
-			}
-			res.Problems = append(res.Problems, p)
+			res.Problems = append(res.Problems, readProblem(f.path, err, a.rows-before))
 		}
 	}
 	if a.err != nil {
@@ -114,4 +110,14 @@ func (s *Session) Update() (*Result, error) {
 	slices.SortFunc(res.Targets, func(x, y Target) int { return strings.Compare(x.Name, y.Name) })
 	res.Findings = *findings.Analyze(a.run())
 	return res, nil
+}
+
+// readProblem is a file's read error: the file skipped, or partial when
+// rowsRead rows of it were replayed before the error.
+func readProblem(path string, err error, rowsRead int64) Problem {
+	p := Problem{File: path, Error: err.Error(), Kind: ProblemSkipped, RowsRead: rowsRead}
+	if rowsRead > 0 {
+		p.Kind = ProblemPartial
+	}
+	return p
 }
