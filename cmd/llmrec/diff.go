@@ -335,7 +335,7 @@ func diffRun(_ context.Context, stdout, stderr io.Writer, args []string) error {
 		}
 	}
 	if failed := rep.FailOn(fails); len(failed) > 0 {
-		return fmt.Errorf("diff: --fail-on %s: %d row(s): %s", strings.Join(fails, ","), len(failed), strings.Join(failed, "; "))
+		return fmt.Errorf("diff: --fail-on %s: %d row(s): %s", strings.Join(fails, ","), len(failed), firstOf(failed, 5))
 	}
 	if n := bproblems + cproblems; n > 0 {
 		return fmt.Errorf("%d file(s) could not be read (listed above); the rest was compared", n)
@@ -465,4 +465,13 @@ func loadDiffConfig(path string, th *diff.Thresholds) (diffFile, error) {
 		}
 	}
 	return f, nil
+}
+
+// firstOf joins the first n of rows, and says how many more there are:
+// an error line stays a line (the table above has every row).
+func firstOf(rows []string, n int) string {
+	if len(rows) <= n {
+		return strings.Join(rows, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more (the table above lists them)", strings.Join(rows[:n], "; "), len(rows)-n)
 }

@@ -56,3 +56,15 @@ func deadRecording(t *testing.T, name string) string {
 	}
 	return dir
 }
+
+// The --fail-on error names the first rows and counts the rest, so one
+// failing diff is one readable line, not every row (53 in the recipe).
+func TestFailOnErrorNamesFirstRows(t *testing.T) {
+	rows := []string{"a", "b", "c", "d", "e", "f", "g"}
+	if got, want := firstOf(rows, 5), "a; b; c; d; e; and 2 more (the table above lists them)"; got != want {
+		t.Errorf("firstOf(7 rows, 5) = %q, want %q", got, want)
+	}
+	if got, want := firstOf(rows[:5], 5), "a; b; c; d; e"; got != want {
+		t.Errorf("firstOf(5 rows, 5) = %q, want %q", got, want)
+	}
+}
