@@ -137,7 +137,8 @@ type Report struct {
 	Phases []Aligned `json:"phases"`
 	Rows   []Row     `json:"rows"`
 	// NotCompared are quantities neither side published, by phase and
-	// target: "TTFT p50 on llama: not published on either side".
+	// target: "TTFT p50 on llama: not published on either side"; and the
+	// client's cuts of marked phases, compared under the marks' names.
 	NotCompared []string `json:"not_compared"`
 	// Sweeps are the first runs' sweep curves side by side, per target
 	// pair (and the fleet) where both sides have two levels or more.
@@ -362,9 +363,15 @@ func Compare(base, cand Side, o Options) (*Report, error) {
 	}
 	markRepeats(units)
 	for _, u := range units {
+		// The client's cut of a marked phase covers the same polls: its
+		// engine rows would be the marked phase's again, counted twice.
 		u.BaselineIncidents = incidentsIn(b0, u.Target, u.Baseline, u.fleet)
 		u.CandidateIncidents = incidentsIn(c0, u.CandTarget, u.Candidate, u.fleet)
 		rep.Phases = append(rep.Phases, u.Aligned)
+		if u.repeats {
+			rep.NotCompared = append(rep.NotCompared, fmt.Sprintf("%s on %s: the client's cut of a marked phase over the same polls, compared once under the marked phase's name", u.Name, u.Target))
+			continue
+		}
 		rep.incidentSeam(&u.Aligned)
 		rep.rows(&u, base, cand, o, th, samples)
 	}
@@ -549,9 +556,9 @@ const clientSource = "client"
 const RepeatOverlap = 0.9
 
 // markRepeats marks the client's named phases that cover the stretch of
-// another named phase of the same target: both are compared, but only the
-// other's charts are drawn (the page drew "client: concurrency 2" beside
-// "concurrency 2", the same polls twice).
+// another named phase of the same target: only the other is compared
+// (the page drew "client: concurrency 2" beside "concurrency 2", and the
+// verdict counted its rows twice).
 func markRepeats(units []unit) {
 	for i := range units {
 		u := &units[i]
@@ -867,7 +874,7 @@ func (rep *Report) rows(u *unit, base, cand Side, o Options, th Thresholds, samp
 			row.Notes = append(row.Notes, fmt.Sprintf("baseline %s aligned with candidate %s by %s", u.Name, u.CandName, u.By))
 		}
 		rep.Rows = append(rep.Rows, row)
-		if base.Polls != nil && cand.Polls != nil && q.Cell != "" && !u.fleet && !u.repeats {
+		if base.Polls != nil && cand.Polls != nil && q.Cell != "" && !u.fleet {
 			change := row.Change
 			if q.Points > 0 {
 				change = row.Shift

@@ -273,3 +273,49 @@ func TestSweepKneeAtCapacity(t *testing.T) {
 		t.Errorf("--fail-on boundary without --slo: %v, want a usage error", err)
 	}
 }
+
+// A marked run diffed with its client files: the client's cut of each
+// marked phase covers the same polls, so its engine rows are compared once,
+// under the mark's name (the recipe's verdict counted 53 worse rows, half
+// of them the same rows again as "client: concurrency 2"), and the cut is
+// said in not_compared.
+func TestDiffClientCutsCountedOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two short marked load runs")
+	}
+	srv := serveScenario(t, kneeScenario, "knee.toml", sim.Options{})
+	var dirs, clients [2]string
+	for i := range dirs {
+		dirs[i], clients[i] = recordLoad(t, srv.Targets()[0], 200*time.Millisecond, 300*time.Millisecond,
+			"--stages", "2:3s,4:3s", "--prompt-tokens", "40", "--output-tokens", "16")
+	}
+	js := filepath.Join(t.TempDir(), "diff.json")
+	if _, stderr, err := runCLI("diff", "--quiet", "--json", js, "--client-base", clients[0], "--client-cand", clients[1], dirs[0], "--", dirs[1]); err != nil {
+		t.Fatalf("diff: %v\n%s", err, stderr)
+	}
+	data, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep diff.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	marked, client := 0, 0
+	for _, r := range rep.Rows {
+		switch {
+		case r.Target == "client":
+			client++
+		case strings.HasPrefix(r.Phase, "client: "):
+			t.Errorf("row %s · %s %s: the client's cut compared again", r.Phase, r.Target, r.Quantity)
+		case r.Phase == "concurrency 2":
+			marked++
+		}
+	}
+	if marked == 0 || client == 0 {
+		t.Errorf("%d rows of the marked phase, %d client rows: want both", marked, client)
+	}
+	if !slices.ContainsFunc(rep.NotCompared, func(s string) bool { return strings.HasPrefix(s, "client: concurrency 2 on ") }) {
+		t.Errorf("not_compared %q: want the client's cut of concurrency 2", rep.NotCompared)
+	}
+}
