@@ -3,6 +3,7 @@ package analyze
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,5 +102,32 @@ func TestRealSweepClientSLO(t *testing.T) {
 	}
 	if verdicts["load-4clients"] != sweep.Pass || verdicts["load-8clients"] != sweep.Fail {
 		t.Errorf("verdicts %v, want load-4clients pass and load-8clients fail (client TTFT p99)", verdicts)
+	}
+}
+
+// Without the client's record the engine shows no queue (llama.cpp's
+// requests_deferred stays 0: the requests beyond its 4 slots wait in its
+// HTTP threads), so no knee is named; but running held the slots (the
+// recorded /slots), so the sweep does not claim the capacity is above
+// the highest level, and says why it cannot see further.
+func TestRealSweepEngineAloneAtSlots(t *testing.T) {
+	res := realSweep(t, false, "")
+	c := &res.Sweep.Curves[0]
+	if !c.Slots.Valid || c.Slots.V != 4 || c.SlotsSource == "" {
+		t.Fatalf("slots %v from %q, want 4 (llama-server --parallel 4, /slots recorded)", c.Slots, c.SlotsSource)
+	}
+	for _, p := range c.Points {
+		if p.Waiting.Value.Valid && p.Waiting.Value.V != 0 {
+			t.Errorf("%s: waiting %v: requests_deferred was 0 at every poll", p.Phase, p.Waiting.Value.V)
+		}
+	}
+	if strings.Contains(c.Knee.Text, "above the highest level (") {
+		t.Errorf("knee claims capacity above the highest level: %s", c.Knee.Text)
+	}
+	if !slices.Contains(c.Knee.AtSlots, "load-4clients") || !slices.Contains(c.Knee.AtSlots, "load-8clients") || slices.Contains(c.Knee.AtSlots, "load-1client") {
+		t.Errorf("levels at the slots %v, want load-4clients and load-8clients", c.Knee.AtSlots)
+	}
+	if !strings.Contains(c.Knee.Text, "no queue") || !strings.Contains(c.Knee.Text, "offered load is unknown above the slots") {
+		t.Errorf("knee does not say the engine shows no queue: %s", c.Knee.Text)
 	}
 }

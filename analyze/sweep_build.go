@@ -87,6 +87,9 @@ func (a *analyzer) sweep(r *Result) sweep.Sweep {
 		for _, lv := range lvs {
 			c.Points = append(c.Points, a.point(r, &s, t.Name, lv, single))
 		}
+		if m := a.metas[t.Name]; m != nil && m.slots > 0 {
+			c.Slots, c.SlotsSource = rate.Some(float64(m.slots)), m.slotsFrom
+		}
 		c.Finish(s.SLOs)
 		if f := capacityFact(r, t.Name); f != "" && c.Knee.First != "" {
 			c.Knee.Fact = f
