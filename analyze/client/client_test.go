@@ -104,13 +104,17 @@ func TestGenericUnixColumns(t *testing.T) {
 	data := `request_id,phase,start_unix_ms,end_unix_ms,first_token_unix_ms,status,input_tokens,output_tokens,error
 1,load-4clients,1796399827563,1796399828191,1796399827574,200,48,128,
 2,load-8clients,1796399827600,1796399827700,,503,49,,busy
+3,load-8clients,1796399827600,1796399827900,1796399827650,0,,,stream ended without a final chunk
 `
 	run, err := Read([]byte(data), "requests.csv", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Meta.Format != FormatGenericCSV || len(run.Requests) != 2 {
+	if run.Meta.Format != FormatGenericCSV || len(run.Requests) != 3 {
 		t.Fatalf("format %q, %d requests", run.Meta.Format, len(run.Requests))
+	}
+	if b := run.Requests[2]; b.Status != StatusError || b.OutputTokens.Valid {
+		t.Errorf("status 0 (no complete response) read as %+v", b)
 	}
 	r := run.Requests[0]
 	if !near(r.Start, 1796399827.563, 1e-12) || !near(r.End.V, 1796399828.191, 1e-12) || !near(r.TTFT.V, 0.011, 1e-4) ||

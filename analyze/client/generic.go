@@ -238,7 +238,9 @@ func genericStatus(s, errText string) (string, error) {
 		return StatusOK, nil
 	case "ok", "success", "successful", "succeeded", "200", "true":
 		return StatusOK, nil
-	case "error", "errored", "failed", "failure", "false":
+	case "error", "errored", "failed", "failure", "false", "0":
+		// "0": no HTTP response (a broken connection or stream; k6's and
+		// the real runs' convention), the error text says why.
 		return StatusError, nil
 	case "cancelled", "canceled", "499":
 		return StatusCancelled, nil
