@@ -87,6 +87,9 @@ func (a *analyzer) sweep(r *Result) sweep.Sweep {
 		for _, lv := range lvs {
 			c.Points = append(c.Points, a.point(r, &s, t.Name, lv, single))
 		}
+		if m := a.metas[t.Name]; m != nil && m.slots > 0 {
+			c.Slots, c.SlotsSource = rate.Some(float64(m.slots)), m.slotsFrom
+		}
 		c.Finish(s.SLOs)
 		if f := capacityFact(r, t.Name); f != "" && c.Knee.First != "" {
 			c.Knee.Fact = f
@@ -271,6 +274,7 @@ func clientSLOs(r *Result, s *sweep.Sweep, p *sweep.Point, ph phases.Phase) {
 	g := &sweep.Goodput{Source: fmt.Sprintf("the client's requests%s that ended within the phase, each meeting every SLO by its own latencies (ITL: the request's mean gap)", label)}
 	under := make([]int, len(s.SLOs))
 	seen := make([]int, len(s.SLOs))
+	lat := make([][]float64, len(s.SLOs))
 	tokens := 0.0
 	for _, q := range reqs {
 		g.Requests++
@@ -282,6 +286,7 @@ func clientSLOs(r *Result, s *sweep.Sweep, p *sweep.Point, ph phases.Phase) {
 				continue
 			}
 			seen[k]++
+			lat[k] = append(lat[k], x.V)
 			if x.V <= o.Threshold {
 				under[k]++
 			} else {
@@ -295,9 +300,25 @@ func clientSLOs(r *Result, s *sweep.Sweep, p *sweep.Point, ph phases.Phase) {
 			}
 		}
 	}
-	for k := range s.SLOs {
-		if seen[k] > 0 {
-			p.SLOs[k].Client = rate.Some(float64(under[k]) / float64(seen[k]))
+	for k, o := range s.SLOs {
+		if seen[k] == 0 {
+			continue
+		}
+		share := rate.Some(float64(under[k]) / float64(seen[k]))
+		p.SLOs[k].Client = share
+		at := &p.SLOs[k]
+		// The engine's histogram judged it: the client's share stands beside.
+		if at.Verdict != sweep.Unknown {
+			continue
+		}
+		// Read what the engine publishes first; where it publishes no
+		// histogram (llama.cpp), the client's own latencies judge the level.
+		at.Source = fmt.Sprintf("the client's requests%s that ended within the phase: the share at or under %s (%s; %s)",
+			label, msText(o.Threshold), strings.ReplaceAll(at.Reason, "_", " "), at.Source)
+		at.Reason, at.Lo, at.Hi, at.Exact = "", share, share, true
+		at.Verdict = sweep.Verdict(o, share, share)
+		if q := client.Quantile(lat[k], o.Quantile); q.Valid {
+			at.Margin = rate.Some((o.Threshold - q.V) / o.Threshold)
 		}
 	}
 	if d := ph.End - ph.Start; d > 0 && g.Requests > 0 {

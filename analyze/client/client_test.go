@@ -96,6 +96,44 @@ func TestGenericCSV(t *testing.T) {
 	}
 }
 
+// A time column may name its clock before its unit (the llama.cpp real
+// runs' requests.csv): start_unix_ms is start in ms, an HTTP code is a
+// status, request_id is no field; a duration or an unknown name with
+// _unix is not read as a time.
+func TestGenericUnixColumns(t *testing.T) {
+	data := `request_id,phase,start_unix_ms,end_unix_ms,first_token_unix_ms,status,input_tokens,output_tokens,error
+1,load-4clients,1796399827563,1796399828191,1796399827574,200,48,128,
+2,load-8clients,1796399827600,1796399827700,,503,49,,busy
+3,load-8clients,1796399827600,1796399827900,1796399827650,0,,,stream ended without a final chunk
+`
+	run, err := Read([]byte(data), "requests.csv", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Meta.Format != FormatGenericCSV || len(run.Requests) != 3 {
+		t.Fatalf("format %q, %d requests", run.Meta.Format, len(run.Requests))
+	}
+	if b := run.Requests[2]; b.Status != StatusError || b.OutputTokens.Valid {
+		t.Errorf("status 0 (no complete response) read as %+v", b)
+	}
+	r := run.Requests[0]
+	if !near(r.Start, 1796399827.563, 1e-12) || !near(r.End.V, 1796399828.191, 1e-12) || !near(r.TTFT.V, 0.011, 1e-4) ||
+		r.Status != StatusOK || r.Phase != "load-4clients" || r.OutputTokens.V != 128 || r.InputTokens.V != 48 {
+		t.Errorf("request %+v", r)
+	}
+	if e := run.Requests[1]; e.Status != StatusError || e.TTFT.Valid || e.Error != "busy" {
+		t.Errorf("error request %+v", e)
+	}
+	if !strings.Contains(run.Meta.TimeBase, "start: epoch ms") {
+		t.Errorf("time base %q does not say start is epoch ms", run.Meta.TimeBase)
+	}
+	for _, header := range []string{"ttft_unix_ms,end_s", "request_unix_ms,end_s", "_unix_ms,end_s"} {
+		if _, err := Read([]byte(header+"\n1,2\n"), "x.csv", Options{}); err == nil {
+			t.Errorf("header %q read: no start column", header)
+		}
+	}
+}
+
 // Time bases: a number whose unit its size does not tell, a local time
 // without a zone, a monotonic clock without an anchor, and a duration
 // without a unit are each refused with the reason; given the unit, zone

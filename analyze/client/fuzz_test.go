@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,6 +31,8 @@ var seeds = []string{
 	"start,e2e_s\n2025-11-07T21:38:54.5Z,1.5\n",
 	`{"start_s":1762551534.1,"ttft_ms":12,"status":"cancelled"}` + "\n\n" + `{"start_s":1762551535.1,"end_s":1762551536.1}`,
 	"start_s,end_s\n1762551534.1,1762551533.1\n",
+	"request_id,phase,start_unix_ms,end_unix_ms,first_token_unix_ms,status,input_tokens,output_tokens,error\n1,load-4clients,1796399827563,1796399828191,1796399827574,200,48,128,\n2,p,1796399827564,,,503,,,\"Post http://u:p@h/x?key=1\"\n",
+	"start_epoch,end_epoch_s,ttft_unix_ms\n1762551534.1,1762551535.1,20\n",
 	"start_s,end_s,phase\n1762551534.1,9200000000,a\n1762551535.1,1762551536.1,a\n",
 	"start_s,e2e_s,ttft_s\n1762551534.1,1.79e308,1e300\n",
 	"",
@@ -41,7 +44,9 @@ var seeds = []string{
 func sharedSeeds(f *testing.F) {
 	paths, _ := filepath.Glob(filepath.Join(sharedDir, "*", "*", "*"))
 	more, _ := filepath.Glob(filepath.Join(sharedDir, "*", "*"))
-	for _, p := range append(paths, more...) {
+	// The real runs' per-request CSVs (start_unix_ms, …).
+	runs, _ := filepath.Glob(filepath.Join(sharedDir, "..", "real-runs", "*", "*", "requests.csv"))
+	for _, p := range slices.Concat(paths, more, runs) {
 		if st, err := os.Stat(p); err != nil || st.IsDir() || st.Size() > 1<<20 || strings.HasSuffix(p, ".md") {
 			continue
 		}

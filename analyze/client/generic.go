@@ -116,11 +116,22 @@ func unitSuffix(name string) string {
 }
 
 // splitUnit splits a unit suffix off a column name: ttft_ms → ttft, ms.
+// A time column may say its clock before the unit: start_unix_ms,
+// end_epoch_s, first_token_unix (→ start, ms; end, s; first_token, "").
 func splitUnit(name string) (string, string) {
 	n := strings.ToLower(strings.TrimSpace(name))
-	for _, u := range []string{"_ns", "_us", "_ms", "_sec", "_seconds", "_s"} {
-		if base, ok := strings.CutSuffix(n, u); ok && aliases[base] != "" {
+	for _, u := range []string{"", "_ns", "_us", "_ms", "_sec", "_seconds", "_s"} {
+		base, ok := strings.CutSuffix(n, u)
+		if !ok || base == "" {
+			continue
+		}
+		if u != "" && aliases[base] != "" {
 			return base, strings.TrimPrefix(u, "_")
+		}
+		for _, clock := range []string{"_unix", "_epoch"} {
+			if b, ok := strings.CutSuffix(base, clock); ok && isTime(aliases[b]) {
+				return b, strings.TrimPrefix(u, "_")
+			}
 		}
 	}
 	return n, ""
@@ -227,7 +238,9 @@ func genericStatus(s, errText string) (string, error) {
 		return StatusOK, nil
 	case "ok", "success", "successful", "succeeded", "200", "true":
 		return StatusOK, nil
-	case "error", "errored", "failed", "failure", "false":
+	case "error", "errored", "failed", "failure", "false", "0":
+		// "0": no HTTP response (a broken connection or stream; k6's and
+		// the real runs' convention), the error text says why.
 		return StatusError, nil
 	case "cancelled", "canceled", "499":
 		return StatusCancelled, nil

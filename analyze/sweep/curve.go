@@ -60,7 +60,7 @@ func (c *Curve) Finish(slos []SLO) {
 		p.Saturation = evidence(p, below)
 		p.Saturated = saturated(p.Saturation)
 	}
-	c.Knee = knee(c.Points)
+	c.Knee = knee(c.Points, c.Slots, c.SlotsSource)
 	pareto(c.Points)
 	c.Boundaries = []Boundary{}
 	for k, s := range slos {
@@ -142,8 +142,17 @@ func saturated(ev []Evidence) bool {
 }
 
 // knee names the first saturated level and the one below it.
-func knee(ps []Point) Knee {
+func knee(ps []Point, slots rate.Num, from string) Knee {
 	k := Knee{Evidence: []Evidence{}}
+	queued := false
+	for i := range ps {
+		if r := ps[i].Running.Value; slots.Valid && slots.V > 0 && r.Valid && r.V >= SlotsFull*slots.V {
+			k.AtSlots = append(k.AtSlots, ps[i].Phase)
+			if w := ps[i].Waiting.Value; w.Valid && w.V >= QueuedFloor {
+				queued = true
+			}
+		}
+	}
 	best := -1
 	for i := range ps {
 		if d := ps[i].Decode.Value; d.Valid && (best < 0 || d.V > ps[best].Decode.Value.V) {
@@ -157,6 +166,18 @@ func knee(ps []Point) Knee {
 	switch {
 	case len(ps) == 0:
 		k.Text = "no level measured"
+		return k
+	case first < 0 && len(k.AtSlots) > 0:
+		// Running at the slot count is the engine's ceiling: no claim
+		// that the capacity lies above it.
+		k.Text = fmt.Sprintf("no level showed saturation by the engine's gauges, but the mean running held the engine's %s slots (%s) at %s: the capacity is reached there, not above the highest level",
+			g3(slots.V), from, strings.Join(k.AtSlots, ", "))
+		if !queued && !slices.ContainsFunc(ps, func(p Point) bool { return p.Offered.Source != p.Engine.Source }) {
+			k.Text += "; the engine shows no queue (requests beyond its slots wait where no series counts them): without the client's record the offered load is unknown above the slots"
+			if len(k.AtSlots) > 1 {
+				k.Text += ", and those levels' order says nothing of it"
+			}
+		}
 		return k
 	case first < 0:
 		k.Text = fmt.Sprintf("no level showed saturation: the capacity is above the highest level (%s)", ps[len(ps)-1].Phase)

@@ -41,6 +41,11 @@ type Curve struct {
 	// Boundaries are one per SLO, then one for all of them at once
 	// (Name "all"); empty without SLOs.
 	Boundaries []Boundary `json:"boundaries"`
+	// Slots is the engine's request slot count (llama.cpp's --parallel,
+	// from the recorded /slots or /props), SlotsSource where it was read;
+	// null where the engine states none.
+	Slots       rate.Num `json:"slots"`
+	SlotsSource string   `json:"slots_source,omitempty"`
 }
 
 // Value is one number of a point with its provenance; null with the
@@ -152,6 +157,9 @@ const (
 	QueuedFloor = 1.0
 	HiddenShare = 0.8
 	FlatShare   = 0.05
+	// SlotsFull is the share of the engine's slots the mean running must
+	// reach for a level to have held them all.
+	SlotsFull = 0.9
 )
 
 // Evidence is one sign of saturation at a level, in words with its
@@ -181,6 +189,9 @@ type Knee struct {
 	CapacityAt string   `json:"capacity_at"`
 	// Evidence is the first saturated level's.
 	Evidence []Evidence `json:"evidence"`
+	// AtSlots are the levels, in curve order, at which the mean running
+	// held the engine's slots (at least SlotsFull of Curve.Slots).
+	AtSlots []string `json:"at_slots,omitempty"`
 	// Fact is the engine's capacity-queueing fact when it published one
 	// (the ceiling seen from the server).
 	Fact string `json:"fact,omitempty"`

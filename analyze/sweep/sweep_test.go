@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/llmrec/llmrec/analyze/rate"
@@ -189,5 +190,46 @@ func TestSlowedIsNotSaturated(t *testing.T) {
 	}
 	if p := c.Points[2]; !p.Saturated || c.Knee.Last != "8" || c.Knee.First != "16" {
 		t.Errorf("+2 %% for +100 %%: saturated %v, knee %s", p.Saturated, c.Knee.Text)
+	}
+}
+
+// A curve whose running reached the engine's slots names those levels
+// and does not claim the capacity above the highest level; the same
+// curve without a slot count does (nothing says otherwise); a client's
+// offered load drops the "no queue" words.
+func TestKneeAtSlots(t *testing.T) {
+	eng := "mean requests_running + requests_waiting over the phase's polls"
+	pt := func(name string, running, decode float64) Point {
+		v := func(x float64) Value { return Value{Value: rate.Some(x), Source: eng} }
+		return Point{Phase: name, Offered: v(running), Engine: v(running), Running: v(running), Decode: v(decode),
+			Waiting: v(0), SLOs: []Attainment{}}
+	}
+	mk := func() Curve {
+		return Curve{Points: []Point{pt("a", 1, 500), pt("b", 3.9, 990), pt("c", 3.8, 980)}}
+	}
+	c := mk()
+	c.Finish(nil)
+	if !strings.Contains(c.Knee.Text, "above the highest level (") || len(c.Knee.AtSlots) != 0 {
+		t.Errorf("without slots: %s %v", c.Knee.Text, c.Knee.AtSlots)
+	}
+	c = mk()
+	c.Slots, c.SlotsSource = rate.Some(4), "the length of /slots"
+	c.Finish(nil)
+	if strings.Contains(c.Knee.Text, "above the highest level (") || !slices.Equal(c.Knee.AtSlots, []string{"c", "b"}) ||
+		!strings.Contains(c.Knee.Text, "no queue") || !strings.Contains(c.Knee.Text, "/slots") {
+		t.Errorf("at 4 slots: %s %v", c.Knee.Text, c.Knee.AtSlots)
+	}
+	c = mk()
+	c.Slots = rate.Some(8)
+	c.Finish(nil)
+	if len(c.Knee.AtSlots) != 0 || !strings.Contains(c.Knee.Text, "above the highest level (") {
+		t.Errorf("8 slots, 3.9 running: %s %v", c.Knee.Text, c.Knee.AtSlots)
+	}
+	c = mk()
+	c.Slots = rate.Some(4)
+	c.Points[2].Offered = Value{Value: rate.Some(3.8), Source: "the client's mean requests in flight over the phase"}
+	c.Finish(nil)
+	if strings.Contains(c.Knee.Text, "no queue") || len(c.Knee.AtSlots) != 2 {
+		t.Errorf("with the client's offered load: %s", c.Knee.Text)
 	}
 }
