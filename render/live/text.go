@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -112,6 +113,9 @@ func Text(w io.Writer, f *live.Frame, o TextOptions) error {
 		if strings.HasSuffix(t.TTFTOf, engine.SuffixMean) || strings.HasSuffix(t.ITLOf, engine.SuffixMean) {
 			fmt.Fprintf(&b, "  %s: TTFT is %s, ITL %s (no p50 exported)\n", t.Name, t.TTFTOf, t.ITLOf)
 		}
+	}
+	if l := legend(f); l != "" {
+		b.WriteString(cut("no value: "+l, o.Width) + "\n")
 	}
 	b.WriteString("\ndecode tokens/s, last polls (· no value)\n")
 	nw := 0
@@ -310,4 +314,42 @@ func cut(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// reasonWords say what a null cell's reason means, for the legend under
+// the table.
+var reasonWords = map[string]string{
+	engine.ReasonNotExported: "the engine publishes no such series",
+	engine.ReasonDisabled:    "the engine says the feature is off",
+	rate.ReasonAbsent:        "not in the last poll",
+	rate.ReasonEmpty:         "nothing new in the window",
+	rate.ReasonNoBaseline:    "a first sample, nothing to difference",
+	rate.ReasonReset:         "the counter restarted",
+	rate.ReasonCeiling:       "the window is too long to trust",
+	rate.ReasonFloor:         "the window is too short",
+	rate.ReasonStale:         "the samples' timing is too uncertain",
+	rate.ReasonJump:          "a jump held until confirmed",
+	rate.ReasonEdges:         "bucket bounds differ",
+}
+
+// legend names the reasons of the null cells in the table, in the order
+// they first appear, with their words.
+func legend(f *live.Frame) string {
+	var seen []string
+	for i := range f.Targets {
+		t := &f.Targets[i]
+		for _, c := range []engine.Cell{t.Decode, t.Prompt, t.TTFT, t.ITL, t.Running, t.Waiting, t.KV} {
+			if r := c.Reason; !c.Value.Valid && r != "" && !slices.Contains(seen, r) {
+				seen = append(seen, r)
+			}
+		}
+	}
+	parts := make([]string, 0, len(seen))
+	for _, r := range seen {
+		if w, ok := reasonWords[r]; ok {
+			r += " = " + w
+		}
+		parts = append(parts, r)
+	}
+	return strings.Join(parts, "; ")
 }
