@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,14 +26,19 @@ func TestJournaledBeforeParsed(t *testing.T) {
 		fmt.Fprintf(&page, "vllm:generation_tokens_total{engine=\"%d\",model_name=\"m\"} %d\n", i, i)
 	}
 	body := []byte(page.String())
-	// How long a parse of it takes here, now.
-	probe := capture.Scrape{Endpoint: capture.EndpointMetrics, Outcome: capture.OutcomeOK, Body: body}
-	t0 := time.Now()
-	capture.ParseCapped(&probe, nil, capture.DefaultLimits)
-	parse := time.Since(t0)
-	if len(probe.Samples) != 150_000 {
-		t.Fatalf("the page parsed into %d samples: %v", len(probe.Samples), probe.ParseError)
+	// How long a parse of it takes here, now: the median of three.
+	var parses []time.Duration
+	for range 3 {
+		probe := capture.Scrape{Endpoint: capture.EndpointMetrics, Outcome: capture.OutcomeOK, Body: body}
+		t0 := time.Now()
+		capture.ParseCapped(&probe, nil, capture.DefaultLimits)
+		parses = append(parses, time.Since(t0))
+		if len(probe.Samples) != 150_000 {
+			t.Fatalf("the page parsed into %d samples: %v", len(probe.Samples), probe.ParseError)
+		}
 	}
+	slices.Sort(parses)
+	parse := parses[1]
 
 	var served atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -85,7 +91,11 @@ func TestJournaledBeforeParsed(t *testing.T) {
 	}
 	after := journaled.Sub(time.Unix(0, served.Load()))
 	t.Logf("journaled %s after the target finished; a parse of the page takes %s", after.Round(time.Millisecond), parse.Round(time.Millisecond))
-	if after > parse/2 {
+	// Journaled after the parse would be a parse and a write after the
+	// answer; a loaded machine (CI runs packages side by side) delays the
+	// journal's write and this loop's look at it by up to about half a
+	// parse (316 ms of 588 seen), so the bound is most of one parse.
+	if after > parse*4/5 {
 		t.Errorf("journaled %s after the target finished, where a parse takes %s: the parse came first", after, parse)
 	}
 }
