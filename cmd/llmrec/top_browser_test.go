@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -21,27 +20,7 @@ func TestTopPageInBrowser(t *testing.T) {
 	if _, err := record.WriteGenerated(dir, sim.DefaultScenario(), sim.GenerateOptions{Interval: time.Second}, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errs syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, &out, &errs, []string{"top", dir, "--listen", "127.0.0.1:0", "--speed", "100", "--interval", "250ms"})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	var base string
-	for deadline := time.Now().Add(5 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if _, rest, ok := strings.Cut(errs.String(), "serving "); ok {
-			base, _, _ = strings.Cut(rest, " ")
-		}
-	}
-	if base == "" {
-		t.Fatalf("no address in %q", errs.String())
-	}
+	base := serveTop(t, dir, "--interval", "250ms")
 	p := b.OpenURL(t, base)
 	var text string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {

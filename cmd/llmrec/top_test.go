@@ -340,27 +340,7 @@ func TestTopListen(t *testing.T) {
 	if _, err := record.WriteGenerated(dir, sim.DefaultScenario(), sim.GenerateOptions{Interval: time.Second}, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errs syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, &out, &errs, []string{"top", dir, "--listen", "127.0.0.1:0", "--speed", "100"})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	var base string
-	for deadline := time.Now().Add(5 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if _, rest, ok := strings.Cut(errs.String(), "serving "); ok {
-			base, _, _ = strings.Cut(rest, " ")
-		}
-	}
-	if base == "" {
-		t.Fatalf("no address in %q", errs.String())
-	}
+	base := serveTop(t, dir)
 	get := func(path string, hdr map[string]string) (int, string) {
 		req, _ := http.NewRequest("GET", base+path, nil)
 		for k, v := range hdr {
@@ -401,4 +381,33 @@ func TestTopListen(t *testing.T) {
 	if !strings.Contains(frame, "llmrec top") || !strings.Contains(frame, "vllm-0") || !strings.Contains(frame, "00:00:29.5") {
 		t.Errorf("the frame served is not the replay's last:\n%s", frame)
 	}
+}
+
+// serveTop runs llmrec top DIR --listen 127.0.0.1:0 (a replay at 100×, with
+// extra flags) until the test ends, and returns the page's base URL as
+// top printed it.
+func serveTop(t *testing.T, dir string, extra ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errs syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, &out, &errs, append([]string{"top", dir, "--listen", "127.0.0.1:0", "--speed", "100"}, extra...))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	var base string
+	for deadline := time.Now().Add(5 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, rest, ok := strings.Cut(errs.String(), "serving "); ok {
+			base, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	if base == "" {
+		t.Fatalf("no address in %q", errs.String())
+	}
+	return base
 }
