@@ -843,22 +843,16 @@ func (c *colCursor) optRaw() ([]byte, bool, error) {
 
 // optInt32 reads an optional int32 of the next row: -1 for null (a status
 // is never negative).
-func (c *colCursor) optInt32() (int32, error) {
-	// A column the file lacks is null.
-	if c.missing {
-		return -1, nil
-	}
-	ok, err := c.level()
-	if err != nil || !ok {
-		return -1, err
-	}
-	c.vi++
-	return c.i32[c.vi-1], nil
-}
+func (c *colCursor) optInt32() (int32, error) { return optional(c, func() []int32 { return c.i32 }) }
 
 // optInt64 reads an optional int64 of the next row: -1 for null (a byte
 // count is never negative).
-func (c *colCursor) optInt64() (int64, error) {
+func (c *colCursor) optInt64() (int64, error) { return optional(c, func() []int64 { return c.i64 }) }
+
+// optional reads an optional value of the next row from the cursor's
+// values (vals, asked after the level is read: reading it may load the
+// next page): -1 for null.
+func optional[T int32 | int64](c *colCursor, vals func() []T) (T, error) {
 	// A column the file lacks is null.
 	if c.missing {
 		return -1, nil
@@ -868,7 +862,7 @@ func (c *colCursor) optInt64() (int64, error) {
 		return -1, err
 	}
 	c.vi++
-	return c.i64[c.vi-1], nil
+	return vals()[c.vi-1], nil
 }
 
 // stamps reads the optional int64 of each of a row's m samples, walking
