@@ -630,8 +630,10 @@ func (a *analyzer) row(w *capture.Row) {
 		st.psMoved = ""
 	}
 	st.fw.begin(T, float64(w.Start)/1e9)
-	a.samples += int64(len(w.Name))
-	ids := st.prevI[:len(w.Name)]
+	// Value has a poll's every sample (a worker's row looked up already
+	// has no names).
+	a.samples += int64(len(w.Value))
+	ids := st.prevI[:len(w.Value)]
 	for j, id := range ids {
 		if id < 0 {
 			st.register(tab, w, j)

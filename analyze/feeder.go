@@ -40,6 +40,7 @@ type feeder struct {
 	targets map[int32]*seen
 	next    int          // the worker the next new target goes to
 	looked  *capture.Row // the row known looked at, as in analyzer
+	same    bool         // known found looked's series all where the target's last poll had them
 	wg      sync.WaitGroup
 	sinkMu  sync.Mutex
 	panics  []any // a worker's panic, by worker
@@ -103,6 +104,14 @@ func (f *feeder) work(i int, a *analyzer, ch chan *batch) {
 		}
 		for k := range b.rows {
 			b.at(k, &w)
+			// A poll whose series are all where the target's last poll
+			// had them is looked up already: the worker's lookup would
+			// find each in place (its record of the target's series is
+			// the reader's), so the batch holds no names for it.
+			a.looked = nil
+			if b.rows[k].same {
+				a.looked = &w
+			}
 			a.row(&w)
 		}
 		b.reset()
@@ -112,7 +121,7 @@ func (f *feeder) work(i int, a *analyzer, ch chan *batch) {
 
 // known is analyzer.known from the series the reader delivered.
 func (f *feeder) known(w *capture.Row) bool {
-	f.looked = nil
+	f.looked, f.same = nil, false
 	// Only a poll's samples are replayed.
 	if !f.an.isPoll(w) {
 		return true
@@ -123,17 +132,22 @@ func (f *feeder) known(w *capture.Row) bool {
 		return false
 	}
 	f.looked = w
-	return s.lookup(w)
+	all, same := s.lookup(w)
+	f.same = same
+	return all
 }
 
-// lookup is targetState.lookup on what the reader knows.
-func (s *seen) lookup(w *capture.Row) bool {
-	all := true
+// lookup is targetState.lookup on what the reader knows; same says every
+// series was where the target's last poll had it (targetState.lookup
+// then changes nothing).
+func (s *seen) lookup(w *capture.Row) (all, same bool) {
+	all, same = true, true
 	for j, name := range w.Name {
 		k := uint64(uint32(name))<<32 | uint64(uint32(w.Labels[j]))
 		if j < len(s.prevK) && s.prevK[j] == k && s.prevIn[j] {
 			continue
 		}
+		same = false
 		_, in := s.keys[k]
 		all = all && in
 		if j < len(s.prevK) {
@@ -142,7 +156,7 @@ func (s *seen) lookup(w *capture.Row) bool {
 			s.prevK, s.prevIn = append(s.prevK, k), append(s.prevIn, in)
 		}
 	}
-	return all
+	return all, same
 }
 
 // wantBody is analyzer.wantBody asked of the target's worker once it has
@@ -184,11 +198,13 @@ func (f *feeder) row(w *capture.Row) {
 		f.next = (f.next + 1) % len(f.workers)
 		f.targets[w.Target] = s
 	}
+	same := false
 	if a.isPoll(w) {
 		a.samples += int64(len(w.Name))
 		if f.looked != w {
-			s.lookup(w)
+			_, f.same = s.lookup(w)
 		}
+		same = f.same
 		for j := range w.Name {
 			if !s.prevIn[j] {
 				s.keys[s.prevK[j]] = struct{}{}
@@ -196,7 +212,7 @@ func (f *feeder) row(w *capture.Row) {
 			}
 		}
 	}
-	f.looked = nil
+	f.looked, f.same = nil, false
 	b := f.fill[s.worker]
 	if b == nil {
 		select {
@@ -206,7 +222,7 @@ func (f *feeder) row(w *capture.Row) {
 		}
 		f.fill[s.worker] = b
 	}
-	b.add(w)
+	b.add(w, same)
 	if len(b.vals) >= batchSamples || len(b.rows) >= batchRows {
 		f.in[s.worker] <- b
 		f.fill[s.worker] = nil
@@ -258,7 +274,8 @@ type batchRow struct {
 	w              capture.Row // slices nil
 	ints, vals, n  int         // the samples: names, labels, then families and types when kinds
 	kinds          bool
-	body, headers  int // offsets in bytes; -1 nil
+	same           bool // looked up already (feeder.same): values only, no names nor labels
+	body, headers  int  // offsets in bytes; -1 nil
 	nBody, nHeader int
 }
 
@@ -266,13 +283,16 @@ func (b *batch) reset() {
 	b.rows, b.ints, b.vals, b.bytes = b.rows[:0], b.ints[:0], b.vals[:0], b.bytes[:0]
 }
 
-// add copies w into the batch.
-func (b *batch) add(w *capture.Row) {
+// add copies w into the batch; a row looked up already (same) without
+// its names and labels.
+func (b *batch) add(w *capture.Row, same bool) {
 	r := batchRow{w: *w, ints: len(b.ints), vals: len(b.vals), n: len(w.Name), body: -1, headers: -1,
-		kinds: len(w.Family) == len(w.Name) && len(w.Type) == len(w.Name) && len(w.Name) > 0}
+		kinds: len(w.Family) == len(w.Name) && len(w.Type) == len(w.Name) && len(w.Name) > 0 && !same, same: same}
 	r.w.Family, r.w.Type, r.w.Name, r.w.Labels, r.w.Value, r.w.Body, r.w.Headers = nil, nil, nil, nil, nil, nil, nil
-	b.ints = append(b.ints, w.Name...)
-	b.ints = append(b.ints, w.Labels...)
+	if !same {
+		b.ints = append(b.ints, w.Name...)
+		b.ints = append(b.ints, w.Labels...)
+	}
 	if r.kinds {
 		b.ints = append(b.ints, w.Family...)
 		b.ints = append(b.ints, w.Type...)
@@ -294,7 +314,9 @@ func (b *batch) at(k int, w *capture.Row) {
 	r := &b.rows[k]
 	*w = r.w
 	n, i := r.n, r.ints
-	w.Name, w.Labels = b.ints[i:i+n:i+n], b.ints[i+n:i+2*n:i+2*n]
+	if !r.same {
+		w.Name, w.Labels = b.ints[i:i+n:i+n], b.ints[i+n:i+2*n:i+2*n]
+	}
 	if r.kinds {
 		w.Family, w.Type = b.ints[i+2*n:i+3*n:i+3*n], b.ints[i+3*n:i+4*n:i+4*n]
 	}
