@@ -392,7 +392,7 @@ func checkFrames(r io.ReaderAt, codec format.CompressionCodec, h *format.PageHea
 	want = max(want, 0)
 	switch codec {
 	case format.Zstd:
-		return zstdBound(io.NewSectionReader(r, data, size), size, want)
+		return zstdBound(&skipper{r: r, off: data, end: data + size, buf: buf}, size, want)
 	case format.Gzip:
 		return gzipBound(io.NewSectionReader(r, data, size), want)
 	case format.Snappy:
@@ -422,8 +422,7 @@ const zstdBlockMax = 128 << 10
 // frames are passed over (64 at most), every other frame's blocks are
 // summed (a raw or RLE block makes its stated size, a compressed one 128
 // KiB at most), and a frame that states its content size may make no more.
-func zstdBound(sr io.Reader, size, want int64) error {
-	br := bufio.NewReaderSize(sr, 4096)
+func zstdBound(br *skipper, size, want int64) error {
 	limit := frameLimit(want)
 	var out int64
 	for frames, skipped := 0, 0; size > 0; frames++ {
@@ -493,6 +492,73 @@ func zstdBound(sr io.Reader, size, want int64) error {
 		}
 	}
 	return nil
+}
+
+// skipper reads the bytes from off to end of r through buf, as a
+// bufio.Reader would, except that Discard past what buf holds moves on
+// without reading: zstdBound reads a page's frame and block headers, not
+// the blocks between them.
+type skipper struct {
+	r        io.ReaderAt
+	off, end int64 // off: the offset of buf[0]
+	buf      []byte
+	i, n     int // buf[i:n] is unread
+}
+
+// fill reads more after the unread bytes, keeping them.
+func (s *skipper) fill() error {
+	k := copy(s.buf, s.buf[s.i:s.n])
+	s.off, s.i, s.n = s.off+int64(s.i), 0, k
+	want := min(int64(len(s.buf)-k), s.end-(s.off+int64(k)))
+	if want <= 0 {
+		return io.EOF
+	}
+	m, err := s.r.ReadAt(s.buf[k:k+int(want)], s.off+int64(k))
+	s.n += m
+	if m > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// Peek returns the next n bytes unread, fewer at the end (with an error).
+func (s *skipper) Peek(n int) ([]byte, error) {
+	for s.n-s.i < n {
+		if err := s.fill(); err != nil {
+			return s.buf[s.i:s.n], err
+		}
+	}
+	return s.buf[s.i : s.i+n], nil
+}
+
+// Discard passes over n bytes, fewer at the end (with io.EOF).
+func (s *skipper) Discard(n int) (int, error) {
+	if n <= s.n-s.i {
+		s.i += n
+		return n, nil
+	}
+	pos := s.off + int64(s.i)
+	if left := s.end - pos; int64(n) > left {
+		s.off, s.i, s.n = s.end, 0, 0
+		return int(left), io.EOF
+	}
+	s.off, s.i, s.n = pos+int64(n), 0, 0
+	return n, nil
+}
+
+// Read reads what buf holds, filling it first when it holds nothing.
+func (s *skipper) Read(p []byte) (int, error) {
+	if s.i == s.n {
+		if err := s.fill(); err != nil {
+			return 0, err
+		}
+	}
+	k := copy(p, s.buf[s.i:s.n])
+	s.i += k
+	return k, nil
 }
 
 // gzipBound inflates the gzip data of a page stated to hold want bytes

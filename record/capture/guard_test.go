@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -129,6 +130,11 @@ func TestCheckFrames(t *testing.T) {
 	lie := binary.LittleEndian.AppendUint32([]byte{0x28, 0xb5, 0x2f, 0xfd, 0xa0}, 1<<31)
 	skippable := binary.LittleEndian.AppendUint32([]byte{0x50, 0x2a, 0x4d, 0x18}, 3)
 	snappy := binary.AppendUvarint(nil, 1<<31)
+	// A frame of incompressible bytes, longer than the 64 bytes read at
+	// a time: its block is passed over, and what follows it is read.
+	noise := make([]byte, len(src))
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(noise)
+	raw := enc.EncodeAll(noise, nil)
 	cases := []struct {
 		name  string
 		codec format.CompressionCodec
@@ -138,6 +144,10 @@ func TestCheckFrames(t *testing.T) {
 		{"zstd frame", format.Zstd, frame, true},
 		{"zstd frame stating 2 GB", format.Zstd, lie, false},
 		{"skippable frame, then one stating 2 GB", format.Zstd, slices.Concat(skippable, []byte("abc"), lie), false},
+		{"a frame of noise", format.Zstd, raw, true},
+		{"a frame of noise, then a frame", format.Zstd, slices.Concat(raw, frame), true},
+		{"a frame of noise, then one stating 2 GB", format.Zstd, slices.Concat(raw, lie), false},
+		{"a frame of noise cut short", format.Zstd, raw[:len(raw)-10], false},
 		{"snappy stating 2 GB", format.Snappy, snappy, false},
 		{"the same bytes uncompressed", format.Uncompressed, snappy, true},
 	}
