@@ -28,6 +28,8 @@ var replayDir = flag.String("replay.dir", "",
 // Sub-benchmarks:
 //
 //   - read:    the Parquet columns decoded into rows, nothing else;
+//   - read-headers: the same with the headers column, which Analyze
+//     reads too (a process start header);
 //   - summary: Analyze with SkipPolls (read, trackers, estimator, cells);
 //   - polls:   Analyze keeping every poll's cells;
 //   - summary-serial, polls-serial: the same on one goroutine (Workers 1),
@@ -54,27 +56,33 @@ func BenchmarkReplay(b *testing.B) {
 		c := (cpuTime(b) - cpu0).Seconds() / float64(b.N)
 		b.ReportMetric(float64(samples)/c, "samples/cpu-s")
 	}
-	b.Run("read", func(b *testing.B) {
-		run, err := capture.Open(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		cpu0 = cpuTime(b)
-		for b.Loop() {
-			r := capture.NewColumnReader(capture.NewStrings())
-			n := 0
-			for _, seg := range run.Segments {
-				if err := r.Read(seg, func(w *capture.Row) { n += len(w.Name) }); err != nil {
-					b.Fatal(err)
+	for _, c := range []struct {
+		name    string
+		headers bool
+	}{{"read", false}, {"read-headers", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			run, err := capture.Open(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			cpu0 = cpuTime(b)
+			for b.Loop() {
+				r := capture.NewColumnReader(capture.NewStrings())
+				r.Headers = c.headers
+				n := 0
+				for _, seg := range run.Segments {
+					if err := r.Read(seg, func(w *capture.Row) { n += len(w.Name) }); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if n != samples {
+					b.Fatalf("read %d samples of %d", n, samples)
 				}
 			}
-			if n != samples {
-				b.Fatalf("read %d samples of %d", n, samples)
-			}
-		}
-		report(b)
-	})
+			report(b)
+		})
+	}
 	for _, c := range []struct {
 		name    string
 		skip    bool
