@@ -132,9 +132,27 @@ func (f *feeder) known(w *capture.Row) bool {
 		return false
 	}
 	f.looked = w
-	all, same := s.lookup(w)
+	all, same := s.peek(w)
 	f.same = same
 	return all
+}
+
+// peek is lookup changing nothing: what the reader knows changes with the
+// rows delivered only, as the workers' state does (a row known was asked
+// of may be damaged and never delivered).
+func (s *seen) peek(w *capture.Row) (all, same bool) {
+	all, same = true, true
+	for j, name := range w.Name {
+		k := uint64(uint32(name))<<32 | uint64(uint32(w.Labels[j]))
+		if j < len(s.prevK) && s.prevK[j] == k && s.prevIn[j] {
+			continue
+		}
+		same = false
+		if _, in := s.keys[k]; !in {
+			all = false
+		}
+	}
+	return all, same
 }
 
 // lookup is targetState.lookup on what the reader knows; same says every
@@ -201,10 +219,14 @@ func (f *feeder) row(w *capture.Row) {
 	same := false
 	if a.isPoll(w) {
 		a.samples += int64(len(w.Name))
-		if f.looked != w {
-			_, f.same = s.lookup(w)
+		// A row known found in place changes nothing; else (a changed
+		// poll, or one known was not asked of) it is looked up here.
+		// (A poll of no samples known is not asked of changes nothing.)
+		if f.looked == w && f.same {
+			same = true
+		} else {
+			_, same = s.lookup(w)
 		}
-		same = f.same
 		for j := range w.Name {
 			if !s.prevIn[j] {
 				s.keys[s.prevK[j]] = struct{}{}

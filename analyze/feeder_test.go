@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/sim"
 	"github.com/parquet-go/parquet-go"
 )
@@ -186,4 +188,64 @@ func readColumns(t *testing.T, path string, names ...string) []chunk {
 		t.Fatalf("%s: none of the columns %v", path, names)
 	}
 	return out
+}
+
+// A poll the reader asked known about but never delivered (its family
+// column damaged) leaves the reader's record of the target's series as
+// the workers' is: the next poll, its series where the lost one had them
+// and not where the last delivered poll had them, is looked up again by
+// its worker and reads as on the serial path (requests running 5, not the
+// waiting 7 of the series the last poll had in that place).
+func TestParallelLostRowIsSerial(t *testing.T) {
+	type sample struct {
+		name string
+		v    float64
+	}
+	row := func(a *analyzer, seq int64, ss ...sample) *capture.Row {
+		tab := a.tab
+		w := &capture.Row{Run: tab.IDString("run"), Target: tab.IDString("http://e1/metrics"), Engine: tab.IDString("vllm"),
+			Endpoint: a.metricsID, Outcome: a.okID, Seq: seq, Err: -1}
+		w.Start = int64(time.Unix(1_800_000_000, 0).Add(time.Duration(seq) * 2 * time.Second).UnixNano())
+		w.FirstByte, w.End, w.Scheduled = w.Start+1e6, w.Start+2e6, w.Start
+		for _, s := range ss {
+			w.Family = append(w.Family, tab.IDString(s.name))
+			w.Type = append(w.Type, tab.IDString("gauge"))
+			w.Name = append(w.Name, tab.IDString(s.name))
+			w.Labels = append(w.Labels, tab.IDString(`{"model_name":"m"}`))
+			w.Value = append(w.Value, s.v)
+		}
+		return w
+	}
+	run, wait, kv := sample{"vllm:num_requests_running", 5}, sample{"vllm:num_requests_waiting", 7}, sample{"vllm:kv_cache_usage_perc", 0.5}
+	cells := func(workers int) engine.Cells {
+		a := newAnalyzer(Options{SkipPolls: true})
+		deliver, known := a.row, a.known
+		var fd *feeder
+		if workers > 1 {
+			fd = newFeeder(a, workers)
+			deliver, known = fd.row, fd.known
+		}
+		for seq, ss := range [][]sample{{run, wait}, {run, wait}} {
+			w := row(a, int64(seq), ss...)
+			known(w)
+			deliver(w)
+		}
+		// Lost: its third series is new, so its family would be read.
+		known(row(a, 2, wait, run, kv))
+		w := row(a, 3, wait, run)
+		known(w)
+		deliver(w)
+		if fd != nil {
+			fd.finish()
+		}
+		return slices.Clone(a.targets[a.tab.IDString("http://e1/metrics")].cells)
+	}
+	serial := cells(1)
+	if c, ok := serial.Get(engine.RequestsRunning); !ok || !c.Value.Valid || c.Value.V != 5 {
+		t.Fatalf("serial: requests running %+v", c)
+	}
+	if got := cells(2); !reflect.DeepEqual(got, serial) {
+		c, _ := got.Get(engine.RequestsRunning)
+		t.Fatalf("parallel cells differ from the serial path's; requests running %+v", c)
+	}
 }
