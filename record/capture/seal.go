@@ -268,6 +268,7 @@ func compareRows(a, b *Scrape) int {
 func writeRows(pw *parquet.GenericWriter[Scrape], n int, row func(int) (Scrape, error)) error {
 	batch := make([]Scrape, 0, writeBatch)
 	var batchBytes, groupBytes int64
+	var deltas bodyDeltas
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -283,6 +284,7 @@ func writeRows(pw *parquet.GenericWriter[Scrape], n int, row func(int) (Scrape, 
 			return nil
 		}
 		groupBytes = 0
+		deltas.reset()
 		return pw.Flush()
 	}
 	for i := range n {
@@ -290,8 +292,10 @@ func writeRows(pw *parquet.GenericWriter[Scrape], n int, row func(int) (Scrape, 
 		if err != nil {
 			return err
 		}
+		n := rowBytes(&s)
+		deltas.apply(&s)
 		batch = append(batch, s)
-		if batchBytes += rowBytes(&s); len(batch) == writeBatch || batchBytes >= writeBatchBytes {
+		if batchBytes += n; len(batch) == writeBatch || batchBytes >= writeBatchBytes {
 			if err := flush(); err != nil {
 				return err
 			}
