@@ -27,6 +27,9 @@ import (
 //	                    end of the delta); p++
 //	  opLiteral BYTES   BYTES (to and with a newline, or to the end)
 //	  opSeek DECIMAL\n  p = DECIMAL (a line added or removed before it)
+//	  opAdd DECIMAL\n   the previous body's line p, whose value is an integer
+//	                    (optionally followed by ".0"), with DECIMAL (signed)
+//	                    added to it; p++
 //
 // A line is a run of bytes ending in a newline, or the last bytes of a
 // body without one. A delta is text (UTF-8) where its body is: a body
@@ -44,7 +47,33 @@ const (
 	opSuffix  = 2
 	opLiteral = 3
 	opSeek    = 4
+	opAdd     = 5
 )
+
+// intValue reads a line's value (what follows its key) as an integer
+// written the one way strconv writes it, then its tail: ".0" or nothing,
+// then the line's newline or nothing.
+func intValue(v []byte) (int64, []byte, bool) {
+	i := len(v)
+	if i > 0 && v[i-1] == '\n' {
+		i--
+	}
+	if i >= 2 && v[i-2] == '.' && v[i-1] == '0' {
+		i -= 2
+	}
+	if i == 0 || i > 18 {
+		return 0, nil, false
+	}
+	n, err := strconv.ParseInt(string(v[:i]), 10, 64)
+	if err != nil {
+		return 0, nil, false
+	}
+	var buf [20]byte
+	if !bytes.Equal(strconv.AppendInt(buf[:0], n, 10), v[:i]) { // "007", "-0", "+1"
+		return 0, nil, false
+	}
+	return n, v[i:], true
+}
 
 // errDelta is a body delta that does not apply to the body before it.
 var errDelta = errors.New("body delta does not apply")
@@ -118,6 +147,13 @@ func (e *deltaEncoder) encode(dst, prev, cur []byte) []byte {
 			dst = append(dst, l...)
 			continue
 		}
+		if pv, pt, ok := intValue(pl[len(k):]); ok {
+			if cv, ct, ok := intValue(l[len(k):]); ok && bytes.Equal(pt, ct) {
+				dst = append(dst, opAdd)
+				dst = append(strconv.AppendInt(dst, cv-pv, 10), '\n')
+				continue
+			}
+		}
 		dst = append(dst, opSuffix)
 		dst = append(dst, l[len(k):]...)
 	}
@@ -185,6 +221,24 @@ func applyDelta(dst, prev, delta []byte) ([]byte, error) {
 			var b []byte
 			b, d = rest(d)
 			dst = append(append(dst, k...), b...)
+		case opAdd:
+			if p >= len(ends) {
+				return nil, fmt.Errorf("%w: %w: line %d of %d", ErrDamaged, errDelta, p, len(ends))
+			}
+			pl := line(p)
+			p++
+			k := lineKey(pl)
+			pv, pt, ok := intValue(pl[len(k):])
+			j := bytes.IndexByte(d, '\n')
+			if !ok || len(k) == len(pl) || j < 0 {
+				return nil, fmt.Errorf("%w: %w: line %d holds no integer", ErrDamaged, errDelta, p-1)
+			}
+			n, err := strconv.ParseInt(string(d[:j]), 10, 64)
+			if err != nil || n > 1e18 || n < -1e18 {
+				return nil, fmt.Errorf("%w: %w: add %q", ErrDamaged, errDelta, d[:j])
+			}
+			d = d[j+1:]
+			dst = append(strconv.AppendInt(append(dst, k...), pv+n, 10), pt...)
 		case opLiteral:
 			var b []byte
 			b, d = rest(d)

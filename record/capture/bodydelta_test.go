@@ -33,6 +33,14 @@ func TestBodyDeltaRoundTrip(t *testing.T) {
 		{[]byte(""), page(1)},
 		{page(1), []byte("")},
 		{[]byte("a b\n\n\n"), []byte("a c\n\n")},
+		// Integer values, by their difference when written as strconv
+		// writes them, else whole.
+		{[]byte("x 1.0\ny -5\nz 3"), []byte("x 12.0\ny 7\nz -3")},
+		{[]byte("x 007\ny 5\nz -0\n"), []byte("x 8\ny 5.0\nz 1\n")},
+		{[]byte("x 1.0\n"), []byte("x 2.5\n")},
+		{[]byte("x 999999999999999999\n"), []byte("x 1000000000000000000\n")},
+		{[]byte("x -999999999999999999\n"), []byte("x 999999999999999999\n")},
+		{[]byte("x 1\n"), []byte("x 2")},
 	}
 	var e deltaEncoder
 	for i, c := range cases {
@@ -74,7 +82,7 @@ func TestBodyDeltaRoundTrip(t *testing.T) {
 // A delta that does not apply is damage, never a panic or a wrong body.
 func TestBodyDeltaDamaged(t *testing.T) {
 	prev := []byte("a 1\nb 2\n")
-	for _, d := range []string{"", "\x09", "\x01\x01\x01\x01", "\x01\x02x\n\x01\x01", "\x01\x07", "\x01\x0499\n\x01", "\x01\x04x\n", "\x01\x04"} {
+	for _, d := range []string{"", "\x09", "\x01\x01\x01\x01", "\x01\x02x\n\x01\x01", "\x01\x07", "\x01\x0499\n\x01", "\x01\x04x\n", "\x01\x04", "\x01\x05x\n", "\x01\x05", "\x01\x055"} {
 		if got, err := applyDelta(nil, prev, []byte(d)); err == nil {
 			t.Errorf("delta %q applied: %q", d, got)
 		}
