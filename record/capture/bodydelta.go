@@ -201,6 +201,11 @@ func applyDelta(dst, prev, delta []byte) ([]byte, error) {
 	}
 	d, p := delta[1:], 0
 	for len(d) > 0 {
+		// No body recorded is larger: a delta that copies a long line
+		// over and over is damage, not a reason to fill the memory.
+		if len(dst) > MaxBodyBytes {
+			return nil, fmt.Errorf("%w: %w: over %d bytes", ErrDamaged, errDelta, MaxBodyBytes)
+		}
 		op := d[0]
 		d = d[1:]
 		switch op {

@@ -82,6 +82,10 @@ func TestBodyDeltaRoundTrip(t *testing.T) {
 // A delta that does not apply is damage, never a panic or a wrong body.
 func TestBodyDeltaDamaged(t *testing.T) {
 	prev := []byte("a 1\nb 2\n")
+	long := append(bytes.Repeat([]byte("x"), 1<<20), '\n')
+	if _, err := applyDelta(nil, long, bytes.Repeat([]byte{1, 4, '0', '\n'}, 200)); err == nil {
+		t.Errorf("a delta 200 MiB long applied")
+	}
 	for _, d := range []string{"", "\x09", "\x01\x01\x01\x01", "\x01\x02x\n\x01\x01", "\x01\x07", "\x01\x0499\n\x01", "\x01\x04x\n", "\x01\x04", "\x01\x05x\n", "\x01\x05", "\x01\x055"} {
 		if got, err := applyDelta(nil, prev, []byte(d)); err == nil {
 			t.Errorf("delta %q applied: %q", d, got)
@@ -211,4 +215,20 @@ func TestReadsSchemaVersion1(t *testing.T) {
 	if err != nil || n != 10 || ok != 7 {
 		t.Errorf("%d rows (%d ok), %v; want 10 (7 ok)", n, ok, err)
 	}
+}
+
+// Any two bodies: the delta of one against the other puts it back, and
+// any bytes taken for a delta apply or fail, never panic.
+func FuzzBodyDelta(f *testing.F) {
+	f.Add([]byte("a 1\nb 2.0\n# c\n"), []byte("a 3\nx 1\nb 2.5\n# c"), []byte("\x01\x05-3\n\x04\x31\n\x02z"))
+	f.Add([]byte("m{l=\"a b\"} 10.0\n"), []byte("m{l=\"a b\"} 9\n"), []byte("\x01\x01\x03q\n"))
+	f.Fuzz(func(t *testing.T, prev, cur, junk []byte) {
+		var e deltaEncoder
+		d := e.encode(nil, prev, cur)
+		got, err := applyDelta(nil, prev, d)
+		if err != nil || !bytes.Equal(got, cur) {
+			t.Fatalf("delta %q of %q against %q: %q, %v", d, cur, prev, got, err)
+		}
+		applyDelta(nil, prev, junk)
+	})
 }
