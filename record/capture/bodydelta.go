@@ -37,7 +37,8 @@ import (
 // nulls parquet-go writes right).
 // The first row of a target and endpoint in a row group
 // keeps its whole body (a key frame), as does a row whose delta would not
-// be under half its body: any row group decodes alone. Over an hour of a
+// be under half its body, and every answer but an ok or parse_error one:
+// any row group decodes alone. Over an hour of a
 // simulated vLLM engine, deltas compress to 0.44 of what the bodies did
 // (638 against 1,457 B a scrape at zstd's better level, in 4 MiB pages).
 const (
@@ -279,7 +280,10 @@ func (d *bodyDeltas) reset() { d.has = false }
 // apply moves s's body into s.BodyDelta (fresh memory) when it pays.
 func (d *bodyDeltas) apply(s *Scrape) {
 	s.BodyDelta = nil
-	same := d.has && s.RunID == d.run && s.Target == d.target && s.Endpoint == d.endpoint
+	// An error answer's body is kept whole: it is the one a replay asks
+	// for alone (bodyAt), and error pages are short.
+	same := d.has && s.RunID == d.run && s.Target == d.target && s.Endpoint == d.endpoint &&
+		(s.Outcome == OutcomeOK || s.Outcome == OutcomeParseError)
 	body := s.Body
 	d.run, d.target, d.endpoint = s.RunID, s.Target, s.Endpoint
 	if body == nil {
@@ -344,6 +348,10 @@ func (r *ColumnReader) undelta(w *Row) error {
 // after it. Like bodyAt, it is for the rare rows whose body matters.
 func bodyChainAt(rg parquet.RowGroup, col, deltaCol int, k int64) (_ []byte, err error) {
 	defer recoverDamage(&err)
+	// A body kept whole (every error answer's) is read as in version 1.
+	if body, err := bodyAt(rg, col, -1, k); err != nil || len(body) > 0 {
+		return body, err
+	}
 	cc := rg.ColumnChunks()
 	if deltaCol >= len(cc) {
 		return nil, fmt.Errorf("%w: chunk %d of %d", ErrDamaged, deltaCol, len(cc))

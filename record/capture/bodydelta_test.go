@@ -104,11 +104,14 @@ func TestBodyDeltasWrittenAndRead(t *testing.T) {
 	}
 	w.SetCompactEvery(2)
 	var want [][]byte
-	for i := range 40 {
+	for i := range 45 {
 		s := row(runR, "a", i)
 		s.Body = append(bytes.Repeat([]byte("# HELP x a help text long enough to pay for a delta\n"), 4), s.Body...)
 		if i == 17 {
 			s.Body = []byte("not utf-8 \xff\n") // kept whole, the next row a key frame
+		}
+		if i >= 40 { // error answers, each kept whole
+			s.Outcome, s.Samples, s.Body = OutcomeHTTPError, nil, bytes.Repeat([]byte("Service Unavailable: loading the model\n"), 5)
 		}
 		want = append(want, s.Body)
 		if err := w.Append(s); err != nil {
@@ -150,7 +153,7 @@ func TestBodyDeltasWrittenAndRead(t *testing.T) {
 	}
 	rows := make([]Scrape, 50)
 	n, _ := parquet.NewGenericReader[Scrape](pf).Read(rows)
-	if n != 40 {
+	if n != 45 {
 		t.Fatalf("%d rows", n)
 	}
 	rows = rows[:n]
@@ -162,14 +165,15 @@ func TestBodyDeltasWrittenAndRead(t *testing.T) {
 			}
 		}
 	}
-	// Key frames: seq 0, the invalid UTF-8 body and the row after it.
+	// Key frames: seq 0, the invalid UTF-8 body and the row after it, the
+	// error answers.
 	if deltas != 37 {
-		t.Errorf("%d deltas in 40 rows, want 37", deltas)
+		t.Errorf("%d deltas in 45 rows, want 37", deltas)
 	}
 	// The body of a row alone, through the column reader's WantBody.
 	r := NewColumnReader(NewStrings())
 	got := map[int64][]byte{}
-	r.WantBody = func(w *Row) bool { return w.Seq%7 == 3 }
+	r.WantBody = func(w *Row) bool { return w.Seq%7 == 3 || w.Seq >= 43 }
 	err = r.Read(segs[0], func(w *Row) {
 		if w.Body != nil {
 			got[w.Seq] = bytes.Clone(w.Body)
@@ -178,7 +182,7 @@ func TestBodyDeltasWrittenAndRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for seq := int64(3); seq < 40; seq += 7 {
+	for _, seq := range []int64{3, 10, 17, 24, 31, 38, 43, 44} {
 		if !bytes.Equal(got[seq], want[seq]) {
 			t.Errorf("WantBody seq %d: %q, want %q", seq, got[seq], want[seq])
 		}
