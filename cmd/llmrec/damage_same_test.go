@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/llmrec/llmrec/record/capture"
-	"github.com/llmrec/llmrec/record/damagetest"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -72,7 +71,7 @@ func TestDamageRefusedAlikeByEveryCommand(t *testing.T) {
 		damage     func(t *testing.T, data []byte) []byte
 	}{
 		{"a flipped bit in a page of sample values", "checksum", func(t *testing.T, data []byte) []byte {
-			return damagetest.Flip(data, 0, 1)
+			return inValues(t, data)
 		}},
 		{"a flipped bit in the footer's row count", "states 592 rows", func(t *testing.T, data []byte) []byte {
 			return withRowCount(t, data, 600^8)
@@ -118,6 +117,27 @@ func TestDamageRefusedAlikeByEveryCommand(t *testing.T) {
 
 // withRowCount is a segment's bytes with its one row group's row count
 // set to n in the footer (the file's own count left as it was).
+// inValues flips a bit in the middle of the sample values' column chunk:
+// in a page's data, whatever the columns before it (a random byte of the
+// file, as before, landed in a page header once body_delta came).
+func inValues(t *testing.T, data []byte) []byte {
+	t.Helper()
+	flen := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
+	var md format.FileMetaData
+	if err := thrift.Unmarshal(new(thrift.CompactProtocol), data[len(data)-8-flen:len(data)-8], &md); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range md.RowGroups[0].Columns {
+		if strings.Join(c.MetaData.PathInSchema, ".") == "samples.list.element.value" {
+			out := slices.Clone(data)
+			out[c.MetaData.DataPageOffset+c.MetaData.TotalCompressedSize/2] ^= 0x10
+			return out
+		}
+	}
+	t.Fatal("no sample values column")
+	return nil
+}
+
 func withRowCount(t *testing.T, data []byte, n int64) []byte {
 	t.Helper()
 	flen := int(binary.LittleEndian.Uint32(data[len(data)-8:]))

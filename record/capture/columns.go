@@ -125,6 +125,7 @@ var columns = [...][]string{
 	cURL: {"url"}, cStatus: {"status"}, cContentType: {"content_type"}, cContentEnc: {"content_encoding"},
 	cWireBytes: {"wire_bytes"}, cBody: {"body"}, cParseError: {"parse_error"},
 	cHelp: {"samples", "list", "element", "help"}, cStamp: {"samples", "list", "element", "timestamp_ms"},
+	cBodyDelta: {"body_delta"},
 }
 
 const (
@@ -154,6 +155,7 @@ const (
 	cParseError
 	cHelp
 	cStamp
+	cBodyDelta
 	nColumns
 )
 
@@ -179,7 +181,7 @@ var kinds = [nColumns]parquet.Kind{
 	cValue: parquet.Double, cScheduled: parquet.Int64, cEnd: parquet.Int64, cError: parquet.ByteArray,
 	cHeaders: parquet.ByteArray, cURL: parquet.ByteArray, cStatus: parquet.Int32, cContentType: parquet.ByteArray,
 	cContentEnc: parquet.ByteArray, cWireBytes: parquet.Int64, cBody: parquet.ByteArray, cParseError: parquet.ByteArray,
-	cHelp: parquet.ByteArray, cStamp: parquet.Int64,
+	cHelp: parquet.ByteArray, cStamp: parquet.Int64, cBodyDelta: parquet.ByteArray,
 }
 
 // ColumnReader is the column reader of the capture format: it reads
@@ -213,6 +215,12 @@ type ColumnReader struct {
 	// the file being read, -1 when it has none.
 	WantBody func(*Row) bool
 	bodyCol  int
+	// deltaCol is the body_delta column's index, -1 when the file has
+	// none; prevBody is the body of the row before, hasPrev whether it
+	// had one (bodydelta.go).
+	deltaCol int
+	prevBody []byte
+	hasPrev  bool
 	// whole reads every column of a row (ReadScrapes) but those in omit.
 	whole bool
 	omit  Omit
@@ -233,6 +241,7 @@ func NewColumnReader(tab *Strings) *ColumnReader {
 	// bodies and parse errors.
 	r.cur[cHeaders].raw = true
 	r.cur[cBody].raw = true
+	r.cur[cBodyDelta].raw = true
 	r.cur[cParseError].raw = true
 	return r
 }
@@ -305,6 +314,7 @@ func (r *ColumnReader) read(path string, fn func(*Row) error) (err error) {
 	}
 	if r.omit&OmitBody != 0 {
 		leaves[cBody] = none
+		leaves[cBodyDelta] = none
 	}
 	if r.omit&OmitSamples != 0 {
 		for _, i := range [...]int{cFamily, cType, cName, cLabels, cValue, cHelp, cStamp} {
@@ -318,6 +328,7 @@ func (r *ColumnReader) read(path string, fn func(*Row) error) (err error) {
 	if leaf, ok := pf.Schema().Lookup("body"); ok && !r.whole && leaf.Node.Type().Kind() == parquet.ByteArray && leaf.MaxRepetitionLevel == 0 {
 		r.bodyCol = leaf.ColumnIndex
 	}
+	r.deltaCol = deltaColumn(pf)
 	var before int64
 	for gi, rg := range pf.RowGroups() {
 		if err := r.rowGroup(rg, leaves[:], before, fn); err != nil {
@@ -403,6 +414,7 @@ func (r *ColumnReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn
 	c := &r.cur
 	w := &r.row
 	r.vals, r.kindsAt = 0, 0
+	r.hasPrev = false // a row group decodes alone
 	for k = 0; k < n; k++ {
 		if w.Run, err = c[cRun].str(); err != nil {
 			return colErr(cRun, err)
@@ -466,7 +478,7 @@ func (r *ColumnReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn
 				return err
 			}
 		} else if r.bodyCol >= 0 && r.WantBody != nil && r.WantBody(w) {
-			if w.Body, err = bodyAt(rg, r.bodyCol, k); err != nil {
+			if w.Body, err = bodyAt(rg, r.bodyCol, r.deltaCol, k); err != nil {
 				return fmt.Errorf("column body: %w", err)
 			}
 		}
@@ -500,9 +512,12 @@ func (r *ColumnReader) ended(n int64) error {
 
 // bodyAt reads the body of row k of a row group, nil when it is null.
 // It is for the rare rows whose body matters: it seeks its own pages.
-func bodyAt(rg parquet.RowGroup, col int, k int64) (_ []byte, err error) {
+func bodyAt(rg parquet.RowGroup, col, deltaCol int, k int64) (_ []byte, err error) {
 	defer recoverDamage(&err)
 	cc := rg.ColumnChunks()
+	if deltaCol >= 0 {
+		return bodyChainAt(rg, col, deltaCol, k)
+	}
 	if col >= len(cc) {
 		return nil, fmt.Errorf("%w: chunk %d of %d", ErrDamaged, col, len(cc))
 	}
@@ -549,6 +564,9 @@ func (r *ColumnReader) rest(w *Row) (err error) {
 		return colErr(cBody, err)
 	}
 	x.BodyNull = !ok
+	if err := r.undelta(w); err != nil {
+		return colErr(cBodyDelta, err)
+	}
 	if x.ParseError, ok, err = c[cParseError].optRaw(); err != nil {
 		return colErr(cParseError, err)
 	}

@@ -163,6 +163,7 @@ func merge(e *encoder, dst string, srcs []source, stop *atomic.Bool) (int64, err
 		// Each slot keeps its own samples' space from one batch to the next.
 		batch, n := make([]Scrape, mergeBatch), 0
 		var batchBytes int64
+		var deltas bodyDeltas // one row group: the merged file's
 		flush = func() error {
 			if n == 0 {
 				return nil
@@ -200,6 +201,7 @@ func merge(e *encoder, dst string, srcs []source, stop *atomic.Bool) (int64, err
 			// A batch of large bodies is cut at writeBatchBytes: a
 			// stop waits for the batch being written.
 			batchBytes += int64(len(slot.Body)) + int64(len(slot.Samples))*int64(unsafe.Sizeof(Sample{}))
+			deltas.apply(slot)
 			if n++; n == len(batch) || batchBytes >= writeBatchBytes {
 				if err := flush(); err != nil {
 					return err

@@ -14,7 +14,9 @@ import (
 
 // DuckDB reads a merged file whose body pages hold megabytes of real vLLM
 // bodies: more than zstdCodec's 1 MiB window, so the frames carry several
-// blocks that refer back across block boundaries.
+// blocks that refer back across block boundaries. The first row holds its
+// body whole (a key frame), the others their deltas (schema version 2),
+// from which this package's reader puts back each body byte for byte.
 func TestDuckDBReadsMergedFile(t *testing.T) {
 	page, err := os.ReadFile(filepath.Join("../../../shared/captures/real", "vllm-v1-armandossrecife-vllm-server-api-chat.txt"))
 	if err != nil {
@@ -28,7 +30,7 @@ func TestDuckDBReadsMergedFile(t *testing.T) {
 	}
 	w.SetCompactEvery(3)
 	ct := "text/plain; version=0.0.4"
-	var want Scrape
+	var want, first Scrape
 	for i := range 60 {
 		s := Scrape{RunID: runR, Target: "vllm", Endpoint: EndpointMetrics, Seq: int64(i), Outcome: OutcomeOK,
 			ScheduledNs: int64(i) * 2e9, ContentType: &ct, Body: fmt.Appendf(bytes.Clone(page), "llmrec_test_seq %d\n", i)}
@@ -38,6 +40,9 @@ func TestDuckDBReadsMergedFile(t *testing.T) {
 		}
 		if i == 37 {
 			want = s
+		}
+		if i == 0 {
+			first = s
 		}
 		if err := w.Append(s); err != nil {
 			t.Fatal(err)
@@ -56,18 +61,28 @@ func TestDuckDBReadsMergedFile(t *testing.T) {
 	}
 	glob := filepath.Join(dir, "*.parquet")
 	res := duckdb(t,
-		fmt.Sprintf("SELECT count(*) AS n, sum(octet_length(body)) AS bytes FROM read_parquet('%s')", glob),
-		fmt.Sprintf("SELECT hex(body) AS b FROM read_parquet('%s') WHERE seq = 37", glob),
+		fmt.Sprintf("SELECT count(*) AS n, sum(octet_length(body)) AS bytes, count(body_delta) AS d FROM read_parquet('%s')", glob),
+		fmt.Sprintf("SELECT hex(body) AS b FROM read_parquet('%s') WHERE seq = 0", glob),
 		fmt.Sprintf(`SELECT s.value AS v, s.labels AS l FROM (SELECT unnest(samples) AS s FROM read_parquet('%s') WHERE seq = 37)
 			WHERE s.name = 'llmrec_test_seq'`, glob),
 		fmt.Sprintf("SELECT count(*) AS n FROM (SELECT unnest(samples) AS s FROM read_parquet('%s'))", glob),
 	)
-	if n, b := res[0][0]["n"], res[0][0]["bytes"]; fmt.Sprint(n) != "60" || fmt.Sprint(b) != fmt.Sprint(60*len(page)+60*len("llmrec_test_seq 0\n")+50) {
-		t.Errorf("DuckDB counts %v rows of %v body bytes", n, b)
+	if n, b, d := res[0][0]["n"], res[0][0]["bytes"], res[0][0]["d"]; fmt.Sprint(n) != "60" || fmt.Sprint(b) != fmt.Sprint(len(first.Body)) || fmt.Sprint(d) != "59" {
+		t.Errorf("DuckDB counts %v rows of %v body bytes and %v deltas, want 60, %d and 59", n, b, d, len(first.Body))
 	}
 	got, _ := hex.DecodeString(res[1][0]["b"].(string))
-	if !bytes.Equal(got, want.Body) {
-		t.Errorf("DuckDB's body of seq 37 differs from the one written")
+	if !bytes.Equal(got, first.Body) {
+		t.Errorf("DuckDB's body of seq 0 (the key frame) differs from the one written")
+	}
+	var read []byte
+	err = ReadSegment(w.Segments()[0], func(s *Scrape) error {
+		if s.Seq == 37 {
+			read = s.Body
+		}
+		return nil
+	})
+	if err != nil || !bytes.Equal(read, want.Body) {
+		t.Errorf("the body of seq 37 read back differs from the one written (%v)", err)
 	}
 	if len(res[2]) != 1 || fmt.Sprint(res[2][0]["v"]) != "37" || res[2][0]["l"] != "{}" {
 		t.Errorf("sample llmrec_test_seq of seq 37 via DuckDB: %v", res[2])

@@ -472,7 +472,7 @@ func TestManifestChecks(t *testing.T) {
 		edit func(m *Manifest)
 		want string
 	}{
-		{"schema 999", func(m *Manifest) { m.SchemaVersion = "999" }, `schema version "999", this llmrec reads "1"`},
+		{"schema 999", func(m *Manifest) { m.SchemaVersion = "999" }, `schema version "999", this llmrec reads "1" and "2"`},
 		{"interval 0", func(m *Manifest) { m.Targets[0].IntervalNs = 0 }, `target "a": interval_ns 0`},
 		{"interval < 0", func(m *Manifest) { m.Targets[0].IntervalNs = -2e9 }, `target "a": interval_ns -2000000000`},
 		{"timeout 0", func(m *Manifest) { m.Targets[0].TimeoutNs = 0 }, `target "a": timeout_ns 0`},

@@ -149,8 +149,8 @@ func ReadManifest(path string) (Manifest, error) {
 
 // check rejects what no recorder writes.
 func (m *Manifest) check() error {
-	if m.SchemaVersion != SchemaVersion {
-		return fmt.Errorf("schema version %q, this llmrec reads %q", m.SchemaVersion, SchemaVersion)
+	if !readableVersion(m.SchemaVersion) {
+		return fmt.Errorf("schema version %q, this llmrec reads \"1\" and %q", m.SchemaVersion, SchemaVersion)
 	}
 	if m.EndNs != nil && *m.EndNs < m.StartNs {
 		return fmt.Errorf("end_ns %d is before start_ns %d", *m.EndNs, m.StartNs)

@@ -173,8 +173,8 @@ func openCaptureWith(f io.ReaderAt, size int64, o openOpts) (pf *parquet.File, e
 	if err != nil {
 		return nil, err
 	}
-	if v, ok := pf.Lookup("llmrec.schema_version"); ok && v != SchemaVersion {
-		return nil, fmt.Errorf("schema version %s, this llmrec reads %s", v, SchemaVersion)
+	if v, ok := pf.Lookup("llmrec.schema_version"); ok && !readableVersion(v) {
+		return nil, fmt.Errorf("schema version %s, this llmrec reads 1 and %s", v, SchemaVersion)
 	}
 	// A column a reader reads and the file lacks reads as zero: a row's
 	// identity must not (a flipped bit in a column's name in the footer

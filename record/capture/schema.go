@@ -20,8 +20,13 @@ import "github.com/llmrec/llmrec/record/expo"
 // the key "llmrec.schema_version". Bump it on any change to Scrape that a
 // reader of the version before would misread; a new optional column is not
 // one (an older reader does not read it, and a file without it reads as
-// null: see Headers).
-const SchemaVersion = "1"
+// null: see Headers). Version 2 stores most bodies in body_delta, which a
+// reader of version 1 would take for absent bodies; this package reads both.
+const SchemaVersion = "2"
+
+// readableVersion says whether this package reads segments and manifests
+// of schema version v.
+func readableVersion(v string) bool { return v == "1" || v == SchemaVersion }
 
 // Outcome of one scrape attempt.
 const (
@@ -73,6 +78,12 @@ type Scrape struct {
 	// in files recorded before the column existed. Last, so that the
 	// columns before keep their places.
 	Headers *string `parquet:"headers,optional"`
+
+	// BodyDelta is the body as its lines' differences from the body of the
+	// row before it (same target and endpoint, same row group), where Body
+	// is then empty: see bodydelta.go. Readers of this package put the body
+	// back in Body and leave this nil; files of schema version 1 lack it.
+	BodyDelta *string `parquet:"body_delta,optional"`
 }
 
 // Sample is one parsed sample of a scrape's body. Its Parquet columns are

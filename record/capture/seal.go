@@ -137,7 +137,9 @@ func (w *Writer) seal(job *sealJob) error {
 	w.enc.setCodec(codec)
 	slices.SortStableFunc(job.rows, func(a, b openRow) int { return compareRows(&a.s, &b.s) })
 	_, err := w.enc.write(base+".parquet", func(pw *parquet.GenericWriter[Scrape]) error {
-		return writeRows(pw, len(job.rows), func(i int) (Scrape, error) {
+		// A segment compaction will merge keeps its bodies whole: the
+		// merge makes the deltas (making them twice cost 3-7 % of a scrape).
+		return writeRowsWith(pw, len(job.rows), codec != zstdFast, func(i int) (Scrape, error) {
 			r := &job.rows[i]
 			if r.at < 0 {
 				if r.p != nil {
@@ -266,8 +268,15 @@ func compareRows(a, b *Scrape) int {
 // ends a row group whenever the rows since the last one hold rowGroupBytes:
 // parquet-go holds a row group's pages until it is flushed.
 func writeRows(pw *parquet.GenericWriter[Scrape], n int, row func(int) (Scrape, error)) error {
+	return writeRowsWith(pw, n, true, row)
+}
+
+// writeRowsWith is writeRows, storing bodies as deltas (bodydelta.go) or,
+// when deltas is false, whole.
+func writeRowsWith(pw *parquet.GenericWriter[Scrape], n int, deltas bool, row func(int) (Scrape, error)) error {
 	batch := make([]Scrape, 0, writeBatch)
 	var batchBytes, groupBytes int64
+	var bd bodyDeltas
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -283,6 +292,7 @@ func writeRows(pw *parquet.GenericWriter[Scrape], n int, row func(int) (Scrape, 
 			return nil
 		}
 		groupBytes = 0
+		bd.reset()
 		return pw.Flush()
 	}
 	for i := range n {
@@ -290,8 +300,12 @@ func writeRows(pw *parquet.GenericWriter[Scrape], n int, row func(int) (Scrape, 
 		if err != nil {
 			return err
 		}
+		n := rowBytes(&s)
+		if deltas {
+			bd.apply(&s)
+		}
 		batch = append(batch, s)
-		if batchBytes += rowBytes(&s); len(batch) == writeBatch || batchBytes >= writeBatchBytes {
+		if batchBytes += n; len(batch) == writeBatch || batchBytes >= writeBatchBytes {
 			if err := flush(); err != nil {
 				return err
 			}
