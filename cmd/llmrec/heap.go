@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// heapSlack is what boundHeap allows above the live heap besides a
-// quarter of it, and heapFloor the limit it never goes below: a small
+// heapSlack is what boundHeap allows above the live heap besides an
+// eighth of it, and heapFloor the limit it never goes below: a small
 // heap is left to the collector's default pace (a limit near a small
 // live heap makes it collect many times a second while a replay
 // allocates: 35 % more CPU in all on a day of 8 engines).
@@ -19,7 +19,7 @@ const (
 )
 
 // boundHeap keeps a batch command's memory near what it holds: a soft
-// memory limit (runtime/debug.SetMemoryLimit) a quarter above the live
+// memory limit (runtime/debug.SetMemoryLimit) an eighth above the live
 // heap plus heapSlack, at least heapFloor, raised as the live heap grows. By default the
 // garbage collector lets the heap grow to twice the live heap before it
 // collects, and gives freed pages back to the OS lazily: a report of a
@@ -55,7 +55,7 @@ func boundHeap() (stop func()) {
 			// The live heap changes only at a collection.
 			if n := live[0].Value.Uint64(); n != last {
 				last = n
-				debug.SetMemoryLimit(int64(max(n+n/4+heapSlack, heapFloor)))
+				debug.SetMemoryLimit(int64(max(n+n/8+heapSlack, heapFloor)))
 			}
 		}
 	})

@@ -8,7 +8,7 @@ import (
 )
 
 // boundHeap raises the soft memory limit to its floor over a small live
-// heap, a quarter above a large one, restores the limit there was when
+// heap, an eighth above a large one, restores the limit there was when
 // stopped, and leaves alone a GOMEMLIMIT the user set.
 func TestBoundHeap(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1)
@@ -29,11 +29,11 @@ func TestBoundHeap(t *testing.T) {
 	if l := limitAfterGC(); l != heapFloor {
 		t.Errorf("limit over a small heap: %d, want the floor %d", l, heapFloor)
 	}
-	held := make([]byte, 400<<20) // a live heap whose limit is above the floor (its pages never touched)
+	held := make([]byte, 480<<20) // a live heap whose limit is above the floor (its pages never touched): 480 + 60 + 64 MiB
 	runtime.GC()
 	time.Sleep(200 * time.Millisecond)
-	if l, want := debug.SetMemoryLimit(-1), int64(400<<20+400<<18+heapSlack); l < want || l > want+want/10 {
-		t.Errorf("limit over a 400 MiB heap: %d MiB, want about %d MiB", l>>20, want>>20)
+	if l, want := debug.SetMemoryLimit(-1), int64(480<<20+480<<17+heapSlack); l < want || l > want+want/10 {
+		t.Errorf("limit over a 480 MiB heap: %d MiB, want about %d MiB", l>>20, want>>20)
 	}
 	runtime.KeepAlive(held)
 	stop()
