@@ -784,7 +784,8 @@ func (st *targetState) lineBreak(T float64) string {
 	return ""
 }
 
-// finish completes every target, sorted by name.
+// finish completes every target, sorted by name; it is called once, and
+// lets go of the headline values it takes the medians of.
 func (a *analyzer) finish() []Target {
 	out := make([]Target, 0, len(a.targets))
 	for _, st := range a.targets {
@@ -821,6 +822,9 @@ func (a *analyzer) finish() []Target {
 			}
 			t.Summary.Headlines[k] = Headline{Cell: name, Median: median(h.values), Window: median(h.windows),
 				Values: len(h.values), Nulls: h.nulls}
+			// The values are not needed past their medians: a day of 8
+			// engines holds 58 MB of them while the findings are computed.
+			h.values, h.windows = nil, nil
 			for r, n := range h.nulls {
 				if gateReasons[r] {
 					t.Summary.Refusals[r] += n

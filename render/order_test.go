@@ -1,6 +1,7 @@
 package render
 
 import (
+	"math"
 	"reflect"
 	"testing"
 
@@ -80,6 +81,51 @@ func TestPollsCellsRoundTrip(t *testing.T) {
 	for i, p := range points {
 		if !reflect.DeepEqual(p.Cell, want[i]) {
 			t.Fatalf("point %d: %+v, want %+v", i, p.Cell, want[i])
+		}
+	}
+}
+
+// TestPollsPackedRuns: a gauge that holds its value for stretches (kept as
+// runs) and one that moves at every poll (kept as values) come back bit
+// for bit, -0 and NaN included, across chunks and the chunk being filled.
+func TestPollsPackedRuns(t *testing.T) {
+	held, moving := engine.RequestsRunning, engine.KVCacheUsageRatio
+	ps := NewPolls()
+	n := 3*chunkLen + 7
+	val := func(name string, i int) float64 {
+		switch {
+		case name == moving:
+			return float64(i) / 7
+		case i%500 == 499:
+			return math.Copysign(0, -1)
+		case i%700 == 699:
+			return math.NaN()
+		}
+		return float64(i / 300)
+	}
+	for i := range n {
+		var cells engine.Cells
+		for _, name := range []string{held, moving} {
+			cells = append(cells, engine.Named{Name: name, Cell: engine.Cell{Cell: rate.Cell{Value: rate.Some(val(name, i)), Source: name}}})
+		}
+		ps.Add("x", &analyze.Poll{T: float64(i + 1), Cells: cells})
+	}
+	tp := ps.target("x")
+	if pc := tp.cols[held].val.full[0]; pc.ends == nil || len(pc.vals) > 10 {
+		t.Errorf("held gauge's first chunk: %d values, runs %v; want a few runs", len(pc.vals), pc.ends != nil)
+	}
+	if pc := tp.cols[moving].val.full[0]; pc.ends != nil {
+		t.Errorf("moving value's first chunk kept as %d runs, want its values", len(pc.vals))
+	}
+	for _, name := range []string{held, moving} {
+		points, _ := ps.series(tp, name)
+		if len(points) != n {
+			t.Fatalf("%s: %d points, want %d", name, len(points), n)
+		}
+		for i, p := range points {
+			if got, want := math.Float64bits(p.Cell.Value.V), math.Float64bits(val(name, i)); got != want || p.T != float64(i+1) || p.Cell.Source != name {
+				t.Fatalf("%s point %d: %v at %v (%s), want %v", name, i, p.Cell.Value.V, p.T, p.Cell.Source, val(name, i))
+			}
 		}
 	}
 }

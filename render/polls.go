@@ -1,7 +1,9 @@
 package render
 
 import (
+	"encoding/binary"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/llmrec/llmrec/analyze"
@@ -46,10 +48,15 @@ type targetPolls struct {
 }
 
 // cellCol is a charted cell in each drawable poll: its value's and
-// window's numbers, and the rest as an id of Polls.metas.
+// window's numbers (as their bits), and the rest as an id of Polls.metas.
+// A gauge holds its value for long stretches and a cell's meta rarely
+// changes: the columns are kept in runs where that is smaller.
 type cellCol struct {
-	val, win chunked[float64]
-	meta     chunked[uint32]
+	val, win packed[uint64]
+	meta     packed[uint32]
+	// The poll being added: its value, window and meta, set by its cell.
+	pval, pwin uint64
+	pmeta      uint32
 }
 
 // cellMeta is a cell of one poll less its value's and window's numbers,
@@ -87,6 +94,76 @@ func (c *chunked[T]) len() int { return c.n }
 
 // last is the last element; the list is not empty.
 func (c *chunked[T]) last() T { return c.at(c.n - 1) }
+
+// packed is a list kept in chunks of chunkLen, each full chunk as its
+// runs of equal values where they take less room than the values: what a
+// poll adds is the same as the poll before's in most columns.
+type packed[T comparable] struct {
+	full []packedChunk[T]
+	cur  []T // the chunk being filled, as values
+	n    int
+}
+
+// packedChunk is a full chunk: its values, or (ends not nil) its runs,
+// vals[k] up to index ends[k] (exclusive) within the chunk.
+type packedChunk[T comparable] struct {
+	vals []T
+	ends []uint16
+}
+
+func (c *packed[T]) add(v T) {
+	if c.cur == nil {
+		c.cur = make([]T, 0, chunkLen)
+	}
+	c.cur = append(c.cur, v)
+	c.n++
+	if len(c.cur) < chunkLen {
+		return
+	}
+	c.full = append(c.full, seal(c.cur))
+	c.cur = nil
+}
+
+// seal keeps a full chunk as its runs when they are smaller than its
+// values, each run costing one value and a uint16.
+func seal[T comparable](vals []T) packedChunk[T] {
+	runs := 1
+	for i := 1; i < len(vals); i++ {
+		if vals[i] != vals[i-1] {
+			runs++
+		}
+	}
+	size := binary.Size(vals[0])
+	// Runs no smaller than the values: keep the values.
+	if runs*(size+2) >= len(vals)*size {
+		return packedChunk[T]{vals: vals}
+	}
+	pc := packedChunk[T]{vals: make([]T, 0, runs), ends: make([]uint16, 0, runs)}
+	for i, v := range vals {
+		if i > 0 && v != vals[i-1] {
+			pc.ends = append(pc.ends, uint16(i))
+			pc.vals = append(pc.vals, vals[i-1])
+		}
+	}
+	pc.ends = append(pc.ends, uint16(len(vals)))
+	pc.vals = append(pc.vals, vals[len(vals)-1])
+	return pc
+}
+
+func (c *packed[T]) at(i int) T {
+	k, j := i/chunkLen, i%chunkLen
+	if k == len(c.full) {
+		return c.cur[j]
+	}
+	pc := &c.full[k]
+	if pc.ends == nil {
+		return pc.vals[j]
+	}
+	r, _ := slices.BinarySearch(pc.ends, uint16(j+1))
+	return pc.vals[r]
+}
+
+func (c *packed[T]) len() int { return c.n }
 
 type waitingCell struct {
 	present        bool
@@ -142,11 +219,6 @@ func (ps *Polls) Add(target string, p *analyze.Poll) {
 	}
 	tp.t.add(p.T)
 	tp.brk.add(ps.id(p.Break))
-	for _, col := range tp.cols {
-		col.val.add(0)
-		col.win.add(0)
-		col.meta.add(0)
-	}
 	tp.waiting.add(waitingCell{})
 	i := tp.t.len() - 1
 	clear(tp.scratch)
@@ -164,11 +236,17 @@ func (ps *Polls) Add(target string, p *analyze.Poll) {
 			continue
 		}
 		rc := c.Cell.Cell
-		col.val.set(i, rc.Value.V)
-		col.win.set(i, rc.Window.V)
-		col.meta.set(i, ps.metas.id(cellMeta{valueValid: rc.Value.Valid, windowValid: rc.Window.Valid, source: ps.id(rc.Source),
+		col.pval, col.pwin = math.Float64bits(rc.Value.V), math.Float64bits(rc.Window.V)
+		col.pmeta = ps.metas.id(cellMeta{valueValid: rc.Value.Valid, windowValid: rc.Window.Valid, source: ps.id(rc.Source),
 			reason: ps.id(rc.Reason), severity: ps.id(rc.Severity), note: ps.noteID(rc.Notes), bucket: ps.buckets.id(rc.Bucket),
-			derived: rc.Derived, present: true}))
+			derived: rc.Derived, present: true})
+	}
+	// A cell not in the poll is kept as zeros: meta 0 is absent.
+	for _, col := range tp.cols {
+		col.val.add(col.pval)
+		col.win.add(col.pwin)
+		col.meta.add(col.pmeta)
+		col.pval, col.pwin, col.pmeta = 0, 0, 0
 	}
 }
 
@@ -213,7 +291,8 @@ func (ps *Polls) noteID(notes []string) uint32 {
 // cell unpacks the cell of col in drawable poll i.
 func (ps *Polls) cell(col *cellCol, i int) rate.Cell {
 	c := ps.metas.list[col.meta.at(i)]
-	return rate.Cell{Value: rate.Num{V: col.val.at(i), Valid: c.valueValid}, Window: rate.Num{V: col.win.at(i), Valid: c.windowValid},
+	return rate.Cell{Value: rate.Num{V: math.Float64frombits(col.val.at(i)), Valid: c.valueValid},
+		Window: rate.Num{V: math.Float64frombits(col.win.at(i)), Valid: c.windowValid},
 		Source: ps.strs.list[c.source], Reason: ps.strs.list[c.reason], Severity: ps.strs.list[c.severity], Notes: ps.notes[c.note],
 		Bucket: ps.buckets.list[c.bucket], Derived: c.derived}
 }

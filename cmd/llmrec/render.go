@@ -68,6 +68,7 @@ func renderRun(_ context.Context, stdout, stderr io.Writer, args []string) error
 	if err != nil {
 		return err
 	}
+	defer boundHeap()()
 	in, err := analyzeForReport(opts)
 	if err != nil {
 		return err
