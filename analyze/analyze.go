@@ -481,6 +481,9 @@ func (a *analyzer) isPoll(w *capture.Row) bool {
 // wantBody asks for the body of a /metrics answer of 503: an engine may
 // say there that it is loading its model, which is a restart.
 func (a *analyzer) wantBody(w *capture.Row) bool {
+	if a.passed(w) {
+		return false
+	}
 	if w.Endpoint != a.metricsID || w.Outcome != a.httpErrID || w.Err < 0 || !strings.HasPrefix(a.tab.Str(w.Err), "HTTP 503") {
 		return false
 	}
@@ -514,6 +517,10 @@ func stamp(ns int64) string {
 // only a row with a new series needs its family and type read.
 func (a *analyzer) known(w *capture.Row) bool {
 	a.looked = nil
+	// A row that row passes over needs nothing decoded.
+	if a.passed(w) {
+		return true
+	}
 	// Only a poll's samples are replayed.
 	if !a.isPoll(w) {
 		return true
@@ -574,6 +581,19 @@ func (a *analyzer) workers() int {
 		return 1
 	}
 	return cmp.Or(a.opts.Workers, runtime.GOMAXPROCS(0))
+}
+
+// passed reports whether row will pass over w: it is after the instant
+// read up to, or a session replayed it before.
+func (a *analyzer) passed(w *capture.Row) bool {
+	if a.opts.Until != 0 && cmp.Or(w.Scheduled, w.Start) > a.opts.Until {
+		return true
+	}
+	if a.seen == nil {
+		return false
+	}
+	last, ok := a.seen[[3]int32{w.Run, w.Target, w.Endpoint}]
+	return ok && w.Seq <= last
 }
 
 // row replays one row: a poll when it is an ok /metrics scrape. The

@@ -1,7 +1,10 @@
 package live_test
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -181,4 +184,96 @@ func TestReaderEqualsRead(t *testing.T) {
 			t.Errorf("at %v the Reader's frame differs from Read's:\n%s\n%s", at, gj, wj)
 		}
 	}
+}
+
+// A Reader that follows a longer recording second by second (past the
+// point where its findings stop re-reading the polls behind them:
+// findings.Follow) makes the frames Read makes from scratch, across the
+// engines' restarts, hangs (engine stalls), stale, slow and failing
+// windows and a label join.
+func TestReaderEqualsReadLong(t *testing.T) {
+	const d = 6 * time.Minute
+	dir := t.TempDir()
+	sc := sim.LongScenario(6, d, 3)
+	// Two engine stalls: requests in the batch, no token out, for 6 s.
+	for _, at := range []time.Duration{100 * time.Second, 250 * time.Second} {
+		e := &sc.Engines[0]
+		i := 0
+		for i+1 < len(e.Phases) && e.Phases[i+1].At <= at {
+			i++
+		}
+		busy := e.Phases[i]
+		busy.Idle, busy.DecodeTPS, busy.PromptTPS, busy.Running = false, 2000, 6000, 32
+		stall := sim.Phase{At: at, Running: 32, Waiting: 4, KVUsage: -1}
+		busy.At, stall.At = at-20*time.Second, at
+		after := busy
+		after.At = at + 6*time.Second
+		e.Phases = slices.Insert(e.Phases, i+1, busy, stall, after)
+		slices.SortStableFunc(e.Phases, func(a, b sim.Phase) int { return cmp.Compare(a.At, b.At) })
+	}
+	if _, err := record.WriteGenerated(dir, sc, sim.GenerateOptions{Interval: time.Second, Duration: d, Seed: 3}, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err := live.NewReader(live.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	compared := 0
+	for at := time.Second; at <= d+5*time.Second; at += time.Second {
+		until := sim.DefaultStart.Add(at).UnixNano()
+		got, err := r.Frame(until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every 7 s, and the last: a prime step, landing on every phase of the cut.
+		if at%(7*time.Second) != 0 && at < d {
+			continue
+		}
+		want, err := live.Read(live.Options{Dir: dir, Until: until})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gj, _ := json.Marshal(got)
+		wj, _ := json.Marshal(want)
+		if string(gj) != string(wj) {
+			t.Fatalf("at %v the Reader's frame differs from Read's:\n%s", at, firstDiff(got, want))
+		}
+		compared++
+		for _, in := range want.Incidents {
+			kinds[in.Kind] = true
+		}
+	}
+	for _, k := range []string{findings.KindRestart, findings.KindEngineStall, findings.KindLabelJoin, findings.KindRefused} {
+		if !kinds[k] {
+			t.Errorf("no %s incident in the frames compared (%d): the test does not cover it", k, compared)
+		}
+	}
+}
+
+// firstDiff says where two frames first differ: a target's line, the
+// fleet, or an incident.
+func firstDiff(got, want *live.Frame) string {
+	js := func(x any) string { b, _ := json.Marshal(x); return string(b) }
+	for i := range min(len(got.Targets), len(want.Targets)) {
+		if g, w := js(got.Targets[i]), js(want.Targets[i]); g != w {
+			return "target " + got.Targets[i].Name + ":\n" + g + "\n" + w
+		}
+	}
+	if g, w := js(got.Fleet), js(want.Fleet); g != w {
+		return "fleet:\n" + g + "\n" + w
+	}
+	for i := range max(len(got.Incidents), len(want.Incidents)) {
+		var g, w string
+		if i < len(got.Incidents) {
+			g = js(got.Incidents[i])
+		}
+		if i < len(want.Incidents) {
+			w = js(want.Incidents[i])
+		}
+		if g != w {
+			return fmt.Sprintf("incident %d of %d/%d:\n%s\n%s", i, len(got.Incidents), len(want.Incidents), g, w)
+		}
+	}
+	return js(got) + "\n" + js(want)
 }
