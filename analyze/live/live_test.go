@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -214,11 +215,18 @@ func TestReaderEqualsReadLong(t *testing.T) {
 	if _, err := record.WriteGenerated(dir, sc, sim.GenerateOptions{Interval: time.Second, Duration: d, Seed: 3}, 0, nil); err != nil {
 		t.Fatal(err)
 	}
+	// Levels of a sweep, one ended by its end mark.
+	for _, m := range []capture.Mark{{Name: "warmup", TNs: 30}, {Name: "c1", TNs: 60}, {Name: "c2", TNs: 150}, {Name: "c2", End: true, TNs: 250}, {Name: "c3", TNs: 270}} {
+		m.TNs = sim.DefaultStart.Add(time.Duration(m.TNs) * time.Second).UnixNano()
+		if _, err := capture.AppendMark(dir, m); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r, err := live.NewReader(live.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds := map[string]bool{}
+	kinds, levels := map[string]bool{}, map[string]bool{}
 	compared := 0
 	for at := time.Second; at <= d+5*time.Second; at += time.Second {
 		until := sim.DefaultStart.Add(at).UnixNano()
@@ -240,9 +248,13 @@ func TestReaderEqualsReadLong(t *testing.T) {
 			t.Fatalf("at %v the Reader's frame differs from Read's:\n%s", at, firstDiff(got, want))
 		}
 		compared++
+		levels[want.Level.Name] = true
 		for _, in := range want.Incidents {
 			kinds[in.Kind] = true
 		}
+	}
+	if len(levels) != 4 {
+		t.Errorf("levels compared %v, want none, c1, c2, c3", levels)
 	}
 	for _, k := range []string{findings.KindRestart, findings.KindEngineStall, findings.KindLabelJoin, findings.KindRefused} {
 		if !kinds[k] {
@@ -276,4 +288,85 @@ func firstDiff(got, want *live.Frame) string {
 		}
 	}
 	return js(got) + "\n" + js(want)
+}
+
+// The sweep level under way is the named phase open (a warmup is none),
+// numbered among those marked so far, and its offered load is the mean
+// running + waiting over its polls as analyze publishes them, summed over
+// the targets.
+func TestFrameLevel(t *testing.T) {
+	dir := generated(t)
+	at := func(d time.Duration) int64 { return sim.DefaultStart.Add(d).UnixNano() }
+	for _, m := range []capture.Mark{{Name: "warmup", TNs: at(time.Second)}, {Name: "low", TNs: at(3 * time.Second)},
+		{Name: "high", TNs: at(8 * time.Second)}, {Name: "high", End: true, TNs: at(18 * time.Second)}} {
+		if _, err := capture.AppendMark(dir, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full, err := analyze.Analyze(analyze.Options{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	// offered is the sum over targets of the gauges' means over their
+	// polls from a to the frame's last.
+	offered := func(a time.Duration, f *live.Frame) (float64, int) {
+		sum, polls := 0.0, 0
+		for i := range full.Targets {
+			last := 0.0
+			for _, lt := range f.Targets {
+				if lt.Name == full.Targets[i].Name {
+					last = lt.LastPoll
+				}
+			}
+			var run, wait float64
+			var nr, nw int
+			for j := range full.Targets[i].Polls {
+				p := &full.Targets[i].Polls[j]
+				if p.T*1e9 < float64(at(a)) || p.T > last {
+					continue
+				}
+				polls++
+				if c, _ := p.Cells.Get(engine.RequestsRunning); c.Value.Valid {
+					run, nr = run+c.Value.V, nr+1
+				}
+				if c, _ := p.Cells.Get(engine.RequestsWaiting); c.Value.Valid {
+					wait, nw = wait+c.Value.V, nw+1
+				}
+			}
+			if nr > 0 {
+				sum += run / float64(nr)
+				if nw > 0 {
+					sum += wait / float64(nw)
+				}
+			}
+		}
+		return sum, polls
+	}
+	for _, c := range []struct {
+		at        time.Duration
+		name      string
+		index, of int
+		from      time.Duration
+	}{{500 * time.Millisecond, "", 0, 0, 0}, {2 * time.Second, "", 0, 0, 0}, {5 * time.Second, "low", 1, 1, 3 * time.Second},
+		{12 * time.Second, "high", 2, 2, 8 * time.Second}, {20 * time.Second, "", 0, 2, 0}} {
+		f, err := live.Read(live.Options{Dir: dir, Until: at(c.at)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := f.Level
+		if l.Name != c.name || l.Index != c.index || l.Of != c.of {
+			t.Errorf("at %v: level %q %d/%d, want %q %d/%d (%s)", c.at, l.Name, l.Index, l.Of, c.name, c.index, c.of, l.Reason)
+		}
+		if c.name == "" {
+			if l.Offered.Valid || l.Reason == "" {
+				t.Errorf("at %v: no level, but offered %+v, reason %q", c.at, l.Offered, l.Reason)
+			}
+			continue
+		}
+		want, polls := offered(c.from, f)
+		if !l.Offered.Valid || math.Abs(l.Offered.V-want) > 1e-9*want || l.Polls != polls || l.OfferedOf != 2 {
+			t.Errorf("at %v: offered %+v over %d polls of %d targets, want %v over %d of 2", c.at, l.Offered, l.Polls, l.OfferedOf, want, polls)
+		}
+	}
 }
