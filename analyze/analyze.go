@@ -90,11 +90,6 @@ type Options struct {
 	// not, missed ticks too) as it is replayed, before its poll if it is
 	// one: what llmrec top needs of the scrape's health.
 	Scrapes func(target string, s ScrapeRow)
-	// Journals, when set, reads the live and crashed journals, keeping
-	// their records' parses for the next Analyze with the same cache: a
-	// reader that analyses a growing recording again and again (llmrec
-	// top) parses each record once. The rows are ReadLive's.
-	Journals *capture.JournalCache
 	// SLOs are the service-level objectives each level of the sweep is
 	// judged by (--slo); GPUs and GPUHourUSD give its per-GPU throughput
 	// and cost (--gpus, --gpu-hour-usd); 0 unknown.
@@ -181,7 +176,6 @@ func Analyze(opts Options) (*Result, error) {
 	// The headers column is read always: an engine may send its process
 	// start by itself (engines.ProcessStartHeader), configured or not.
 	an.r.Headers = true
-	var journals []string
 	deliver := an.row
 	var fd *feeder
 	if n := an.workers(); n > 1 {
@@ -193,8 +187,7 @@ func Analyze(opts Options) (*Result, error) {
 		before := an.rows
 		if f.live {
 			var rows []capture.Scrape
-			rows, err = opts.Journals.ReadLive(f.path)
-			journals = append(journals, f.path)
+			rows, err = capture.ReadLive(f.path)
 			an.r.Journal(rows, deliver)
 		} else {
 			_, err = an.r.ReadSealed(f.seals, f.path, deliver)
@@ -206,7 +199,6 @@ func Analyze(opts Options) (*Result, error) {
 			opts.Progress(Progress{File: f.path, Done: i + 1, Total: len(files), Rows: an.rows, Samples: an.samples})
 		}
 	}
-	opts.Journals.Forget(journals)
 	if fd != nil {
 		fd.finish()
 	}

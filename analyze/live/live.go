@@ -71,10 +71,6 @@ type Options struct {
 	Spark int
 	// Gates are the estimator's span and gates, as analyze --span takes.
 	Gates rate.Config
-	// Journals, when set, keeps the live journals' parsed records from
-	// one Read to the next (analyze.Options.Journals): a view that reads
-	// a growing recording every second parses each record once.
-	Journals *capture.JournalCache
 }
 
 // Frame is the recording at one instant.
@@ -291,7 +287,7 @@ func (st *frameState) get(name string) *targetLog {
 
 func (st *frameState) analyzeOptions(opts Options) analyze.Options {
 	return analyze.Options{
-		Dirs: []string{opts.Dir}, Gates: opts.Gates, Until: opts.Until, Journals: opts.Journals,
+		Dirs: []string{opts.Dir}, Gates: opts.Gates, Until: opts.Until,
 		// The counterfactual spans judge load edges, not a poll's cells:
 		// a frame does without them.
 		Spans: []float64{},
