@@ -140,7 +140,19 @@ func (f *Follow) Update(run *Run) ([]Incident, *FleetPoint) {
 		}
 	}
 	f.advance(out, edges, min(end-margin, open), iv)
-	return out, lastPoint(fleet(views, true).Polls)
+	// The fleet's latest tick reads each engine's latest row: the others
+	// make only the ticks before it.
+	lasts := make([]*view, len(views))
+	for i, v := range views {
+		w := *v
+		if n := len(v.t.Rows); n > 0 {
+			t := *v.t
+			t.Rows = v.t.Rows[n-1:]
+			w.t, w.rowPoll = &t, v.rowPoll[n-1:]
+		}
+		lasts[i] = &w
+	}
+	return out, lastPoint(fleet(lasts, true).Polls)
 }
 
 // advance moves the cut up to cand, or back from it to where no incident
