@@ -18,36 +18,44 @@ const FollowPolls = 30
 // Follow computes the incidents and the fleet's latest tick of a run that
 // grows, update after update, at a cost that does not grow with the run.
 //
-// The incidents before its cut are final: each was found when the polls
-// after it were already read for FollowPolls intervals, and no incident
-// or edge straddled the cut. An update analyses only each
-// target's polls from FollowPolls intervals before the cut (the context
-// the rules read back into) to the end, with what it carries of the polls
-// before (the busy signal a target publishes, its tokens counted so far),
-// keeps the incidents it finds from the cut on, and moves the cut up to
-// FollowPolls intervals behind the latest row, but never past a target's
-// last poll (the rows after it are not yet a hole or not) nor into an
-// incident or edge (with the polls that judge it) that straddles it. An
-// incident that stays open, or a target that answers no more (down to
-// the end), holds the cut, and the updates grow until it closes.
+// Each target has a cut: its incidents before it are final, found when
+// its polls after them were already read for FollowPolls intervals, and
+// none of its incidents or edges straddled the cut. An update analyses
+// only each target's polls from FollowPolls intervals before its cut (the
+// context the rules read back into) to the end, with what it carries of
+// the polls before (the busy signal a target publishes, its tokens counted
+// so far), keeps the target's incidents it finds from the cut on, and moves
+// the cut up to FollowPolls intervals behind the target's latest row, but
+// never past its last poll (the rows after it are not yet a hole or not)
+// nor into an incident or edge of the target (with the polls that judge
+// it) that straddles it. The incidents of several targets (a host stall)
+// bound every cut likewise, are final before the earliest cut, and no cut
+// runs more than FollowPolls/2 intervals ahead of the earliest (which
+// moves past what straddles it instead): every target's polls are
+// analysed wherever such an incident may still be found. A target that
+// answers no more (down to the end) holds its cut, the others' a little
+// ahead, and the updates grow until it answers again.
 //
 // The run must grow only at its end: a target's rows and polls are
 // appended, never inserted. A run with a target whose interval is not
 // known (Target.Interval 0: its cadence is the median over all its rows)
 // is analysed whole at every update.
 type Follow struct {
-	cut    float64    // Unix s; 0 before the first cut
-	frozen []Incident // the incidents keyed before cut, final
+	host   float64    // the earliest cut at the last update
+	frozen []Incident // the incidents of several targets before host, final
 	carry  map[string]*carry
 }
 
-// carry is what a Follow keeps of one target's polls before its tail.
+// carry is what a Follow keeps of one target.
 type carry struct {
-	p0             int // the tail's first poll
+	cut            float64    // Unix s; 0 before the first
+	frozen         []Incident // the target's incidents before cut, final
+	p0             int        // the tail's first poll
 	tok            tokenState
 	flags          int // polls the flags were read over
 	steps, running bool
 	polls          []Poll // the tail's polls, rows rebased
+	end, open      float64
 }
 
 // signal is signalOf over every poll so far.
@@ -82,14 +90,17 @@ func (f *Follow) Update(run *Run) ([]Incident, *FleetPoint) {
 		f.carry = map[string]*carry{}
 	}
 	margin := FollowPolls * iv
-	from := f.cut - margin
+	earliest := math.Inf(1)
 	views := make([]*view, 0, len(run.Targets))
-	end, open := 0.0, math.Inf(1)
 	for _, t := range run.Targets {
 		c := f.carry[t.Name]
 		if c == nil {
 			c = &carry{}
 			f.carry[t.Name] = c
+		}
+		// A target with no cut yet is analysed whole: it bounds none.
+		if c.cut > 0 {
+			earliest = min(earliest, c.cut)
 		}
 		for ; c.flags < len(t.Polls); c.flags++ {
 			c.steps = c.steps || t.Polls[c.flags].Steps.Valid
@@ -97,7 +108,7 @@ func (f *Follow) Update(run *Run) ([]Incident, *FleetPoint) {
 		}
 		// The tail keeps at least the last poll: rows after it are read
 		// against it, as in the whole run.
-		for f.cut > 0 && c.p0 < len(t.Polls)-1 && t.Polls[c.p0].T < from {
+		for c.cut > 0 && c.p0 < len(t.Polls)-1 && t.Polls[c.p0].T < c.cut-margin {
 			c.p0++
 		}
 		for c.tok.n < c.p0 {
@@ -113,33 +124,50 @@ func (f *Follow) Update(run *Run) ([]Incident, *FleetPoint) {
 			}
 			sub.Polls = c.polls
 		}
+		c.end, c.open = 0, math.Inf(1)
 		if n := len(t.Rows); n > 0 {
-			end = max(end, rowTime(&t.Rows[n-1]))
+			c.end = rowTime(&t.Rows[n-1])
 		}
 		// The rows after a target's last poll are not yet a hole or not
-		// (the next poll tells): the cut stays before them.
+		// (the next poll tells): its cut stays before them.
 		switch {
 		case len(t.Polls) > 0:
-			open = min(open, t.Polls[len(t.Polls)-1].T)
+			c.open = t.Polls[len(t.Polls)-1].T
 		case len(t.Rows) > 0:
-			open = min(open, rowTime(&t.Rows[0]))
+			c.open = rowTime(&t.Rows[0])
 		}
 		views = append(views, newViewFrom(&sub, gates, c))
 	}
 	slices.SortFunc(views, func(a, b *view) int { return strings.Compare(a.t.Name, b.t.Name) })
-	var edges []Edge
 	for _, v := range views {
 		v.findEdges(run.Spans, v.decodeSpan())
-		edges = append(edges, v.edges...)
 	}
 	found := incidents(views, gates, run.Spans)
-	out := slices.Clip(f.frozen)
+	out := slices.Clone(f.frozen)
+	for _, v := range views {
+		out = append(out, f.carry[v.t.Name].frozen...)
+	}
 	for _, in := range found {
-		if key(&in) >= f.cut {
+		if c := f.carry[string(in.Target)]; in.Target == "" && key(&in) >= f.host || c != nil && key(&in) >= c.cut {
 			out = append(out, in)
 		}
 	}
-	f.advance(out, edges, min(end-margin, open), iv)
+	slices.SortStableFunc(out, incidentOrder)
+	cuts := math.Inf(1)
+	for _, v := range views {
+		c := f.carry[v.t.Name]
+		limit := min(c.end-margin, c.open)
+		c.advance(v.t.Name, out, v.edges, min(limit, earliest+margin/2), limit, c.cut <= earliest, iv)
+		cuts = min(cuts, c.cut)
+	}
+	if len(views) > 0 && cuts > f.host {
+		f.host, f.frozen = cuts, f.frozen[:0]
+		for _, in := range out {
+			if in.Target == "" && key(&in) < cuts {
+				f.frozen = append(f.frozen, in)
+			}
+		}
+	}
 	// The fleet's latest tick reads each engine's latest row: the others
 	// make only the ticks before it.
 	lasts := make([]*view, len(views))
@@ -155,35 +183,57 @@ func (f *Follow) Update(run *Run) ([]Incident, *FleetPoint) {
 	return out, lastPoint(fleet(lasts, true).Polls)
 }
 
-// advance moves the cut up to cand, or back from it to where no incident
-// or edge straddles it, and freezes the incidents before it. out are the
-// update's incidents, in Analyze's order; an edge covers the polls that
-// judge it, after (iv is the run's longest interval).
-func (f *Follow) advance(out []Incident, edges []Edge, cand, iv float64) {
-	for moved := true; moved; {
-		moved = false
+// advance moves the target's cut up to cand, or back from it to where no
+// incident of the target or of several targets, nor edge of the target,
+// straddles it, and freezes the target's incidents before it. A target
+// that holds the earliest cut moves past what straddles cand instead, up
+// to limit: the others wait on it. out are the update's incidents, in
+// Analyze's order; an edge covers the polls that judge it, after (iv is
+// the run's longest interval).
+func (c *carry) advance(name string, out []Incident, edges []Edge, cand, limit float64, earliest bool, iv float64) {
+	// straddled is the span of the first thing found straddling x.
+	straddled := func(x float64) (a, b float64, ok bool) {
 		for i := range out {
 			in := &out[i]
-			if k := key(in); k < cand && extent(in) >= cand {
-				cand, moved = k, true
+			if in.Target != "" && string(in.Target) != name {
+				continue
+			}
+			if k := key(in); k < x && extent(in) >= x {
+				return k, extent(in), true
 			}
 		}
 		for i := range edges {
 			e := &edges[i]
-			if a := min(e.T, cmp.Or(e.Between[0], e.T)); a < cand && e.T+SteadyPolls*iv >= cand {
-				cand, moved = a, true
+			if a := min(e.T, cmp.Or(e.Between[0], e.T)); a < x && e.T+SteadyPolls*iv >= x {
+				return a, e.T + SteadyPolls*iv, true
 			}
+		}
+		return 0, 0, false
+	}
+	back := cand
+	for a, _, ok := straddled(back); ok; a, _, ok = straddled(back) {
+		back = a
+	}
+	if back <= c.cut && earliest {
+		fwd := cand
+		for _, b, ok := straddled(fwd); ok; _, b, ok = straddled(fwd) {
+			fwd = b + 1e-6
+		}
+		if fwd <= limit {
+			back = fwd
 		}
 	}
 	// The cut only moves on.
-	if cand <= f.cut {
+	if back <= c.cut {
 		return
 	}
-	n := 0
-	for n < len(out) && key(&out[n]) < cand {
-		n++
+	c.frozen = c.frozen[:0]
+	for i := range out {
+		if string(out[i].Target) == name && key(&out[i]) < back {
+			c.frozen = append(c.frozen, out[i])
+		}
 	}
-	f.frozen, f.cut = slices.Clone(out[:n]), cand
+	c.cut = back
 }
 
 // key is the instant incidents are ordered by.
