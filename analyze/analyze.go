@@ -90,11 +90,6 @@ type Options struct {
 	// not, missed ticks too) as it is replayed, before its poll if it is
 	// one: what llmrec top needs of the scrape's health.
 	Scrapes func(target string, s ScrapeRow)
-	// Journals, when set, reads the live and crashed journals, keeping
-	// their records' parses for the next Analyze with the same cache: a
-	// reader that analyses a growing recording again and again (llmrec
-	// top) parses each record once. The rows are ReadLive's.
-	Journals *capture.JournalCache
 	// SLOs are the service-level objectives each level of the sweep is
 	// judged by (--slo); GPUs and GPUHourUSD give its per-GPU throughput
 	// and cost (--gpus, --gpu-hour-usd); 0 unknown.
@@ -181,7 +176,6 @@ func Analyze(opts Options) (*Result, error) {
 	// The headers column is read always: an engine may send its process
 	// start by itself (engines.ProcessStartHeader), configured or not.
 	an.r.Headers = true
-	var journals []string
 	deliver := an.row
 	var fd *feeder
 	if n := an.workers(); n > 1 {
@@ -193,8 +187,7 @@ func Analyze(opts Options) (*Result, error) {
 		before := an.rows
 		if f.live {
 			var rows []capture.Scrape
-			rows, err = opts.Journals.ReadLive(f.path)
-			journals = append(journals, f.path)
+			rows, err = capture.ReadLive(f.path)
 			an.r.Journal(rows, deliver)
 		} else {
 			_, err = an.r.ReadSealed(f.seals, f.path, deliver)
@@ -206,7 +199,6 @@ func Analyze(opts Options) (*Result, error) {
 			opts.Progress(Progress{File: f.path, Done: i + 1, Total: len(files), Rows: an.rows, Samples: an.samples})
 		}
 	}
-	opts.Journals.Forget(journals)
 	if fd != nil {
 		fd.finish()
 	}
@@ -481,6 +473,9 @@ func (a *analyzer) isPoll(w *capture.Row) bool {
 // wantBody asks for the body of a /metrics answer of 503: an engine may
 // say there that it is loading its model, which is a restart.
 func (a *analyzer) wantBody(w *capture.Row) bool {
+	if a.passed(w) {
+		return false
+	}
 	if w.Endpoint != a.metricsID || w.Outcome != a.httpErrID || w.Err < 0 || !strings.HasPrefix(a.tab.Str(w.Err), "HTTP 503") {
 		return false
 	}
@@ -514,6 +509,10 @@ func stamp(ns int64) string {
 // only a row with a new series needs its family and type read.
 func (a *analyzer) known(w *capture.Row) bool {
 	a.looked = nil
+	// A row that row passes over needs nothing decoded.
+	if a.passed(w) {
+		return true
+	}
 	// Only a poll's samples are replayed.
 	if !a.isPoll(w) {
 		return true
@@ -574,6 +573,19 @@ func (a *analyzer) workers() int {
 		return 1
 	}
 	return cmp.Or(a.opts.Workers, runtime.GOMAXPROCS(0))
+}
+
+// passed reports whether row will pass over w: it is after the instant
+// read up to, or a session replayed it before.
+func (a *analyzer) passed(w *capture.Row) bool {
+	if a.opts.Until != 0 && cmp.Or(w.Scheduled, w.Start) > a.opts.Until {
+		return true
+	}
+	if a.seen == nil {
+		return false
+	}
+	last, ok := a.seen[[3]int32{w.Run, w.Target, w.Endpoint}]
+	return ok && w.Seq <= last
 }
 
 // row replays one row: a poll when it is an ok /metrics scrape. The

@@ -3,6 +3,7 @@ package analyze
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -16,9 +17,11 @@ import (
 // the last update stopped, and a row replayed before (a journal's row again
 // in its sealed segment, a merged file's) is passed over. Each poll goes
 // through the same engine reader and estimator as in Analyze, once, in the
-// same order, so its cells are Analyze's; the findings are computed on
-// every update from all the polls so far. llmrec top follows a recording
-// with it.
+// same order, so its cells are Analyze's. Of the findings it keeps the
+// incidents and the fleet's latest tick, carried from one update to the
+// next (findings.Follow: only the polls near the end are analysed again),
+// and an update that read nothing new computes none. llmrec top follows a
+// recording with it.
 //
 // It reads journals as they are appended: unlike Analyze it does not skip
 // a damaged record in the middle of a journal (its read stops there) nor
@@ -28,6 +31,15 @@ type Session struct {
 	an   *analyzer
 	done map[string]bool  // sealed files read whole
 	offs map[string]int64 // journals: bytes read
+
+	follow findings.Follow
+	// The last update's findings, and what it had read: rows replayed and
+	// the files and sessions it saw.
+	incidents []findings.Incident
+	fleet     []findings.FleetPoint
+	rows      int64
+	seen      string
+	updated   bool
 }
 
 // NewSession is a session on opts.Dirs; Options.Polls and Scrapes see each
@@ -50,7 +62,9 @@ func (s *Session) SetUntil(ns int64) { s.opts.Until, s.an.opts.Until = ns, ns }
 
 // Update reads what is new and returns the recording so far: Inputs,
 // Problems, Targets (name, engine, scrapes and summary counts; no polls,
-// headlines or figures) and the findings (the fleet's polls kept).
+// headlines or figures) and of the findings the Incidents and the fleet's
+// latest tick, alone in Fleet.Polls (empty without one); the other
+// findings are left out.
 func (s *Session) Update() (*Result, error) {
 	a := s.an
 	res := &Result{Schema: Schema, Generator: "llmrec " + capture.Version, Inputs: []Input{}, Problems: []Problem{}, Targets: []Target{}}
@@ -74,6 +88,19 @@ func (s *Session) Update() (*Result, error) {
 		metaOf(run, metas)
 	}
 	a.metas = metas
+	var seen strings.Builder
+	for _, in := range res.Inputs {
+		for _, r := range in.Recordings {
+			end := ""
+			if r.End != nil {
+				end = *r.End
+			}
+			fmt.Fprintf(&seen, "%s %s;", r.RunID, end)
+		}
+	}
+	for _, f := range files {
+		fmt.Fprintf(&seen, "%s %v;", f.path, f.live)
+	}
 	slices.SortStableFunc(files, func(x, y file) int {
 		return cmp.Or(cmp.Compare(x.start, y.start), strings.Compare(x.run, y.run), cmp.Compare(x.seg, y.seg),
 			cmp.Compare(boolInt(x.live), boolInt(y.live)))
@@ -108,7 +135,17 @@ func (s *Session) Update() (*Result, error) {
 		res.Targets = append(res.Targets, t)
 	}
 	slices.SortFunc(res.Targets, func(x, y Target) int { return strings.Compare(x.Name, y.Name) })
-	res.Findings = *findings.Analyze(a.run())
+	// Nothing new read (no row, no file, no session ended): the same findings.
+	if !s.updated || a.rows != s.rows || seen.String() != s.seen {
+		var last *findings.FleetPoint
+		s.incidents, last = s.follow.Update(a.run())
+		s.fleet = []findings.FleetPoint{}
+		if last != nil {
+			s.fleet = append(s.fleet, *last)
+		}
+		s.rows, s.seen, s.updated = a.rows, seen.String(), true
+	}
+	res.Findings = findings.Findings{Incidents: s.incidents, Fleet: findings.Fleet{Polls: s.fleet}}
 	return res, nil
 }
 

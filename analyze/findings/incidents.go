@@ -203,11 +203,14 @@ func incidents(views []*view, gates rate.Config, cfSpans []float64) []Incident {
 		out = append(out, v.engineStalls(cfSpans)...)
 		out = append(out, v.presence()...)
 	}
-	slices.SortStableFunc(out, func(a, b Incident) int {
-		return cmp.Or(cmp.Compare(cmp.Or(a.Start.V, a.T.V), cmp.Or(b.Start.V, b.T.V)),
-			cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), strings.Compare(string(a.Target), string(b.Target)))
-	})
+	slices.SortStableFunc(out, incidentOrder)
 	return out
+}
+
+// incidentOrder is the incidents' order: by time, kind and target.
+func incidentOrder(a, b Incident) int {
+	return cmp.Or(cmp.Compare(cmp.Or(a.Start.V, a.T.V), cmp.Or(b.Start.V, b.T.V)),
+		cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), strings.Compare(string(a.Target), string(b.Target)))
 }
 
 var kindOrder = map[string]int{

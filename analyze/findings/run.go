@@ -88,7 +88,12 @@ const (
 	grow                 // it moved (busy)
 )
 
-func newView(t *Target, gates rate.Config) *view {
+func newView(t *Target, gates rate.Config) *view { return newViewFrom(t, gates, nil) }
+
+// newViewFrom is newView of a target whose polls are the tail of a longer
+// run's (Follow): c carries what the view reads from the polls before its
+// first (the busy signal, the tokens counted so far); nil for a whole run.
+func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 	v := &view{t: t, gates: gates, held: map[int]bool{}}
 	v.interval = t.Interval
 	if v.interval <= 0 {
@@ -109,6 +114,9 @@ func newView(t *Target, gates rate.Config) *view {
 	v.state = make([]state, len(t.Polls))
 	v.pace = make([]float64, len(t.Polls))
 	v.signal = signalOf(t)
+	if c != nil {
+		v.signal = c.signal(t.Engine)
+	}
 	v.stepDecode = decodeMoves[t.Engine] == everyStep
 	for i := 1; i < len(t.Polls); i++ {
 		p, q := &t.Polls[i-1], &t.Polls[i]
@@ -139,37 +147,55 @@ func newView(t *Target, gates rate.Config) *view {
 			}
 		}
 	}
-	v.tokens()
+	var ts tokenState
+	if c != nil {
+		ts = c.tok
+	}
+	v.tokens(ts)
 	return v
 }
 
 // tokens sums tokens_total across the target's processes: a restart (or
-// a fall of the cell) starts a new process counting from 0.
-func (v *view) tokens() {
+// a fall of the cell) starts a new process counting from 0. s is the sum
+// over the polls before the view's first (zero for a whole run).
+func (v *view) tokens(s tokenState) {
 	ps := v.t.Polls
 	v.lifetime = make([]rate.Num, len(ps))
-	var offset, prev float64
-	seen, restarted := false, false
 	for i := range ps {
-		p := &ps[i]
-		restarted = restarted || (p.Restart != "" && i > 0)
-		x := p.TokensTotal
-		// No reading: the next one tells whether a restart came between.
-		if !x.Valid {
-			continue
-		}
-		switch {
-		case !seen:
-			seen, v.runTokens = true, rate.Some(0)
-		case restarted || x.V < prev:
-			offset += prev
-			v.runTokens.V += x.V
-		default:
-			v.runTokens.V += x.V - prev
-		}
-		restarted, prev = false, x.V
-		v.lifetime[i] = rate.Some(offset + x.V)
+		v.lifetime[i] = s.add(&ps[i])
 	}
+	v.runTokens = s.run
+}
+
+// tokenState is the sum of tokens_total over a target's polls so far.
+type tokenState struct {
+	n               int // polls added
+	offset, prev    float64
+	seen, restarted bool
+	run             rate.Num // tokens over the run
+}
+
+// add adds the next poll and returns its lifetime tokens (null without
+// the cell).
+func (s *tokenState) add(p *Poll) rate.Num {
+	s.restarted = s.restarted || (p.Restart != "" && s.n > 0)
+	s.n++
+	x := p.TokensTotal
+	// No reading: the next one tells whether a restart came between.
+	if !x.Valid {
+		return rate.Num{}
+	}
+	switch {
+	case !s.seen:
+		s.seen, s.run = true, rate.Some(0)
+	case s.restarted || x.V < s.prev:
+		s.offset += s.prev
+		s.run.V += x.V
+	default:
+		s.run.V += x.V - s.prev
+	}
+	s.restarted, s.prev = false, x.V
+	return rate.Some(s.offset + x.V)
 }
 
 // decodeSpan is the span of the target's published decode cell.

@@ -30,14 +30,18 @@ func benchRun(b *testing.B) string {
 // whole: a frame read from scratch (live.Read, llmrec top --once): it
 // replays the folder from its start, so its cost grows with -top.duration.
 //
-// follow: the frame of one more second (live.Reader, as top's loop reads):
-// the new second's 100 polls replayed, the minute's segment they are in
-// read again (a live journal is read on from where it stopped instead),
-// and the findings of every poll so far. Run it with -benchtime of fewer
-// iterations than the recording's seconds after its first minute.
+// follow: the frame of one more second (live.Reader, as top's loop reads),
+// from the recording's last minute on: the new second's 100 polls
+// replayed, the minute's segment they are in read again (a live journal is
+// read on from where it stopped instead), and the findings of the polls
+// since the cut (findings.Follow). Its cost does not grow with
+// -top.duration. Run it with -benchtime of fewer iterations than 60.
 //
-// idle: the frame of a recording that did not grow: listing the folder and
-// the findings.
+// idle: the frame of a recording that did not grow: listing the folder;
+// the findings are the last frame's.
+//
+// A long run: -top.duration 30m -bench 'Refresh/(follow|idle)' (whole
+// reads it all, 15 times the 2 min one).
 func BenchmarkRefresh(b *testing.B) {
 	dir := benchRun(b)
 	start := sim.DefaultStart
@@ -55,7 +59,7 @@ func BenchmarkRefresh(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		at := start.Add(time.Minute)
+		at := start.Add(*benchDuration - time.Minute)
 		if _, err := r.Frame(at.UnixNano()); err != nil {
 			b.Fatal(err)
 		}

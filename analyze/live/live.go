@@ -9,8 +9,10 @@ package live
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/llmrec/llmrec/analyze"
 	"github.com/llmrec/llmrec/analyze/engine"
@@ -69,10 +71,6 @@ type Options struct {
 	Spark int
 	// Gates are the estimator's span and gates, as analyze --span takes.
 	Gates rate.Config
-	// Journals, when set, keeps the live journals' parsed records from
-	// one Read to the next (analyze.Options.Journals): a view that reads
-	// a growing recording every second parses each record once.
-	Journals *capture.JournalCache
 }
 
 // Frame is the recording at one instant.
@@ -86,7 +84,9 @@ type Frame struct {
 	// runs, or was killed and not repaired).
 	Recording bool `json:"recording"`
 	// Phase is the named phase under way at T (llmrec mark), "" none.
-	Phase   string   `json:"phase"`
+	Phase string `json:"phase"`
+	// Level is the sweep level under way at T.
+	Level   Level    `json:"level"`
 	Targets []Target `json:"targets"`
 	// Fleet is the fleet's totals at its last tick; nil without an engine.
 	Fleet *findings.FleetPoint `json:"fleet"`
@@ -138,6 +138,35 @@ type Target struct {
 	Restart rate.Num `json:"restart"`
 }
 
+// Level is the sweep level under way: as analyze's sweep reads a run
+// with named phases, each named phase but a warmup is a level, in the
+// order they start.
+type Level struct {
+	// Name is the named phase open at the frame's instant, "" none
+	// (Reason says why there is no level).
+	Name string `json:"name"`
+	// Index is its place among the levels marked so far (1 the first),
+	// Of how many those are; Start is its start (Unix seconds).
+	Index int     `json:"index"`
+	Of    int     `json:"of"`
+	Start float64 `json:"start"`
+	// Offered is the load offered so far: per target the mean
+	// requests_running + requests_waiting over the level's polls (the
+	// running mean alone where it publishes no waiting gauge), summed
+	// over the targets that publish them (OfferedOf of them). Null with
+	// Reason when none does. The sweep's offered load, read before the
+	// level ends (analyze takes the client's mean in flight instead where
+	// a client record names the phase).
+	Offered   rate.Num `json:"offered"`
+	OfferedOf int      `json:"offered_of"`
+	Polls     int      `json:"polls"`
+	Source    string   `json:"source"`
+	Reason    string   `json:"reason,omitempty"`
+}
+
+// OfferedSource is the source of Level.Offered.
+const OfferedSource = "mean requests_running + requests_waiting over the level's polls so far, summed over the targets"
+
 // SlopePolls is the fewest polls with a waiting value the slope test needs.
 const SlopePolls = 3
 
@@ -162,6 +191,7 @@ type pollLog struct {
 // through analyze.Analyze: every file read whole.
 func Read(opts Options) (*Frame, error) {
 	st := newState(opts)
+	st.marks(opts.Until)
 	res, err := analyze.Analyze(st.analyzeOptions(opts))
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
@@ -194,6 +224,7 @@ func NewReader(opts Options) (*Reader, error) {
 // stands; never earlier than the last frame's) and makes a frame.
 func (r *Reader) Frame(until int64) (*Frame, error) {
 	r.s.SetUntil(until)
+	r.st.marks(until)
 	res, err := r.s.Update()
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
@@ -209,11 +240,40 @@ type frameState struct {
 	spark  int
 	logs   map[string]*targetLog
 	latest int64
+	// spans are the named phases marked up to the instant read, in
+	// order; levels sums each target's running and waiting gauges over
+	// the named phase its polls are in.
+	spans  []phaseSpan
+	levels map[string]*levelSum
+}
+
+// phaseSpan is one named phase: from its mark to its end mark, or to the
+// next mark that starts a phase (0: open).
+type phaseSpan struct {
+	name       string
+	start, end float64
+}
+
+// levelSum is a target's gauges summed over the polls of one named phase.
+type levelSum struct {
+	span           phaseSpan
+	run, wait      float64
+	nRun, nWait, n int
+}
+
+func (l *levelSum) add(p *pollLog) {
+	l.n++
+	if v := p.running.Value; v.Valid {
+		l.run, l.nRun = l.run+v.V, l.nRun+1
+	}
+	if v := p.waiting.Value; v.Valid {
+		l.wait, l.nWait = l.wait+v.V, l.nWait+1
+	}
 }
 
 func newState(opts Options) *frameState {
 	return &frameState{dir: opts.Dir, window: cmp.Or(opts.Window, DefaultWindow), spark: cmp.Or(opts.Spark, DefaultSpark),
-		logs: map[string]*targetLog{}}
+		logs: map[string]*targetLog{}, levels: map[string]*levelSum{}}
 }
 
 func (st *frameState) get(name string) *targetLog {
@@ -227,7 +287,7 @@ func (st *frameState) get(name string) *targetLog {
 
 func (st *frameState) analyzeOptions(opts Options) analyze.Options {
 	return analyze.Options{
-		Dirs: []string{opts.Dir}, Gates: opts.Gates, Until: opts.Until, Journals: opts.Journals,
+		Dirs: []string{opts.Dir}, Gates: opts.Gates, Until: opts.Until,
 		// The counterfactual spans judge load edges, not a poll's cells:
 		// a frame does without them.
 		Spans: []float64{},
@@ -247,6 +307,14 @@ func (st *frameState) analyzeOptions(opts Options) analyze.Options {
 			pl := pollOf(p)
 			l.polls = append(l.polls, pl)
 			l.polls = trimPolls(l.polls, p.T-st.window)
+			if sp, ok := st.spanAt(p.T); ok {
+				ls := st.levels[target]
+				if ls == nil || ls.span != sp {
+					ls = &levelSum{span: sp}
+					st.levels[target] = ls
+				}
+				ls.add(&pl)
+			}
 			l.spark = append(l.spark, pl.decode.Value)
 			if len(l.spark) > 2*st.spark {
 				l.spark = append(l.spark[:0], l.spark[len(l.spark)-st.spark:]...)
@@ -280,11 +348,109 @@ func (st *frameState) frame(res *analyze.Result, until int64) *Frame {
 		fp := ps[len(ps)-1]
 		f.Fleet = &fp
 	}
-	marks, _, err := capture.ReadMarks(st.dir)
-	if err == nil {
-		f.Phase = phaseAt(marks, f.T)
+	if sp, ok := st.spanAt(f.T); ok {
+		f.Phase = sp.name
 	}
+	f.Level = st.level(f.T)
 	return f
+}
+
+// marks reads the named phases marked up to until (0: all), as analyze
+// pairs marks: a phase ends at its end mark, else at the next mark that
+// starts a phase. Unreadable marks are none.
+func (st *frameState) marks(until int64) {
+	st.spans = st.spans[:0]
+	ms, _, err := capture.ReadMarks(st.dir)
+	if err != nil {
+		return
+	}
+	ms = slices.Clone(ms)
+	slices.SortStableFunc(ms, func(a, b capture.Mark) int { return cmp.Compare(a.TNs, b.TNs) })
+	for _, m := range ms {
+		// A mark after the instant is not read yet.
+		if until != 0 && m.TNs > until {
+			break
+		}
+		t := float64(m.TNs) / 1e9
+		n := len(st.spans)
+		switch {
+		case !m.End:
+			if n > 0 && st.spans[n-1].end == 0 {
+				st.spans[n-1].end = t
+			}
+			st.spans = append(st.spans, phaseSpan{name: m.Name, start: t})
+		case n > 0 && st.spans[n-1].end == 0 && st.spans[n-1].name == m.Name:
+			st.spans[n-1].end = t
+		}
+	}
+}
+
+// spanAt is the named phase open at t (Unix seconds).
+func (st *frameState) spanAt(t float64) (phaseSpan, bool) {
+	for i := len(st.spans) - 1; i >= 0; i-- {
+		sp := st.spans[i]
+		if sp.start > t {
+			continue
+		}
+		if sp.end == 0 || t < sp.end {
+			return sp, true
+		}
+		break
+	}
+	return phaseSpan{}, false
+}
+
+// level is the sweep level open at t, with the load offered over its
+// polls so far.
+func (st *frameState) level(t float64) Level {
+	lv := Level{Source: OfferedSource}
+	sp, ok := st.spanAt(t)
+	for _, s := range st.spans {
+		if s.start > t || strings.EqualFold(s.name, analyze.WarmupPhase) {
+			continue
+		}
+		lv.Of++
+		if ok && s == sp {
+			lv.Index = lv.Of
+		}
+	}
+	switch {
+	case !ok:
+		lv.Reason = "no named phase open (llmrec mark); without marks the levels are the steady phases analyze finds after the run"
+		return lv
+	case lv.Index == 0:
+		lv.Reason = "the open phase is the warmup: no level"
+		return lv
+	}
+	lv.Name, lv.Start = sp.name, sp.start
+	// In name order: the same sum in every frame.
+	for _, name := range slices.Sorted(maps.Keys(st.logs)) {
+		ls := st.levels[name]
+		// Polls read before the phase's mark was: summed again from the window kept.
+		if ls == nil || ls.span != sp {
+			ls = &levelSum{span: sp}
+			for i := range st.logs[name].polls {
+				if p := &st.logs[name].polls[i]; p.t >= sp.start && p.t <= t {
+					ls.add(p)
+				}
+			}
+			st.levels[name] = ls
+		}
+		lv.Polls += ls.n
+		if ls.nRun == 0 {
+			continue
+		}
+		x := ls.run / float64(ls.nRun)
+		if ls.nWait > 0 {
+			x += ls.wait / float64(ls.nWait)
+		}
+		lv.Offered = rate.Some(lv.Offered.V + x)
+		lv.OfferedOf++
+	}
+	if !lv.Offered.Valid {
+		lv.Reason = "no target published requests_running over the level's polls"
+	}
+	return lv
 }
 
 func pollOf(p *analyze.Poll) pollLog {
@@ -453,25 +619,4 @@ func rising(ps []pollLog) bool {
 		sxx += (xs[i] - mx) * (xs[i] - mx)
 	}
 	return sxx > 0 && sxy/sxx > 0 && ys[len(ys)-1]-ys[0] >= 1
-}
-
-// phaseAt is the named phase open at t (Unix seconds), as analyze pairs
-// marks: a phase ends at its end mark, else at the next mark that starts
-// a phase; "" none.
-func phaseAt(marks []capture.Mark, t float64) string {
-	ms := slices.Clone(marks)
-	slices.SortStableFunc(ms, func(a, b capture.Mark) int { return cmp.Compare(a.TNs, b.TNs) })
-	open := ""
-	for _, m := range ms {
-		if float64(m.TNs)/1e9 > t {
-			break
-		}
-		switch {
-		case !m.End:
-			open = m.Name
-		case m.Name == open:
-			open = ""
-		}
-	}
-	return open
 }

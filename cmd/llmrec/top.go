@@ -13,7 +13,6 @@ import (
 
 	"github.com/llmrec/llmrec/analyze/live"
 	"github.com/llmrec/llmrec/analyze/rate"
-	"github.com/llmrec/llmrec/record/capture"
 	livetext "github.com/llmrec/llmrec/render/live"
 )
 
@@ -88,8 +87,7 @@ func topRun(ctx context.Context, stdout, stderr io.Writer, args []string) error 
 	if *window <= 0 {
 		return fmt.Errorf("%w: top: --window must be positive", errUsage)
 	}
-	opts := live.Options{Dir: fs.Arg(0), Window: window.Seconds(), Gates: rate.Config{Span: span.Seconds()},
-		Journals: capture.NewJournalCache()}
+	opts := live.Options{Dir: fs.Arg(0), Window: window.Seconds(), Gates: rate.Config{Span: span.Seconds()}}
 	if *once {
 		f, err := live.Read(opts)
 		if err != nil {

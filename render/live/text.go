@@ -62,6 +62,7 @@ func Text(w io.Writer, f *live.Frame, o TextOptions) error {
 	}
 	fmt.Fprintf(&b, "%s  %s  %s at %s (%s in)  phase: %s  window %gs\n", paint(ansiBold, "llmrec top"), f.Dir, status,
 		clock(f.T), dur(f.T-f.Start), phase, f.Window)
+	b.WriteString(levelText(&f.Level) + "\n")
 	head := []string{"TARGET", "ENGINE", "STATE", "DECODE/s", "PROMPT/s", "TTFT", "ITL", "RUN", "WAIT", "KV", "SCRAPE p99", "MISSED", "FAILED"}
 	rows := [][]string{head}
 	colors := [][]string{make([]string, len(head))}
@@ -219,6 +220,18 @@ func plainPct(n rate.Num) string {
 		return "unknown"
 	}
 	return fmt.Sprintf("%.1f%%", n.V*100)
+}
+
+// levelText is the sweep level line.
+func levelText(l *live.Level) string {
+	if l.Name == "" {
+		return "level: none (" + l.Reason + ")"
+	}
+	offered := "unknown (" + l.Reason + ")"
+	if l.Offered.Valid {
+		offered = fmt.Sprintf("%.1f (mean running + waiting over its %d polls so far, summed over %d target(s))", l.Offered.V, l.Polls, l.OfferedOf)
+	}
+	return fmt.Sprintf("level %d/%d %s since %s: offered %s", l.Index, l.Of, l.Name, clock(l.Start), offered)
 }
 
 // fleetNum is a fleet sum with the engines it covers when not all.

@@ -10,6 +10,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/live"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record"
+	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/goldentest"
 	"github.com/llmrec/llmrec/record/sim"
 	livetext "github.com/llmrec/llmrec/render/live"
@@ -22,6 +23,13 @@ func frameAt(t *testing.T, d time.Duration) *live.Frame {
 	dir := t.TempDir()
 	if _, err := record.WriteGenerated(dir, sim.DefaultScenario(), sim.GenerateOptions{Interval: time.Second}, 0, nil); err != nil {
 		t.Fatal(err)
+	}
+	// A warmup, then two levels of a sweep.
+	for _, m := range []capture.Mark{{Name: "warmup", TNs: sim.DefaultStart.UnixNano()}, {Name: "low", TNs: sim.DefaultStart.Add(3 * time.Second).UnixNano()},
+		{Name: "high", TNs: sim.DefaultStart.Add(8 * time.Second).UnixNano()}} {
+		if _, err := capture.AppendMark(dir, m); err != nil {
+			t.Fatal(err)
+		}
 	}
 	f, err := live.Read(live.Options{Dir: dir, Until: sim.DefaultStart.Add(d).UnixNano()})
 	if err != nil {
