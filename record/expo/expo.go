@@ -96,9 +96,11 @@ func (in *Interner) Parse(body []byte, contentType string) ([]Sample, error) {
 		in.forget()
 		return nil, err
 	}
-	// A page with the series of the page before keeps its shape: its map
-	// is worth making.
-	if in.sameSeries(out) {
+	// A target's first page, and a page with the series of the page
+	// before, are mapped: a page that keeps its shape is read by its
+	// values next time; one whose series change at every page is not
+	// mapped again and again.
+	if in.last == nil || in.sameSeries(out) {
 		in.remember(body, out)
 	} else {
 		in.forget()
