@@ -386,6 +386,8 @@ type endpointState struct {
 	// one parse at a time (parseMu).
 	parseMu  sync.Mutex
 	interner expo.Interner
+	// lastSize is the size of the endpoint's last body (see bodyReader.read).
+	lastSize atomic.Int64
 }
 
 // maxParsesBehind is how many of an endpoint's pages may wait for their
@@ -463,8 +465,12 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 	go func() {
 		defer r.inflight.Done()
 		q := request{target: t, endpoint: ep.name, url: ep.url, seq: k, scheduled: at, maxBody: r.maxBody,
-			limits: r.limits, runID: r.runID, interner: &ep.interner, bodies: r.bodies, parses: r.parses}
+			limits: r.limits, runID: r.runID, interner: &ep.interner, bodies: r.bodies, parses: r.parses,
+			sizeHint: ep.lastSize.Load()}
 		row := fetch(r.scrapeCtx, r.client(ti), r.clock, q)
+		if row.Body != nil {
+			ep.lastSize.Store(int64(len(row.Body)))
+		}
 		r.markShutdown(&row, t.Timeout.D())
 		// Journaled before it is parsed: a kill during a long parse loses
 		// nothing. The parse's result follows through p. The endpoint's
