@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/llmrec/llmrec/record/capture"
@@ -201,5 +202,30 @@ func TestParseSlots(t *testing.T) {
 	}
 	if len(s) != cap(s)-1 {
 		t.Fatalf("%d of %d slots taken after the parse, want %d", len(s), cap(s), cap(s)-1)
+	}
+}
+
+// readAll reads a body of any size whatever its hint, byte-exact, and a
+// body of its hinted size without growing (one allocation); one much
+// smaller than its hint is not kept in the hint's space.
+func TestReadAllHint(t *testing.T) {
+	page := bytes.Repeat([]byte("vllm:num_requests_running{model_name=\"m\"} 3\n"), 1000)
+	for _, hint := range []int64{0, 1, 100, int64(len(page)) - 1, int64(len(page)), int64(len(page)) + 1, 1 << 20} {
+		got, err := readAll(iotest.OneByteReader(bytes.NewReader(page)), hint)
+		if err != nil || !bytes.Equal(got, page) {
+			t.Fatalf("hint %d: %d bytes, %v", hint, len(got), err)
+		}
+	}
+	r := bytes.NewReader(page)
+	allocs := testing.AllocsPerRun(20, func() {
+		r.Reset(page)
+		readAll(r, int64(len(page)))
+	})
+	if allocs != 1 {
+		t.Errorf("a body of its hinted size took %v allocations, want 1", allocs)
+	}
+	small, _ := readAll(bytes.NewReader(page[:100]), 1<<20)
+	if cap(small) > 8192 {
+		t.Errorf("a 100-byte body read with a 1 MiB hint kept %d bytes", cap(small))
 	}
 }

@@ -91,3 +91,49 @@ func TestMissedTickNeverBlocks(t *testing.T) {
 		t.Fatalf("%d of 100 missed ticks reached the writer", len(seqs))
 	}
 }
+
+// A page waiting for its parse holds no tick: with the parse slots taken
+// (a backlog of parses), an endpoint's ticks still fire, its pages are
+// journaled, until maxParsesBehind of them wait; the ticks after are
+// missed, saying why. When the slots free, every waiting page is parsed.
+func TestParseBacklogHoldsNoTick(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("# TYPE up gauge\nup 1\n"))
+	}))
+	defer srv.Close()
+	tg := &Target{Name: "a", URL: srv.URL + "/metrics", Interval: Duration(50 * time.Millisecond), Timeout: Duration(time.Second)}
+	slots := make(parseSlots, 1)
+	slots <- struct{}{} // another page's parse holds the only slot
+	r := &recorder{clock: NewClock(), runID: "R", maxBody: 1 << 20, scrapeCtx: context.Background(),
+		rows: make(chan queued, 1000), bodies: newBodyReader(), parses: newParseGate(), slots: slots,
+		clients: []*http.Client{newClient()}, stats: make([]TargetStats, 1)}
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	r.loop(ctx, 0, tg, 0, 0)
+	cancel()
+	<-slots
+	r.inflight.Wait()
+	close(r.rows)
+	var fired, behind int
+	for q := range r.rows {
+		if q.p == nil {
+			switch {
+			case strings.Contains(*q.s.Error, "pages before") && strings.Contains(*q.s.Error, "not finished"):
+				behind++
+			default:
+				t.Errorf("seq %d: %s %s", q.s.Seq, q.s.Outcome, *q.s.Error)
+			}
+			continue
+		}
+		fired++
+	}
+	// Accounted after its parse: every page fired was parsed.
+	if st := r.stats[0]; st.OK != int64(fired) || st.Unparsed != 0 {
+		t.Errorf("%d pages parsed ok, %d unparsed, of %d fired", st.OK, st.Unparsed, fired)
+	}
+	if fired != maxParsesBehind {
+		t.Errorf("%d ticks fired while the parses waited, want %d", fired, maxParsesBehind)
+	}
+	if behind < 3 {
+		t.Errorf("%d ticks missed for the parses behind in 600 ms at 50 ms, want most of the rest", behind)
+	}
+}

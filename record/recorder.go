@@ -8,7 +8,10 @@
 //   - a slow or hung target never delays another (one goroutine per target,
 //     one per scrape);
 //   - a tick that finds the same endpoint's previous scrape still running is
-//     a missed tick, written as a row, never fired late;
+//     a missed tick, written as a row, never fired late; so is a tick that
+//     finds maxParsesBehind of the endpoint's pages still waiting for their
+//     parse (journaled: a page's parse does not hold its endpoint's next
+//     tick);
 //   - ticks the recorder itself slept through (a stalled host) are missed
 //     ticks too: after a stall only the current tick fires, no catch-up burst;
 //   - the targets' ticks are spread over the interval: target i of n ticks
@@ -376,10 +379,24 @@ type endpointState struct {
 	url     string
 	busy    atomic.Bool
 	running atomic.Int64 // seq of the scrape in flight
+	// parsing counts this endpoint's pages fetched and journaled whose
+	// parse has not finished (see maxParsesBehind).
+	parsing atomic.Int64
 	// interner is the parser's memory of this endpoint's pages, used by
-	// one scrape at a time (busy).
+	// one parse at a time (parseMu).
+	parseMu  sync.Mutex
 	interner expo.Interner
+	// lastSize is the size of the endpoint's last body (see bodyReader.read).
+	lastSize atomic.Int64
 }
+
+// maxParsesBehind is how many of an endpoint's pages may wait for their
+// parse (journaled, not parsed) before its ticks are missed: the tick loop
+// fires on time while the parses catch up (a recorder's first pages, each
+// parsed in full, take a few seconds to go through the parse slots with a
+// thousand targets), and the pages waiting are bounded (their bodies are
+// in memory).
+const maxParsesBehind = 4
 
 func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Duration, k0 int64) {
 	eps := []*endpointState{{name: capture.EndpointMetrics, url: t.URL}}
@@ -423,6 +440,10 @@ func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Durat
 				r.missed(ti, t, ep, k, at, fmt.Sprintf("previous scrape (seq %d) still running", ep.running.Load()))
 				continue
 			}
+			if n := ep.parsing.Load(); n >= maxParsesBehind {
+				r.missed(ti, t, ep, k, at, fmt.Sprintf("the parses of the %d pages before (seq %d the last) not finished", n, ep.running.Load()))
+				continue
+			}
 			r.fire(ti, t, ep, k, at)
 		}
 		k++
@@ -444,22 +465,32 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 	go func() {
 		defer r.inflight.Done()
 		q := request{target: t, endpoint: ep.name, url: ep.url, seq: k, scheduled: at, maxBody: r.maxBody,
-			limits: r.limits, runID: r.runID, interner: &ep.interner, bodies: r.bodies, parses: r.parses}
+			limits: r.limits, runID: r.runID, interner: &ep.interner, bodies: r.bodies, parses: r.parses,
+			sizeHint: ep.lastSize.Load()}
 		row := fetch(r.scrapeCtx, r.client(ti), r.clock, q)
+		if row.Body != nil {
+			ep.lastSize.Store(int64(len(row.Body)))
+		}
 		r.markShutdown(&row, t.Timeout.D())
 		// Journaled before it is parsed: a kill during a long parse loses
-		// nothing. The parse's result follows through p; the endpoint stays
-		// busy until then, since its interner parses one page at a time.
+		// nothing. The parse's result follows through p. The endpoint's
+		// next tick may fire while this page waits for its parse (at most
+		// maxParsesBehind pages wait); its interner parses one page at a
+		// time.
 		var p *capture.Pending
 		if row.Outcome == capture.OutcomeOK {
 			p = capture.NewPending()
+			ep.parsing.Add(1)
 		}
 		r.put(queued{s: row, p: p})
-		if p != nil {
-			r.slots.parse(q.parses, &row, q.interner, q.limits)
-			p.Done(&row)
-		}
 		ep.busy.Store(false)
+		if p != nil {
+			ep.parseMu.Lock()
+			r.slots.parse(q.parses, &row, q.interner, q.limits)
+			ep.parseMu.Unlock()
+			p.Done(&row)
+			ep.parsing.Add(-1)
+		}
 		r.account(ti, &row)
 	}()
 }

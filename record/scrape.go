@@ -139,6 +139,7 @@ type request struct {
 	interner  *expo.Interner // of the endpoint; nil: none
 	bodies    *bodyReader    // shared by the recording; nil: read freely
 	parses    parseGate      // shared by the recording; nil: never shed
+	sizeHint  int64          // the endpoint's last body's size; 0: unknown
 }
 
 // countingReader counts bytes read from the wire.
@@ -251,7 +252,11 @@ func fetch(ctx context.Context, client *http.Client, clock Clock, q request) cap
 	if bodies == nil {
 		bodies = newBodyReader()
 	}
-	b, n, err := bodies.read(ctx, body, q.maxBody)
+	hint := q.sizeHint
+	if resp.ContentLength > 0 && row.ContentEncoding == nil {
+		hint = resp.ContentLength
+	}
+	b, n, err := bodies.read(ctx, body, q.maxBody, hint)
 	row.EndNs = clock.Ns(time.Now())
 	row.WireBytes = &wire.n
 	if err != nil {

@@ -62,7 +62,13 @@ func Parse(body []byte, contentType string) ([]Sample, error) {
 // interns nothing.
 type Interner struct {
 	m    map[string]string
-	last []Sample // the last page's samples; only Name and Labels are read
+	last []Sample // the last page's samples; read, never written
+
+	// The last page and the map of its values (see reuse.go); at is empty
+	// when the next page is parsed in full. spare is at's other buffer.
+	prev      []byte
+	at, spare []valueAt
+	reused    int // pages parsed by their values alone (for the tests)
 }
 
 // maxInterned bounds an Interner: a target whose label values never repeat
@@ -75,6 +81,36 @@ func (in *Interner) Parse(body []byte, contentType string) ([]Sample, error) {
 	if err := sniff(body, contentType); err != nil {
 		return nil, err
 	}
+	if in != nil && len(in.at) > 0 {
+		if out, ok := in.reuse(body); ok {
+			in.last = out
+			in.reused++
+			return out, nil
+		}
+	}
+	out, err := in.parseFull(body)
+	if in == nil {
+		return out, err
+	}
+	if err != nil {
+		in.forget()
+		return nil, err
+	}
+	// A target's first page, and a page with the series of the page
+	// before, are mapped: a page that keeps its shape is read by its
+	// values next time; one whose series change at every page is not
+	// mapped again and again.
+	if in.last == nil || in.sameSeries(out) {
+		in.remember(body, out)
+	} else {
+		in.forget()
+	}
+	in.last = out
+	return out, nil
+}
+
+// parseFull parses body with expfmt and flattens its families.
+func (in *Interner) parseFull(body []byte) ([]Sample, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	var r io.Reader = bytes.NewReader(body)
 	// A last line without its newline is complete; expfmt alone calls it an
@@ -104,9 +140,6 @@ func (in *Interner) Parse(body []byte, contentType string) ([]Sample, error) {
 		if dup := firstDuplicate(out); dup != "" {
 			return nil, fmt.Errorf("parse exposition: duplicate series %s", dup)
 		}
-	}
-	if in != nil {
-		in.last = out
 	}
 	return out, nil
 }

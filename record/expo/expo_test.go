@@ -302,7 +302,9 @@ func FuzzInterner(f *testing.F) {
 func sameSample(a, b Sample) bool {
 	ta, tb := a.TimestampMs, b.TimestampMs
 	a.TimestampMs, b.TimestampMs = nil, nil
-	return a == b && (ta == nil) == (tb == nil) && (ta == nil || *ta == *tb)
+	va, vb := a.Value, b.Value
+	a.Value, b.Value = 0, 0
+	return a == b && math.Float64bits(va) == math.Float64bits(vb) && (ta == nil) == (tb == nil) && (ta == nil || *ta == *tb)
 }
 
 func BenchmarkParseVLLMV1(b *testing.B) { benchParse(b, nil) }
