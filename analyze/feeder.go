@@ -140,25 +140,16 @@ func (f *feeder) known(w *capture.Row) bool {
 // peek is lookup changing nothing: what the reader knows changes with the
 // rows delivered only, as the workers' state does (a row known was asked
 // of may be damaged and never delivered).
-func (s *seen) peek(w *capture.Row) (all, same bool) {
-	all, same = true, true
-	for j, name := range w.Name {
-		k := uint64(uint32(name))<<32 | uint64(uint32(w.Labels[j]))
-		if j < len(s.prevK) && s.prevK[j] == k && s.prevIn[j] {
-			continue
-		}
-		same = false
-		if _, in := s.keys[k]; !in {
-			all = false
-		}
-	}
-	return all, same
-}
+func (s *seen) peek(w *capture.Row) (all, same bool) { return s.scan(w, false) }
 
 // lookup is targetState.lookup on what the reader knows; same says every
 // series was where the target's last poll had it (targetState.lookup
 // then changes nothing).
-func (s *seen) lookup(w *capture.Row) (all, same bool) {
+func (s *seen) lookup(w *capture.Row) (all, same bool) { return s.scan(w, true) }
+
+// scan answers peek and lookup; keep records each series' place for the
+// next row (lookup) or leaves them as they were (peek).
+func (s *seen) scan(w *capture.Row, keep bool) (all, same bool) {
 	all, same = true, true
 	for j, name := range w.Name {
 		k := uint64(uint32(name))<<32 | uint64(uint32(w.Labels[j]))
@@ -168,6 +159,10 @@ func (s *seen) lookup(w *capture.Row) (all, same bool) {
 		same = false
 		_, in := s.keys[k]
 		all = all && in
+		// A peek changes nothing: the row may never be delivered.
+		if !keep {
+			continue
+		}
 		if j < len(s.prevK) {
 			s.prevK[j], s.prevIn[j] = k, in
 		} else {
