@@ -175,13 +175,9 @@ func TestReaderEqualsRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := live.Read(live.Options{Dir: dir, Until: until})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gj, _ := json.Marshal(got)
-		wj, _ := json.Marshal(want)
-		if string(gj) != string(wj) {
+		if want, same := readEquals(t, dir, until, got); !same {
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(want)
 			t.Errorf("at %v the Reader's frame differs from Read's:\n%s\n%s", at, gj, wj)
 		}
 	}
@@ -238,13 +234,8 @@ func TestReaderEqualsReadLong(t *testing.T) {
 		if at%(7*time.Second) != 0 && at < d {
 			continue
 		}
-		want, err := live.Read(live.Options{Dir: dir, Until: until})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gj, _ := json.Marshal(got)
-		wj, _ := json.Marshal(want)
-		if string(gj) != string(wj) {
+		want, same := readEquals(t, dir, until, got)
+		if !same {
 			t.Fatalf("at %v the Reader's frame differs from Read's:\n%s", at, firstDiff(got, want))
 		}
 		compared++
@@ -261,6 +252,19 @@ func TestReaderEqualsReadLong(t *testing.T) {
 			t.Errorf("no %s incident in the frames compared (%d): the test does not cover it", k, compared)
 		}
 	}
+}
+
+// readEquals reads the folder whole up to until (live.Read) and says
+// whether that frame's JSON is got's.
+func readEquals(t *testing.T, dir string, until int64, got *live.Frame) (*live.Frame, bool) {
+	t.Helper()
+	want, err := live.Read(live.Options{Dir: dir, Until: until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(want)
+	return want, string(gj) == string(wj)
 }
 
 // firstDiff says where two frames first differ: a target's line, the
