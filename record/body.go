@@ -159,7 +159,9 @@ func (g parseGate) parse(row *capture.Scrape, in *expo.Interner, lim capture.Lim
 
 // parseSlots bounds the parses of ordinary pages (up to smallBody) that run
 // at once to one fewer than the processors, at least one, so one processor
-// stays free for the tick loops, the requests and the writer. Without it,
+// stays free for the tick loops, the requests and the writer, until the
+// ticks stop (widen): then the pages still waiting are parsed on every
+// processor. Without it,
 // every page that arrived was parsed at once: with a few hundred targets
 // at 1 s, tens of parse goroutines (a 47 KB page is 1–3 ms of CPU) stood
 // runnable ahead of a tick loop that had just woken, and the tick fired as
@@ -168,7 +170,24 @@ func (g parseGate) parse(row *capture.Scrape, in *expo.Interner, lim capture.Lim
 // largest): a slow hostile page cannot hold the others' parses.
 type parseSlots chan struct{}
 
-func newParseSlots() parseSlots { return make(parseSlots, max(1, runtime.GOMAXPROCS(0)-1)) }
+func newParseSlots() parseSlots {
+	n := runtime.GOMAXPROCS(0)
+	s := make(parseSlots, n)
+	if n > 1 {
+		s <- struct{}{} // the tick loops' processor, until widen
+	}
+	return s
+}
+
+// widen gives the parses the slot kept for the tick loops, once they have
+// stopped: a recording's stop waits for the pages still waiting for their
+// parse (journaled, their samples still to come), and a thousand targets
+// leave a few thousand. Called once, on slots made by newParseSlots.
+func (s parseSlots) widen() {
+	if cap(s) > 1 {
+		<-s
+	}
+}
 
 // parse parses row's body through g in a slot (see parseSlots). Nil
 // slots (a recorder made without them) bound nothing.

@@ -157,10 +157,10 @@ func TestBodyAtTheCap(t *testing.T) {
 // others' parses; a slot is given back after each parse.
 func TestParseSlots(t *testing.T) {
 	s := newParseSlots()
-	if want := max(1, runtime.GOMAXPROCS(0)-1); cap(s) != want {
-		t.Fatalf("%d slots, want %d", cap(s), want)
+	if want := max(1, runtime.GOMAXPROCS(0)-1); cap(s)-len(s) != want {
+		t.Fatalf("%d slots free, want %d", cap(s)-len(s), want)
 	}
-	for range cap(s) {
+	for range cap(s) - len(s) {
 		s <- struct{}{} // every slot taken
 	}
 	g := newParseGate()
@@ -202,6 +202,42 @@ func TestParseSlots(t *testing.T) {
 	}
 	if len(s) != cap(s)-1 {
 		t.Fatalf("%d of %d slots taken after the parse, want %d", len(s), cap(s), cap(s)-1)
+	}
+}
+
+// When the ticks stop, the slot kept for the tick loops is given to the
+// parses: a page waiting with every other slot taken is parsed.
+func TestParseSlotsWiden(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("one processor: no slot is kept for the tick loops")
+	}
+	s := newParseSlots()
+	if len(s) != 1 || cap(s) != runtime.GOMAXPROCS(0) {
+		t.Fatalf("%d of %d slots taken at the start, want 1 of %d", len(s), cap(s), runtime.GOMAXPROCS(0))
+	}
+	for range cap(s) - len(s) {
+		s <- struct{}{} // the parses' slots taken
+	}
+	var in expo.Interner
+	row := capture.Scrape{Endpoint: capture.EndpointMetrics, Outcome: capture.OutcomeOK, Body: page(40 << 10)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.parse(newParseGate(), &row, &in, capture.DefaultLimits)
+	}()
+	select {
+	case <-done:
+		t.Fatal("a page was parsed while every slot was taken")
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.widen()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a page was not parsed once the tick loops' slot was given")
+	}
+	if row.Outcome != capture.OutcomeOK || len(row.Samples) == 0 {
+		t.Fatalf("%s %v, %d samples", row.Outcome, row.ParseError, len(row.Samples))
 	}
 }
 

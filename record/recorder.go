@@ -201,7 +201,11 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	defer stopScrapes(nil)
 	rec := &recorder{runID: runID, maxBody: cfg.MaxBody, limits: cfg.Limits(), scrapeCtx: scrapeCtx,
 		abort: opt.Abort, rows: make(chan queued, cmp.Or(opt.rowsBuffer, 256)),
-		bodies: newBodyReader(), parses: newParseGate(), slots: newParseSlots(), warn: opt.Warnings}
+		bodies: newBodyReader(), parses: newParseGate(), slots: newParseSlots(), warn: opt.Warnings,
+		shapes: &expo.Shapes{}}
+	// Rows read back from the journal at a seal are read against the same
+	// shapes as the pages parsed here.
+	w.SetShapes(rec.shapes)
 	stop := func(cause error) {
 		rec.stoppedNs.CompareAndSwap(0, rec.clock.Ns(time.Now()))
 		stopScrapes(cause)
@@ -306,6 +310,9 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	}()
 
 	wg.Wait()
+	// No tick fires any more: the pages waiting for their parse take every
+	// processor.
+	rec.slots.widen()
 	grace := time.AfterFunc(StopGrace, func() { stop(errShutdown) })
 	inflightDone := make(chan struct{})
 	go func() {
@@ -366,8 +373,12 @@ type recorder struct {
 	bodies    *bodyReader
 	parses    parseGate
 	slots     parseSlots
-	inflight  sync.WaitGroup
-	written   atomic.Int64
+	// shapes are the page shapes the endpoints' Interners share: a
+	// target's first page of a shape another's first page had is read by
+	// its values (see expo.Shapes).
+	shapes   *expo.Shapes
+	inflight sync.WaitGroup
+	written  atomic.Int64
 
 	mu    sync.Mutex
 	stats []TargetStats
@@ -399,16 +410,16 @@ type endpointState struct {
 const maxParsesBehind = 4
 
 func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Duration, k0 int64) {
-	eps := []*endpointState{{name: capture.EndpointMetrics, url: t.URL}}
+	eps := []*endpointState{r.endpoint(capture.EndpointMetrics, t.URL)}
 	for _, e := range t.Endpoints {
 		// The endpoint is named as its path is written down: redacted as a
 		// URL (/slots?token=<redacted>).
 		u, name := joinPath(t.URL, e.Path), redact.URL(e.Path)
 		if e.Once {
-			r.fire(ti, t, &endpointState{name: name, url: u}, k0, time.Now())
+			r.fire(ti, t, r.endpoint(name, u), k0, time.Now())
 			continue
 		}
-		eps = append(eps, &endpointState{name: name, url: u})
+		eps = append(eps, r.endpoint(name, u))
 	}
 	interval := t.Interval.D()
 	start := r.clock.Start().Add(phase)
@@ -448,6 +459,14 @@ func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Durat
 		}
 		k++
 	}
+}
+
+// endpoint is the scheduling state of a target's endpoint, its Interner
+// reading against the recording's shapes.
+func (r *recorder) endpoint(name, url string) *endpointState {
+	ep := &endpointState{name: name, url: url}
+	ep.interner.Shapes = r.shapes
+	return ep
 }
 
 // lateTolerance is how late a tick may fire and still count as on time:

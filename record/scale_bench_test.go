@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +12,10 @@ import (
 	"github.com/llmrec/llmrec/record/sim"
 )
 
-// BenchmarkSimTargets records 200 simulated vLLM V1 engines (47 KB pages,
+// The number of targets of BenchmarkSimTargets.
+var simTargetsN = flag.Int("simtargets.n", 200, "BenchmarkSimTargets: how many simulated engines to record")
+
+// BenchmarkSimTargets records 200 (-simtargets.n) simulated vLLM V1 engines (47 KB pages,
 // each its own loopback server, values changing every second) at 1 s for
 // 10 s in this process: a profile of the recorder's tick path at scale
 // (run with -cpuprofile; the servers' share is theirs, under
@@ -22,7 +26,7 @@ import (
 func BenchmarkSimTargets(b *testing.B) {
 	start := time.Now()
 	cfg := &Config{Interval: Duration(time.Second)}
-	for i := range 200 {
+	for i := range *simTargetsN {
 		e, err := sim.NewEngine(sim.EngineSpec{Name: fmt.Sprintf("v%d", i), Format: sim.FormatVLLM, Model: "m",
 			Phases: []sim.Phase{{DecodeTPS: float64(600 + 37*(i%29)), PromptTPS: 2000, Running: 4 + i%12, KVUsage: -1}}}, start)
 		if err != nil {
@@ -47,9 +51,22 @@ func BenchmarkSimTargets(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	var ok, failed, missed, unparsed int64
+	var stop time.Duration
 	for b.Loop() {
-		if _, err := Run(context.Background(), cfg, Options{Dir: b.TempDir(), Duration: 10 * time.Second}); err != nil {
+		sum, err := Run(context.Background(), cfg, Options{Dir: b.TempDir(), Duration: 10 * time.Second})
+		if err != nil {
 			b.Fatal(err)
 		}
+		for _, t := range sum.Targets {
+			ok, failed, missed, unparsed = ok+t.OK, failed+t.Failed, missed+t.Missed, unparsed+t.Unparsed
+		}
+		stop += sum.Elapsed - 10*time.Second
 	}
+	n := float64(b.N)
+	b.ReportMetric(float64(ok)/n, "ok/op")
+	b.ReportMetric(float64(failed)/n, "failed/op")
+	b.ReportMetric(float64(missed)/n, "missed/op")
+	b.ReportMetric(float64(unparsed)/n, "unparsed/op")
+	b.ReportMetric(stop.Seconds()/n, "stop-s/op")
 }

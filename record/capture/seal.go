@@ -136,6 +136,7 @@ func (w *Writer) seal(job *sealJob) error {
 	}
 	w.enc.setCodec(codec)
 	slices.SortStableFunc(job.rows, func(a, b openRow) int { return compareRows(&a.s, &b.s) })
+	back := reparser{shapes: w.shapes}
 	_, err := w.enc.write(base+".parquet", func(pw *parquet.GenericWriter[Scrape]) error {
 		// A segment compaction will merge keeps its bodies whole: the
 		// merge makes the deltas (making them twice cost 3-7 % of a scrape).
@@ -150,7 +151,7 @@ func (w *Writer) seal(job *sealJob) error {
 			}
 			s, err := job.j.readAt(r.at)
 			if err == nil {
-				ParseCapped(&s, nil, w.limits)
+				ParseCapped(&s, back.interner(&s), w.limits)
 			}
 			return s, err
 		})

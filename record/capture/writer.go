@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/llmrec/llmrec/record/expo"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -48,6 +49,8 @@ type Writer struct {
 	// limits parse the rows read back from the journal (SetLimits).
 	segBytes int64
 	limits   Limits
+	// shapes are read against by the parse of those rows (SetShapes).
+	shapes *expo.Shapes
 
 	// Sealing, in the background, one segment at a time (see seal.go).
 	// The sealer owns enc, sealed, kept and the compaction fields while a
@@ -308,6 +311,10 @@ func (w *Writer) Seals() int64 { return w.seals.Load() }
 // SetLimits sets the limits that parse rows read back from the journal at a
 // seal (default DefaultLimits): those the rows were parsed with.
 func (w *Writer) SetLimits(l Limits) { w.limits = l }
+
+// SetShapes sets the page shapes the rows read back from the journal at a
+// seal are read against (see expo.Shapes); nil for none.
+func (w *Writer) SetShapes(sh *expo.Shapes) { w.shapes = sh }
 
 // SetSegmentBytes sets the open segment's memory budget (default
 // DefaultSegmentBytes).

@@ -61,6 +61,11 @@ func Parse(body []byte, contentType string) ([]Sample, error) {
 // use: one per target endpoint. The zero value is ready; a nil *Interner
 // interns nothing.
 type Interner struct {
+	// Shapes, when set, are the page shapes shared with other targets'
+	// Interners (see shapes.go): a page this Interner has no map for is
+	// read against them before it is parsed in full.
+	Shapes *Shapes
+
 	m    map[string]string
 	last []Sample // the last page's samples; read, never written
 
@@ -69,6 +74,7 @@ type Interner struct {
 	prev      []byte
 	at, spare []valueAt
 	reused    int // pages parsed by their values alone (for the tests)
+	shaped    int // of them, read against a shared shape (for the tests)
 }
 
 // maxInterned bounds an Interner: a target whose label values never repeat
@@ -88,6 +94,14 @@ func (in *Interner) Parse(body []byte, contentType string) ([]Sample, error) {
 			return out, nil
 		}
 	}
+	if in != nil && in.Shapes != nil {
+		if out, ok := in.reuseShape(body); ok {
+			in.last = out
+			in.reused++
+			in.shaped++
+			return out, nil
+		}
+	}
 	out, err := in.parseFull(body)
 	if in == nil {
 		return out, err
@@ -100,8 +114,14 @@ func (in *Interner) Parse(body []byte, contentType string) ([]Sample, error) {
 	// before, are mapped: a page that keeps its shape is read by its
 	// values next time; one whose series change at every page is not
 	// mapped again and again.
-	if in.last == nil || in.sameSeries(out) {
+	if first := in.last == nil; first || in.sameSeries(out) {
 		in.remember(body, out)
+		// A first page no kept shape fits (they were tried) is kept for
+		// the other targets' first pages; a target whose page changes its
+		// bytes at every scrape does not churn them.
+		if first {
+			in.Shapes.keep(in.prev, in.at, out)
+		}
 	} else {
 		in.forget()
 	}

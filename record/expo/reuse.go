@@ -50,12 +50,29 @@ type valueAt struct {
 
 // reuse parses body as the last page with new values, or reports false.
 func (in *Interner) reuse(body []byte) ([]Sample, bool) {
-	old := in.prev
-	out := make([]Sample, len(in.last))
-	copy(out, in.last)
+	return in.reuseFrom(in.prev, in.at, in.last, body)
+}
+
+// reuseShape parses body as one of the shapes' pages with new values, or
+// reports false.
+func (in *Interner) reuseShape(body []byte) ([]Sample, bool) {
+	for _, s := range in.Shapes.load() {
+		if out, ok := in.reuseFrom(s.page, s.at, s.last, body); ok {
+			return out, true
+		}
+	}
+	return nil, false
+}
+
+// reuseFrom parses body as the page old, whose map is at and samples last,
+// with new values, or reports false. On success body and its map become
+// the Interner's (old, at and last are only read).
+func (in *Interner) reuseFrom(old []byte, at []valueAt, last []Sample, body []byte) ([]Sample, bool) {
+	out := make([]Sample, len(last))
+	copy(out, last)
 	next := in.spare[:0]
 	po, pn := 0, 0
-	for _, e := range in.at {
+	for _, e := range at {
 		// The bytes up to this value are the last page's.
 		n := e.start - po
 		if pn+n > len(body) || !bytes.Equal(old[po:e.start], body[pn:pn+n]) {
@@ -75,9 +92,10 @@ func (in *Interner) reuse(body []byte) ([]Sample, bool) {
 		po, pn = e.end, end
 	}
 	if !bytes.Equal(old[po:], body[pn:]) {
+		in.spare = next[:0] // what it grew to
 		return nil, false
 	}
-	in.spare, in.at = in.at, next
+	in.spare, in.at = in.at[:0], next
 	in.prev = append(in.prev[:0], body...)
 	return out, true
 }
