@@ -1,0 +1,98 @@
+package capture
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/llmrec/llmrec/record/expo"
+)
+
+// Rows kept in the journal alone (the open segment over its budget while a
+// seal runs) are parsed again at their seal with an Interner per target and
+// the recording's shapes: their samples are Parse's, value for value, for
+// targets sharing a page shape, a target of its own shape, a target whose
+// page changes shape, and a page that does not parse; the targets' first
+// pages of the shape kept are read against it (one shape is kept for them
+// all).
+func TestSealReadBackWithShapes(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir, runR, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sh expo.Shapes
+	w.SetShapes(&sh)
+	w.SetCompactEvery(0)
+	w.SetSegmentBytes(1) // every row past the first is let go of while the seal is held
+	hold := make(chan error, 1)
+	w.sealing = hold
+	other := func(i int) []byte {
+		return fmt.Appendf(nil, "# TYPE other gauge\nother{x=\"y\"} %d\n", i)
+	}
+	var want []Scrape
+	add := func(target string, seq int, b []byte) {
+		t.Helper()
+		s := row(runR, target, seq)
+		s.Body = b
+		want = append(want, s)
+		// Appended unparsed: the seal parses what it reads back.
+		s.Samples, s.Outcome = nil, OutcomeOK
+		if err := w.Append(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seq := range 5 {
+		for _, tg := range []string{"a", "b", "c"} {
+			add(tg, seq, body(seq*7+len(tg)))
+		}
+		add("d", seq, other(seq))
+		switch {
+		case seq < 2:
+			add("e", seq, body(seq))
+		case seq == 3:
+			add("e", seq, []byte("not { exposition\n"))
+		default:
+			add("e", seq, other(seq))
+		}
+	}
+	spilled := 0
+	for _, r := range w.rows {
+		if r.at >= 0 {
+			spilled++
+		}
+	}
+	if spilled < len(want)-1 {
+		t.Fatalf("%d of %d rows kept in the journal alone", spilled, len(want))
+	}
+	hold <- nil
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, dir)
+	if len(got) != len(want) {
+		t.Fatalf("%d rows, want %d", len(got), len(want))
+	}
+	byKey := map[string]Scrape{}
+	for _, g := range got {
+		byKey[fmt.Sprintf("%s/%d", g.Target, g.Seq)] = g
+	}
+	for _, wnt := range want {
+		key := fmt.Sprintf("%s/%d", wnt.Target, wnt.Seq)
+		ParseCapped(&wnt, nil, DefaultLimits)
+		g := byKey[key]
+		if g.Outcome != wnt.Outcome || !slices.EqualFunc(g.Samples, wnt.Samples, func(a, b Sample) bool {
+			return a.Name == b.Name && a.Labels == b.Labels && a.Family == b.Family && a.Type == b.Type &&
+				a.Help == b.Help && math.Float64bits(a.Value) == math.Float64bits(b.Value) && (a.TimestampMs == nil) == (b.TimestampMs == nil)
+		}) {
+			t.Errorf("%s: stored %s with samples %v, Parse gives %s %v", key, g.Outcome, g.Samples, wnt.Outcome, wnt.Samples)
+		}
+	}
+	// The shapes of body (a's first page) and other (d's): b's, c's and
+	// e's first pages were read against a's.
+	if sh.Len() != 2 {
+		t.Errorf("%d shapes kept, want 2", sh.Len())
+	}
+}
