@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -13,7 +16,10 @@ import (
 )
 
 // The number of targets of BenchmarkSimTargets.
-var simTargetsN = flag.Int("simtargets.n", 200, "BenchmarkSimTargets: how many simulated engines to record")
+var (
+	simTargetsN    = flag.Int("simtargets.n", 200, "BenchmarkSimTargets: how many simulated engines to record")
+	simTargetsHeap = flag.String("simtargets.heap", "", "BenchmarkSimTargets: write a heap profile (in use) to this file 8 s into the recording")
+)
 
 // BenchmarkSimTargets records 200 (-simtargets.n) simulated vLLM V1 engines (47 KB pages,
 // each its own loopback server, values changing every second) at 1 s for
@@ -53,6 +59,21 @@ func BenchmarkSimTargets(b *testing.B) {
 	b.ReportAllocs()
 	var ok, failed, missed, unparsed int64
 	var stop time.Duration
+	if *simTargetsHeap != "" {
+		t := time.AfterFunc(8*time.Second, func() {
+			f, err := os.Create(*simTargetsHeap)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer f.Close()
+			runtime.GC()
+			if err := pprof.WriteHeapProfile(f); err != nil {
+				b.Error(err)
+			}
+		})
+		defer t.Stop()
+	}
 	for b.Loop() {
 		sum, err := Run(context.Background(), cfg, Options{Dir: b.TempDir(), Duration: 10 * time.Second})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"compress/gzip"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -300,8 +301,16 @@ func recordFleet(b *testing.B, bin string, urls []string, d time.Duration) scale
 			b.Fatal(err)
 		}
 	}
-	for w, n := range whys {
-		b.Logf("%d %s", n, w)
+	// One line, the most frequent first: the benchmark's log keeps only
+	// its first lines.
+	reasons := slices.Collect(maps.Keys(whys))
+	slices.SortFunc(reasons, func(a, b string) int { return cmp.Or(cmp.Compare(whys[b], whys[a]), strings.Compare(a, b)) })
+	var whyLines []string
+	for _, w := range reasons {
+		whyLines = append(whyLines, fmt.Sprintf("%d %s", whys[w], w))
+	}
+	if len(whyLines) > 0 {
+		b.Logf("not ok: %s", strings.Join(whyLines, "; "))
 	}
 	if os.Getenv("SCALE_DEBUG") != "" {
 		bucket := map[int64]time.Duration{}
