@@ -266,12 +266,14 @@ func recordFleet(b *testing.B, bin string, urls []string, d time.Duration) scale
 	var worst []scaleRow // the latest ticks
 	first := int64(0)    // the first tick's scheduled time
 	whys := map[string]int{}
+	var missedAt []int64 // the scheduled times of the missed ticks
 	for _, seg := range r.Segments {
 		err := capture.ReadScrapes(seg, scaleOmits, func(s *scaleRow) error {
 			res.ticks++
 			switch s.Outcome {
 			case capture.OutcomeMissed:
 				res.missed++
+				missedAt = append(missedAt, s.ScheduledNs)
 			case capture.OutcomeOK:
 			default:
 				res.failed++
@@ -311,10 +313,22 @@ func recordFleet(b *testing.B, bin string, urls []string, d time.Duration) scale
 	}
 	if len(whyLines) > 0 {
 		b.Logf("not ok: %s", strings.Join(whyLines, "; "))
+		// When in the run the ticks were missed: at the start (new
+		// connections, first pages), or throughout.
+		perSecond := map[int64]int{}
+		for _, at := range missedAt {
+			perSecond[(at-first)/1e9]++
+		}
+		var when []string
+		for k := range int64(d/time.Second) + 1 {
+			if perSecond[k] > 0 {
+				when = append(when, fmt.Sprintf("%d s: %d", k, perSecond[k]))
+			}
+		}
+		b.Logf("missed by second of the run: %s", strings.Join(when, ", "))
 	}
 	if os.Getenv("SCALE_DEBUG") != "" {
 		bucket := map[int64]time.Duration{}
-
 		for _, seg := range r.Segments {
 			capture.ReadScrapes(seg, scaleOmits, func(s *scaleRow) error {
 				if s.StartNs != 0 {
