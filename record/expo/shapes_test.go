@@ -165,3 +165,50 @@ func BenchmarkParseVLLMV1Shaped(b *testing.B) {
 		}
 	}
 }
+
+// With PagesStay the Interner keeps the caller's last page itself, never
+// writes into any page, and parses as Parse does: every real capture, its
+// values changed, a shape change and back.
+func TestPagesStay(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(realDir, "*.txt"))
+	if len(files) == 0 {
+		t.Skip("no real captures in " + realDir + " (../shared absent)")
+	}
+	for _, f := range files {
+		page, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if _, err := Parse(page, "text/plain"); err != nil {
+				t.Skipf("does not parse: %v", err)
+			}
+			pages := [][]byte{page, withValues(page, bump), append([]byte("zz_other 1\n"), page...),
+				withValues(page, func(i int, old []byte) []byte {
+					if i%3 == 0 {
+						return []byte("NaN")
+					}
+					return old
+				}), withValues(page, bump), page}
+			var copies [][]byte
+			for _, p := range pages {
+				copies = append(copies, bytes.Clone(p))
+			}
+			in := &Interner{PagesStay: true}
+			for k, p := range pages {
+				checkWith(t, in, p)
+				if len(in.prev) > 0 && &in.prev[0] != &p[0] {
+					t.Fatalf("page %d: the Interner kept a copy", k)
+				}
+			}
+			for k := range pages {
+				if !bytes.Equal(pages[k], copies[k]) {
+					t.Fatalf("page %d was written into", k)
+				}
+			}
+			if in.reused == 0 {
+				t.Error("no page was read by its values")
+			}
+		})
+	}
+}
