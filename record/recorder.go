@@ -462,13 +462,10 @@ func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Durat
 }
 
 // endpoint is the scheduling state of a target's endpoint, its Interner
-// reading against the recording's shapes and keeping its last body itself:
-// a body is fresh memory (bodyReader.read) that nothing writes into once
-// read (the writer journals, seals and compacts it as it is).
+// reading against the recording's shapes.
 func (r *recorder) endpoint(name, url string) *endpointState {
 	ep := &endpointState{name: name, url: url}
 	ep.interner.Shapes = r.shapes
-	ep.interner.PagesStay = true
 	return ep
 }
 

@@ -65,13 +65,6 @@ type Interner struct {
 	// Interners (see shapes.go): a page this Interner has no map for is
 	// read against them before it is parsed in full.
 	Shapes *Shapes
-	// PagesStay, when true, is the caller's word that no page's bytes are
-	// written after the page is parsed (the recorder's bodies are fresh
-	// memory, kept by its writer as they are): the Interner then keeps
-	// the last page itself, not a copy (47 KB a target for a vLLM page,
-	// and its copying at every scrape). A page written into afterwards
-	// would be read wrongly as the next page's map.
-	PagesStay bool
 
 	m    map[string]string
 	last []Sample // the last page's samples; read, never written

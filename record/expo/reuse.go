@@ -96,7 +96,7 @@ func (in *Interner) reuseFrom(old []byte, at []valueAt, last []Sample, body []by
 		return nil, false
 	}
 	in.spare, in.at = in.at[:0], next
-	in.keepPage(body)
+	in.prev = append(in.prev[:0], body...)
 	return out, true
 }
 
@@ -148,35 +148,16 @@ func (in *Interner) remember(body []byte, out []Sample) {
 	in.at = in.at[:0]
 	at, ok := mapLines(body, out, in.at)
 	if !ok {
-		in.dropPage()
+		in.prev = in.prev[:0]
 		return
 	}
 	in.at = at
-	in.keepPage(body)
+	in.prev = append(in.prev[:0], body...)
 }
 
 // forget drops the map: the next page is parsed in full.
 func (in *Interner) forget() {
 	in.at = in.at[:0]
-	in.dropPage()
-}
-
-// keepPage keeps body as the last page: itself when the caller leaves its
-// pages as they are (PagesStay), else a copy in the Interner's buffer.
-func (in *Interner) keepPage(body []byte) {
-	if in.PagesStay {
-		in.prev = body
-		return
-	}
-	in.prev = append(in.prev[:0], body...)
-}
-
-// dropPage lets go of the last page; the buffer of a copy is kept.
-func (in *Interner) dropPage() {
-	if in.PagesStay {
-		in.prev = nil // the caller's page: never written into
-		return
-	}
 	in.prev = in.prev[:0]
 }
 
