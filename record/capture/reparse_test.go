@@ -96,3 +96,44 @@ func TestSealReadBackWithShapes(t *testing.T) {
 		t.Errorf("%d shapes kept, want 2", sh.Len())
 	}
 }
+
+// A journal's rows, many targets' pages of two shapes interleaved, a page
+// that does not parse and one of no map, are parsed as Parse parses each
+// (parseRows: against the shapes of the rows before).
+func TestParseRowsAsParse(t *testing.T) {
+	other := func(i int) []byte { return fmt.Appendf(nil, "# TYPE other gauge\nother{x=\"y\"} %d\n", i) }
+	var rows []Scrape
+	for seq := range 4 {
+		for k, tg := range []string{"a", "b", "c", "d"} {
+			s := row(runR, tg, seq)
+			switch {
+			case k == 3 && seq == 2:
+				s.Body = []byte("not { exposition\n")
+			case k == 3 && seq == 3:
+				s.Body = []byte("t 1 1712345678000\n") // a timestamp: no map
+			case k%2 == 1:
+				s.Body = other(seq*10 + k)
+			default:
+				s.Body = body(seq*10 + k)
+			}
+			s.Samples = nil
+			rows = append(rows, s)
+		}
+	}
+	want := make([]Scrape, len(rows))
+	for i := range rows {
+		want[i] = rows[i]
+		Parse(&want[i])
+	}
+	parseRows(rows)
+	for i := range rows {
+		g, w := rows[i], want[i]
+		if g.Outcome != w.Outcome || !slices.EqualFunc(g.Samples, w.Samples, func(a, b Sample) bool {
+			return a.Name == b.Name && a.Labels == b.Labels && a.Family == b.Family && a.Type == b.Type &&
+				a.Help == b.Help && math.Float64bits(a.Value) == math.Float64bits(b.Value) &&
+				(a.TimestampMs == nil) == (b.TimestampMs == nil) && (a.TimestampMs == nil || *a.TimestampMs == *b.TimestampMs)
+		}) || (g.ParseError == nil) != (w.ParseError == nil) || (g.ParseError != nil && *g.ParseError != *w.ParseError) {
+			t.Errorf("row %d (%s/%d): %s %v, Parse gives %s %v", i, g.Target, g.Seq, g.Outcome, g.Samples, w.Outcome, w.Samples)
+		}
+	}
+}

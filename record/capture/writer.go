@@ -567,9 +567,7 @@ func recoverJournal(path string, names []string) (*Recovery, error) {
 		}
 		r.setStats(len(rows), st)
 		if len(rows) > 0 {
-			for i := range rows {
-				Parse(&rows[i])
-			}
+			parseRows(rows)
 			var enc encoder
 			if _, err := enc.writeSegment(seg, rows); err != nil {
 				return nil, err
