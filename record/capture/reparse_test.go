@@ -1,8 +1,11 @@
 package capture
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -135,5 +138,41 @@ func TestParseRowsAsParse(t *testing.T) {
 		}) || (g.ParseError == nil) != (w.ParseError == nil) || (g.ParseError != nil && *g.ParseError != *w.ParseError) {
 			t.Errorf("row %d (%s/%d): %s %v, Parse gives %s %v", i, g.Target, g.Seq, g.Outcome, g.Samples, w.Outcome, w.Samples)
 		}
+	}
+}
+
+// BenchmarkParseRows parses a journal's rows as a reader or Recover does:
+// 100 targets' real vLLM V1 pages, each its own values, one row a target
+// (the first pages after a crash). Parse is each parsed alone, through
+// expfmt, as before parseRows.
+func BenchmarkParseRows(b *testing.B) {
+	page, err := os.ReadFile(filepath.Join("../../../shared/captures/real", "vllm-v1-armandossrecife-vllm-server-api-chat.txt"))
+	if err != nil {
+		b.Skipf("real capture absent: %v", err)
+	}
+	var rows []Scrape
+	for k := range 100 {
+		s := row(runR, fmt.Sprintf("t%03d", k), 0)
+		s.Body = bytes.Replace(page, []byte(" 0\n"), fmt.Appendf(nil, " %d\n", k+1), -1)
+		s.Samples = nil
+		rows = append(rows, s)
+	}
+	for _, how := range []string{"parseRows", "Parse"} {
+		b.Run(how, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				work := slices.Clone(rows)
+				if how == "Parse" {
+					for i := range work {
+						Parse(&work[i])
+					}
+				} else {
+					parseRows(work)
+				}
+				if work[99].Outcome != OutcomeOK {
+					b.Fatalf("%s: %v", work[99].Outcome, work[99].ParseError)
+				}
+			}
+		})
 	}
 }
