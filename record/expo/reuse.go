@@ -83,11 +83,16 @@ func (in *Interner) reuseFrom(old []byte, at []valueAt, last []Sample, body []by
 		if i := bytes.IndexByte(body[pn:], '\n'); i >= 0 {
 			end = pn + i
 		}
-		v, ok := readValue(body[pn:end], e.kind)
-		if !ok {
-			return nil, false
+		// A value whose bytes are the last page's is its sample's value
+		// there (read from them, or from the same bytes before): most of
+		// a page's values do not move from one scrape to the next.
+		if tok := body[pn:end]; !bytes.Equal(tok, old[e.start:e.end]) {
+			v, ok := readValue(tok, e.kind)
+			if !ok {
+				return nil, false
+			}
+			out[e.sample].Value = v
 		}
-		out[e.sample].Value = v
 		next = append(next, valueAt{start: pn, end: end, sample: e.sample, kind: e.kind})
 		po, pn = e.end, end
 	}
