@@ -78,7 +78,7 @@ func fleet(views []*view, keep bool) Fleet {
 				continue
 			}
 			p.Live++
-			q := &v.t.Polls[l.poll]
+			q := v.t.Polls.At(l.poll)
 			if d := q.Rates[Decode]; d.V.Valid {
 				p.Decode = addNum(p.Decode, d.V.V)
 				p.DecodeOf++

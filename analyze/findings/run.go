@@ -99,27 +99,27 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 	if v.interval <= 0 {
 		v.interval = cadence(t)
 	}
-	v.pollRow = make([]int, len(t.Polls))
+	v.pollRow = make([]int, t.Polls.Len())
 	v.rowPoll = make([]int, len(t.Rows))
 	for i := range t.Rows {
 		v.rowPoll[i] = -1
 	}
-	for p := range t.Polls {
+	for p := range t.Polls.Len() {
 		v.pollRow[p] = -1
-		if i := t.Polls[p].Row; i >= 0 && i < len(t.Rows) && t.Rows[i].Outcome == "ok" {
+		if i := t.Polls.At(p).Row; i >= 0 && i < len(t.Rows) && t.Rows[i].Outcome == "ok" {
 			v.rowPoll[i], v.pollRow[p] = p, i
 		}
 	}
-	v.naive = make([][NRates]rate.Num, len(t.Polls))
-	v.state = make([]state, len(t.Polls))
-	v.pace = make([]float64, len(t.Polls))
+	v.naive = make([][NRates]rate.Num, t.Polls.Len())
+	v.state = make([]state, t.Polls.Len())
+	v.pace = make([]float64, t.Polls.Len())
 	v.signal = signalOf(t)
 	if c != nil {
 		v.signal = c.signal(t.Engine)
 	}
 	v.stepDecode = decodeMoves[t.Engine] == everyStep
-	for i := 1; i < len(t.Polls); i++ {
-		p, q := &t.Polls[i-1], &t.Polls[i]
+	for i := 1; i < t.Polls.Len(); i++ {
+		p, q := t.Polls.At(i-1), t.Polls.At(i)
 		dt := q.T - p.T
 		for k := range NRates {
 			a, b := p.Totals[k], q.Totals[k]
@@ -139,9 +139,9 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 			v.state[k] = unknown
 		}
 		// The jump gate holds the engine resuming: the stall explains it.
-		for k := s.b + 1; k < min(s.b+SteadyPolls, len(t.Polls)); k++ {
+		for k := s.b + 1; k < min(s.b+SteadyPolls, t.Polls.Len()); k++ {
 			for r := range NRates {
-				if t.Polls[k].Rates[r].Reason == rate.ReasonJump {
+				if t.Polls.At(k).Rates[r].Reason == rate.ReasonJump {
 					v.held[k] = true
 				}
 			}
@@ -159,10 +159,10 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 // a fall of the cell) starts a new process counting from 0. s is the sum
 // over the polls before the view's first (zero for a whole run).
 func (v *view) tokens(s tokenState) {
-	ps := v.t.Polls
-	v.lifetime = make([]rate.Num, len(ps))
-	for i := range ps {
-		v.lifetime[i] = s.add(&ps[i])
+	ps := &v.t.Polls
+	v.lifetime = make([]rate.Num, ps.Len())
+	for i := range ps.Len() {
+		v.lifetime[i] = s.add(ps.At(i))
 	}
 	v.runTokens = s.run
 }
@@ -231,9 +231,9 @@ func signalOf(t *Target) signal {
 		return signalDecode
 	}
 	steps, running := false, false
-	for i := range t.Polls {
-		steps = steps || t.Polls[i].Steps.Valid
-		running = running || t.Polls[i].Running.Valid
+	for i := range t.Polls.Len() {
+		steps = steps || t.Polls.At(i).Steps.Valid
+		running = running || t.Polls.At(i).Running.Valid
 	}
 	switch {
 	case steps:
@@ -321,8 +321,8 @@ func cadence(t *Target) float64 {
 		}
 	}
 	if len(d) == 0 {
-		for i := 1; i < len(t.Polls); i++ {
-			d = append(d, t.Polls[i].T-t.Polls[i-1].T)
+		for i := 1; i < t.Polls.Len(); i++ {
+			d = append(d, t.Polls.T(i)-t.Polls.T(i-1))
 		}
 	}
 	m := median(d)
