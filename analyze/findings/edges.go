@@ -244,8 +244,9 @@ func (v *view) settle(e *Edge, p1 int, next, span float64, value func(*Poll) rat
 	if p1 < 0 {
 		return out
 	}
+	p := new(Poll) // one for every poll: value may keep it
 	for k := 0; p1+k < ps.Len() && ps.T(p1+k) < next; k++ {
-		p := ps.At(p1 + k)
+		ps.Get(p1+k, p)
 		x := value(p)
 		if k < SteadyPolls {
 			out.Values = append(out.Values, x)

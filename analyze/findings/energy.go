@@ -109,8 +109,9 @@ func names(vs []*view) []string {
 
 // publishes reports whether any poll satisfies fn.
 func (v *view) publishes(fn func(*Poll) bool) bool {
+	p := new(Poll) // one for every poll: fn may keep it
 	for i := range v.t.Polls.Len() {
-		if fn(v.t.Polls.At(i)) {
+		if v.t.Polls.Get(i, p); fn(p) {
 			return true
 		}
 	}

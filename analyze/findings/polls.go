@@ -100,28 +100,44 @@ func (l *PollList) Tail(from, rows int) PollList {
 	return out
 }
 
-// nums are the numbers of a poll in record order: 29 of them.
+// nNums are the numbers of a poll in a record (numsOf's order).
 const nNums = 2*NRates + 2 + NRates + 12
 
-func numsOf(p *Poll) *[nNums]*rate.Num {
-	return &[nNums]*rate.Num{
-		&p.Rates[0].V, &p.Rates[1].V, &p.Rates[2].V, &p.Rates[3].V, &p.Rates[4].V,
-		&p.Rates[0].Window, &p.Rates[1].Window, &p.Rates[2].Window, &p.Rates[3].Window, &p.Rates[4].Window,
-		&p.Interval.V, &p.Interval.Window,
-		&p.Totals[0], &p.Totals[1], &p.Totals[2], &p.Totals[3], &p.Totals[4],
-		&p.Running, &p.Waiting, &p.KV, &p.TokensTotal, &p.Capacity, &p.Deferred,
-		&p.KVCapacity, &p.PrefixCaching, &p.ProcessStart, &p.Steps, &p.Energy, &p.Power,
+// numsOf are p's numbers in record order.
+func numsOf(p *Poll) [nNums]rate.Num {
+	var xs [nNums]rate.Num
+	for r := range NRates {
+		xs[r], xs[NRates+r], xs[2*NRates+2+r] = p.Rates[r].V, p.Rates[r].Window, p.Totals[r]
 	}
+	xs[2*NRates], xs[2*NRates+1] = p.Interval.V, p.Interval.Window
+	g := xs[3*NRates+2:]
+	g[0], g[1], g[2], g[3], g[4], g[5] = p.Running, p.Waiting, p.KV, p.TokensTotal, p.Capacity, p.Deferred
+	g[6], g[7], g[8], g[9], g[10], g[11] = p.KVCapacity, p.PrefixCaching, p.ProcessStart, p.Steps, p.Energy, p.Power
+	return xs
 }
 
-// texts are the strings of a poll in record order.
+// setNums sets p's numbers from xs (numsOf's order).
+func setNums(p *Poll, xs *[nNums]rate.Num) {
+	for r := range NRates {
+		p.Rates[r].V, p.Rates[r].Window, p.Totals[r] = xs[r], xs[NRates+r], xs[2*NRates+2+r]
+	}
+	p.Interval.V, p.Interval.Window = xs[2*NRates], xs[2*NRates+1]
+	g := xs[3*NRates+2:]
+	p.Running, p.Waiting, p.KV, p.TokensTotal, p.Capacity, p.Deferred = g[0], g[1], g[2], g[3], g[4], g[5]
+	p.KVCapacity, p.PrefixCaching, p.ProcessStart, p.Steps, p.Energy, p.Power = g[6], g[7], g[8], g[9], g[10], g[11]
+}
+
+// nTexts are the strings of a poll in a record: the rate cells' reasons,
+// the interval's and the restart's evidence.
 const nTexts = NRates + 2
 
-func textsOf(p *Poll) *[nTexts]*string {
-	return &[nTexts]*string{
-		&p.Rates[0].Reason, &p.Rates[1].Reason, &p.Rates[2].Reason, &p.Rates[3].Reason, &p.Rates[4].Reason,
-		&p.Interval.Reason, &p.Restart,
+func textsOf(p *Poll) [nTexts]string {
+	var ts [nTexts]string
+	for r := range NRates {
+		ts[r] = p.Rates[r].Reason
 	}
+	ts[NRates], ts[NRates+1] = p.Interval.Reason, p.Restart
+	return ts
 }
 
 func (l *PollList) id(s string) uint32 {
@@ -188,14 +204,14 @@ func (l *PollList) Append(p *Poll) {
 	var tm uint64
 	texts := textsOf(p)
 	for k, s := range texts {
-		if *s != "" {
+		if s != "" {
 			tm |= 1 << k
 		}
 	}
 	b = binary.AppendUvarint(b, tm)
 	for _, s := range texts {
-		if *s != "" {
-			b = binary.AppendUvarint(b, uint64(l.id(*s)))
+		if s != "" {
+			b = binary.AppendUvarint(b, uint64(l.id(s)))
 		}
 	}
 	*c = b
@@ -214,24 +230,37 @@ func (l *PollList) Get(i int, p *Poll) {
 	b = b[n:]
 	stored, n := binary.Uvarint(b)
 	b = b[n:]
-	nums := numsOf(p)
-	for k, x := range nums {
+	var xs [nNums]rate.Num
+	for k := range xs {
 		if stored&(1<<k) != 0 {
-			x.V = math.Float64frombits(binary.LittleEndian.Uint64(b))
+			xs[k].V = math.Float64frombits(binary.LittleEndian.Uint64(b))
 			b = b[8:]
 		}
-		x.Valid = valid&(1<<k) != 0
+		xs[k].Valid = valid&(1<<k) != 0
 	}
+	setNums(p, &xs)
 	row, n := binary.Varint(b)
 	b = b[n:]
 	p.Row = int(row)
 	tm, n := binary.Uvarint(b)
 	b = b[n:]
-	for k, s := range textsOf(p) {
-		if tm&(1<<k) != 0 {
-			id, n := binary.Uvarint(b)
-			b = b[n:]
-			*s = l.strs[id]
+	if tm == 0 {
+		return
+	}
+	for k := range nTexts {
+		if tm&(1<<k) == 0 {
+			continue
+		}
+		id, n := binary.Uvarint(b)
+		b = b[n:]
+		s := l.strs[id]
+		switch {
+		case k < NRates:
+			p.Rates[k].Reason = s
+		case k == NRates:
+			p.Interval.Reason = s
+		default:
+			p.Restart = s
 		}
 	}
 }
