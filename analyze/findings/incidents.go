@@ -349,7 +349,7 @@ func (h *hole) after1() (CellRef, string, bool) {
 	c := v.ref(h.before, Decode)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: ", v.t.Name)
-	if n := v.naive[h.before][Decode]; n.Valid {
+	if n := v.naive(h.before, Decode); n.Valid {
 		fmt.Fprintf(&b, "naive %s tok/s over the %s between polls", rateText(n.V), secs(p.T-h.a))
 	} else {
 		b.WriteString("no naive value (no counter before the hole)")
@@ -562,7 +562,7 @@ func (v *view) slowScrapes(gates rate.Config) (map[int]bool, []Incident) {
 		}
 		inc.Counterfactual = fmt.Sprintf("the body may be up to %s older than its stamp; %d of %d decode value(s) refused as stale",
 			secs(worst), refused, j-i)
-		if n := v.naive[i][Decode]; n.Valid {
+		if n := v.naive(i, Decode); n.Valid {
 			inc.Naive = n
 			inc.Counterfactual = fmt.Sprintf("naive %s tok/s; ", rateText(n.V)) + inc.Counterfactual
 		}
@@ -622,7 +622,7 @@ func (v *view) refusals(gates rate.Config, firstAfter, slow map[int]bool) []Inci
 				}
 				if k == Decode && inc.Gate == "" {
 					inc.Gate = Name(ps.At(j).Rates[k].Reason)
-					inc.Naive = v.naive[j][Decode]
+					inc.Naive = v.naive(j, Decode)
 					inc.Counterfactual = v.refusedText(j, gates)
 				}
 			}
@@ -683,7 +683,7 @@ func (v *view) windowLatency(i int, window rate.Num) float64 {
 func (v *view) refusedText(i int, gates rate.Config) string {
 	d := v.t.Polls.At(i).Rates[Decode]
 	s := "refused: " + gateText(d.Reason, d, gates, v.windowLatency(i, d.Window))
-	if n := v.naive[i][Decode]; n.Valid {
+	if n := v.naive(i, Decode); n.Valid {
 		return fmt.Sprintf("naive %s tok/s; %s", rateText(n.V), s)
 	}
 	return s
@@ -744,7 +744,7 @@ func (v *view) restarts() []Incident {
 		}
 		inc.ProcessStart = &ps0
 		before, after := ps.At(i - 1).Totals[Decode], p.Totals[Decode]
-		if n := v.naive[i][Decode]; n.Valid {
+		if n := v.naive(i, Decode); n.Valid {
 			inc.Naive = n
 			inc.Counterfactual = fmt.Sprintf("naive %s tok/s (the summed counter went from %s to %s); refused: counter reset, the next poll measures again",
 				rateText(n.V), num(before.V), num(after.V))
@@ -789,7 +789,7 @@ func (v *view) labelSets() []Incident {
 			if p.Rates[Decode].V.Valid {
 				pub = rateText(p.Rates[Decode].V.V) + " tok/s"
 			}
-			if n := v.naive[i][Decode]; n.Valid {
+			if n := v.naive(i, Decode); n.Valid {
 				inc.Naive = n
 				inc.Counterfactual = fmt.Sprintf("naive %s tok/s (Δ of the counter summed over label sets: %s tokens in %s); published %s: %s",
 					rateText(n.V), num(p.Totals[Decode].V-ps.At(i - 1).Totals[Decode].V), secs(p.T-ps.T(i-1)), pub, what)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"sort"
 
 	"github.com/llmrec/llmrec/analyze/rate"
@@ -263,6 +264,24 @@ func (l *PollList) Get(i int, p *Poll) {
 			p.Restart = s
 		}
 	}
+}
+
+// Total is poll i's Totals[k], read alone.
+func (l *PollList) Total(i, k int) rate.Num { return l.num(i, 2*NRates+2+k) }
+
+// num is poll i's number k of numsOf's order.
+func (l *PollList) num(i, k int) rate.Num {
+	b := l.chunks[i/pollChunk][l.off[i]:]
+	valid, n := binary.Uvarint(b)
+	b = b[n:]
+	stored, n := binary.Uvarint(b)
+	b = b[n:]
+	x := rate.Num{Valid: valid&(1<<k) != 0}
+	if stored&(1<<k) != 0 {
+		j := bits.OnesCount64(stored & (1<<k - 1))
+		x.V = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
+	}
+	return x
 }
 
 // Bytes is what the list holds, in bytes (its slices' capacities).

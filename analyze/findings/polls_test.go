@@ -85,6 +85,11 @@ func TestPollListRoundTrip(t *testing.T) {
 		if got := *l.At(i); !same(got, want[i]) {
 			t.Fatalf("poll %d: got %+v, want %+v", i, got, want[i])
 		}
+		for k := range NRates {
+			if got := l.Total(i, k); math.Float64bits(got.V) != math.Float64bits(want[i].Totals[k].V) || got.Valid != want[i].Totals[k].Valid {
+				t.Fatalf("poll %d: Total(%d) %v, want %v", i, k, got, want[i].Totals[k])
+			}
+		}
 		if l.T(i) != want[i].T || l.Start(i) != want[i].Start {
 			t.Fatalf("poll %d: times %v %v", i, l.T(i), l.Start(i))
 		}

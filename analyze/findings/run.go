@@ -55,8 +55,6 @@ type view struct {
 	// poll (-1 when the row is not a poll).
 	pollRow []int
 	rowPoll []int
-	// naive is each poll's naive Δtotal/Δt per rate cell.
-	naive [][NRates]rate.Num
 	// state is each poll's interval state (the interval ending at it),
 	// read from signal; pace is that interval's rate of the signal
 	// (tokens or steps per second), which places edges inside intervals.
@@ -110,7 +108,6 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 			v.rowPoll[i], v.pollRow[p] = p, i
 		}
 	}
-	v.naive = make([][NRates]rate.Num, t.Polls.Len())
 	v.state = make([]state, t.Polls.Len())
 	v.pace = make([]float64, t.Polls.Len())
 	v.signal = signalOf(t)
@@ -121,14 +118,6 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 	for i := 1; i < t.Polls.Len(); i++ {
 		p, q := t.Polls.At(i-1), t.Polls.At(i)
 		dt := q.T - p.T
-		for k := range NRates {
-			a, b := p.Totals[k], q.Totals[k]
-			// A naive rate needs the counter at both polls and some time between them.
-			if !a.Valid || !b.Valid || dt <= 0 {
-				continue
-			}
-			v.naive[i][k] = rate.Some((b.V - a.V) / dt)
-		}
 		v.state[i], v.pace[i] = v.signal.read(p, q, dt > 1.5*v.interval)
 	}
 	bridgeShortFlats(v.state)
@@ -153,6 +142,21 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 	}
 	v.tokens(ts)
 	return v
+}
+
+// naive is poll i's naive Δtotal/Δt of rate cell k: null without the
+// counter at both polls or time between them (and at the first poll).
+func (v *view) naive(i, k int) rate.Num {
+	ps := &v.t.Polls
+	if i < 1 {
+		return rate.Num{}
+	}
+	a, b, dt := ps.Total(i-1, k), ps.Total(i, k), ps.T(i)-ps.T(i-1)
+	// A naive rate needs the counter at both polls and some time between them.
+	if !a.Valid || !b.Valid || dt <= 0 {
+		return rate.Num{}
+	}
+	return rate.Some((b.V - a.V) / dt)
 }
 
 // tokens sums tokens_total across the target's processes: a restart (or

@@ -14,8 +14,8 @@ import (
 // live heap makes it collect many times a second while a replay
 // allocates: 35 % more CPU in all on a day of 8 engines).
 const (
-	heapSlack = 64 << 20
-	heapFloor = 512 << 20
+	heapSlack = 32 << 20
+	heapFloor = 320 << 20
 )
 
 // boundHeap keeps a batch command's memory near what it holds: a soft
@@ -55,7 +55,7 @@ func boundHeap() (stop func()) {
 			// The live heap changes only at a collection.
 			if n := live[0].Value.Uint64(); n != last {
 				last = n
-				debug.SetMemoryLimit(int64(max(n+n/8+heapSlack, heapFloor)))
+				debug.SetMemoryLimit(int64(max(n+n/16+heapSlack, heapFloor)))
 			}
 		}
 	})
