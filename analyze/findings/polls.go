@@ -15,16 +15,18 @@ import (
 // computed. Times (T, Start) and the spans' numbers are kept as columns;
 // the rest of each poll as one record of bytes: a mask of its present
 // numbers, those numbers' bits, its row, and its strings (reasons, the
-// restart's evidence) as ids of strings kept once. A poll's numbers are
+// restart's evidence) as ids of strings kept once; a number equal to the
+// one of the first poll of its chunk is not repeated. A poll's numbers are
 // kept exactly (their bits, a null number's too). Polls are added at the
 // end and read back by index; a read decodes a copy.
 type PollList struct {
 	n      int
-	t, st  []float64  // T and Start, by poll
-	off    []uint32   // poll i's record starts at off[i] in chunk i/pollChunk
-	chunks [][]byte   // records of pollChunk polls each
-	spans  []rate.Num // nspans numbers a poll (Poll.Spans)
-	nspans int        // len(Poll.Spans) of every poll: the first's
+	t, st  []float64          // T and Start, by poll
+	off    []uint32           // poll i's record starts at off[i] in chunk i/pollChunk
+	chunks [][]byte           // records of pollChunk polls each
+	bases  []*[nNums]rate.Num // by chunk, its first poll's numbers: a record leaves out those it shares
+	spans  []rate.Num         // nspans numbers a poll (Poll.Spans)
+	nspans int                // len(Poll.Spans) of every poll: the first's
 	notes  map[int][]string
 	strs   []string
 	sid    map[string]uint32
@@ -177,24 +179,36 @@ func (l *PollList) Append(p *Poll) {
 	if i/pollChunk == len(l.chunks) {
 		c := 16 << 10
 		if k := len(l.chunks); k > 0 {
-			c = cap(l.chunks[k-1])
+			// A full chunk is kept at its length (it grew by doubling);
+			// the next is sized to it, a little more.
+			prev := l.chunks[k-1]
+			if cap(prev)-len(prev) > len(prev)/32 {
+				l.chunks[k-1] = append(make([]byte, 0, len(prev)), prev...)
+			}
+			c = len(prev) + len(prev)/16
 		}
 		l.chunks = append(l.chunks, make([]byte, 0, c))
+		base := numsOf(p)
+		l.bases = append(l.bases, &base)
 	}
 	c := &l.chunks[i/pollChunk]
 	l.off = append(l.off, uint32(len(*c)))
 	b := *c
-	var valid, stored uint64
-	nums := numsOf(p)
+	var valid, same, stored uint64
+	nums, base := numsOf(p), l.bases[i/pollChunk]
 	for k, n := range nums {
 		if n.Valid {
 			valid |= 1 << k
 		}
-		if n.Valid || math.Float64bits(n.V) != 0 {
+		switch {
+		case n.Valid == base[k].Valid && math.Float64bits(n.V) == math.Float64bits(base[k].V):
+			same |= 1 << k
+		case n.Valid || math.Float64bits(n.V) != 0:
 			stored |= 1 << k
 		}
 	}
 	b = binary.AppendUvarint(b, valid)
+	b = binary.AppendUvarint(b, same)
 	b = binary.AppendUvarint(b, stored)
 	for k, n := range nums {
 		if stored&(1<<k) != 0 {
@@ -229,11 +243,17 @@ func (l *PollList) Get(i int, p *Poll) {
 	b := l.chunks[i/pollChunk][l.off[i]:]
 	valid, n := binary.Uvarint(b)
 	b = b[n:]
+	same, n := binary.Uvarint(b)
+	b = b[n:]
 	stored, n := binary.Uvarint(b)
 	b = b[n:]
+	base := l.bases[i/pollChunk]
 	var xs [nNums]rate.Num
 	for k := range xs {
-		if stored&(1<<k) != 0 {
+		switch {
+		case same&(1<<k) != 0:
+			xs[k].V = base[k].V
+		case stored&(1<<k) != 0:
 			xs[k].V = math.Float64frombits(binary.LittleEndian.Uint64(b))
 			b = b[8:]
 		}
@@ -274,10 +294,15 @@ func (l *PollList) num(i, k int) rate.Num {
 	b := l.chunks[i/pollChunk][l.off[i]:]
 	valid, n := binary.Uvarint(b)
 	b = b[n:]
+	same, n := binary.Uvarint(b)
+	b = b[n:]
 	stored, n := binary.Uvarint(b)
 	b = b[n:]
 	x := rate.Num{Valid: valid&(1<<k) != 0}
-	if stored&(1<<k) != 0 {
+	switch {
+	case same&(1<<k) != 0:
+		x.V = l.bases[i/pollChunk][k].V
+	case stored&(1<<k) != 0:
 		j := bits.OnesCount64(stored & (1<<k - 1))
 		x.V = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
 	}
@@ -286,7 +311,7 @@ func (l *PollList) num(i, k int) rate.Num {
 
 // Bytes is what the list holds, in bytes (its slices' capacities).
 func (l *PollList) Bytes() int {
-	n := 8*(cap(l.t)+cap(l.st)) + 4*cap(l.off) + 16*cap(l.spans) + 24*cap(l.chunks)
+	n := 8*(cap(l.t)+cap(l.st)) + 4*cap(l.off) + 16*cap(l.spans) + 24*cap(l.chunks) + (8+16*nNums)*len(l.bases)
 	for _, c := range l.chunks {
 		n += cap(c)
 	}
