@@ -116,7 +116,7 @@ func (v *view) levelOf(from, to int, s state) (level, pace rate.Num, steady, hel
 	}
 	level, pace = v.level(idx)
 	for _, i := range idx {
-		x := v.t.Polls.At(i).Interval.V.V
+		x := v.t.Polls.IntervalV(i).V
 		if s == flat || (level.V > 0 && math.Abs(math.Log(x/level.V)) <= SettleLn) {
 			steady++
 			continue
@@ -146,8 +146,8 @@ func (v *view) level(idx []int) (level, pace rate.Num) {
 	tokens, dt := 0.0, 0.0
 	for _, i := range idx {
 		d := ps.T(i) - ps.T(i-1)
-		xs, ys = append(xs, ps.At(i).Interval.V.V), append(ys, v.pace[i])
-		tokens, dt = tokens+ps.At(i).Interval.V.V*d, dt+d
+		xs, ys = append(xs, ps.IntervalV(i).V), append(ys, v.pace[i])
+		tokens, dt = tokens+ps.IntervalV(i).V*d, dt+d
 	}
 	pace = median(ys)
 	if v.signal == signalDecode || dt == 0 {
@@ -194,7 +194,7 @@ func (v *view) endEdge(i, j int) Edge {
 	a, b := ps.T(j-1), ps.T(j)
 	old, pace := v.paceBefore(j)
 	if !old.Valid {
-		old, pace = ps.At(j).Interval.V, rate.Some(v.pace[j])
+		old, pace = ps.IntervalV(j), rate.Some(v.pace[j])
 	}
 	// The last growing interval's pace over the old one places the end.
 	frac := 1.0
@@ -411,7 +411,7 @@ func (v *view) levelEdges() []Edge {
 	const k = levelPolls
 	var out []Edge
 	var at []int // the poll of each edge
-	busy := func(i int) bool { return i >= 1 && i < ps.Len() && v.state[i] == grow && ps.At(i).Interval.V.Valid }
+	busy := func(i int) bool { return i >= 1 && i < ps.Len() && v.state[i] == grow && ps.IntervalV(i).Valid }
 	for i := 1 + k; i+k < ps.Len(); i++ {
 		best, bestLn := -1, 0.0
 		// Candidates run while each side stays busy and steady; keep the largest.
@@ -453,7 +453,7 @@ func (v *view) levelChange(i, k int, busy func(int) bool) (float64, bool) {
 		if !busy(i-j) || !busy(i+j) {
 			return 0, false
 		}
-		before, after = append(before, ps.At(i-j).Interval.V.V), append(after, ps.At(i+j).Interval.V.V)
+		before, after = append(before, ps.IntervalV(i-j).V), append(after, ps.IntervalV(i+j).V)
 	}
 	b, a := medianIn(tmp[:0], before), medianIn(tmp[:0], after)
 	if !b.Valid || !a.Valid || b.V <= 0 || a.V <= 0 {
@@ -507,7 +507,7 @@ func (v *view) levelEdge(i, k int) Edge {
 	a, b := ps.T(i-1), ps.T(i)
 	// The share of the interval at the new level places the change.
 	f := 0.5
-	if x := ps.At(i).Interval.V; x.Valid && level.V != from.V {
+	if x := ps.IntervalV(i); x.Valid && level.V != from.V {
 		f = min(1, max(0, (x.V-from.V)/(level.V-from.V)))
 	}
 	return Edge{Target: v.t.Name, Kind: EdgeLevel, Between: [2]float64{a, b}, T: b - f*(b-a), Poll1: b,

@@ -139,7 +139,7 @@ func (v *view) busy() ([]window, float64) {
 				w.b = min(w.b, e.T)
 			}
 		}
-		tokens += ps.At(i).Interval.V.V * (ps.T(i) - ps.T(i-1))
+		tokens += ps.IntervalV(i).V * (ps.T(i) - ps.T(i-1))
 		if w.b > w.a {
 			ws = append(ws, w)
 		}

@@ -102,8 +102,8 @@ func (f *Follow) Update(run *Run) ([]Incident, *FleetPoint) {
 			earliest = min(earliest, c.cut)
 		}
 		for ; c.flags < t.Polls.Len(); c.flags++ {
-			c.steps = c.steps || t.Polls.At(c.flags).Steps.Valid
-			c.running = c.running || t.Polls.At(c.flags).Running.Valid
+			c.steps = c.steps || t.Polls.Steps(c.flags).Valid
+			c.running = c.running || t.Polls.Running(c.flags).Valid
 		}
 		// The tail keeps at least the last poll: rows after it are read
 		// against it, as in the whole run.

@@ -289,6 +289,29 @@ func (l *PollList) Get(i int, p *Poll) {
 // Total is poll i's Totals[k], read alone.
 func (l *PollList) Total(i, k int) rate.Num { return l.num(i, 2*NRates+2+k) }
 
+// IntervalV is poll i's Interval.V, read alone.
+func (l *PollList) IntervalV(i int) rate.Num { return l.num(i, 2*NRates) }
+
+// Running is poll i's Running, read alone.
+func (l *PollList) Running(i int) rate.Num { return l.num(i, 3*NRates+2) }
+
+// Steps is poll i's Steps, read alone.
+func (l *PollList) Steps(i int) rate.Num { return l.num(i, 3*NRates+2+9) }
+
+// Restarted reports whether poll i's Restart is not "".
+func (l *PollList) Restarted(i int) bool {
+	b := l.chunks[i/pollChunk][l.off[i]:]
+	_, n := binary.Uvarint(b)
+	b = b[n:]
+	_, n = binary.Uvarint(b)
+	b = b[n:]
+	stored, n := binary.Uvarint(b)
+	b = b[n+8*bits.OnesCount64(stored):]
+	_, n = binary.Varint(b)
+	tm, _ := binary.Uvarint(b[n:])
+	return tm&(1<<(nTexts-1)) != 0
+}
+
 // num is poll i's number k of numsOf's order.
 func (l *PollList) num(i, k int) rate.Num {
 	b := l.chunks[i/pollChunk][l.off[i]:]

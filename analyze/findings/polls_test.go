@@ -90,6 +90,17 @@ func TestPollListRoundTrip(t *testing.T) {
 				t.Fatalf("poll %d: Total(%d) %v, want %v", i, k, got, want[i].Totals[k])
 			}
 		}
+		if st := l.Steps(i); math.Float64bits(st.V) != math.Float64bits(want[i].Steps.V) || st.Valid != want[i].Steps.Valid {
+			t.Fatalf("poll %d: Steps %v, want %v", i, st, want[i].Steps)
+		}
+		for _, c := range []struct{ got, want rate.Num }{{l.IntervalV(i), want[i].Interval.V}, {l.Running(i), want[i].Running}} {
+			if math.Float64bits(c.got.V) != math.Float64bits(c.want.V) || c.got.Valid != c.want.Valid {
+				t.Fatalf("poll %d: %v, want %v", i, c.got, c.want)
+			}
+		}
+		if l.Restarted(i) != (want[i].Restart != "") {
+			t.Fatalf("poll %d: Restarted %v, want %q", i, l.Restarted(i), want[i].Restart)
+		}
 		if l.T(i) != want[i].T || l.Start(i) != want[i].Start {
 			t.Fatalf("poll %d: times %v %v", i, l.T(i), l.Start(i))
 		}

@@ -115,10 +115,16 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 		v.signal = c.signal(t.Engine)
 	}
 	v.stepDecode = decodeMoves[t.Engine] == everyStep
+	// Each poll decoded once: the one before is kept.
+	var p, q Poll
 	for i := 1; i < t.Polls.Len(); i++ {
-		p, q := t.Polls.At(i-1), t.Polls.At(i)
+		if i == 1 {
+			t.Polls.Get(0, &p)
+		}
+		t.Polls.Get(i, &q)
 		dt := q.T - p.T
-		v.state[i], v.pace[i] = v.signal.read(p, q, dt > 1.5*v.interval)
+		v.state[i], v.pace[i] = v.signal.read(&p, &q, dt > 1.5*v.interval)
+		p = q
 	}
 	bridgeShortFlats(v.state)
 	v.stalled = v.stalls()
@@ -236,8 +242,8 @@ func signalOf(t *Target) signal {
 	}
 	steps, running := false, false
 	for i := range t.Polls.Len() {
-		steps = steps || t.Polls.At(i).Steps.Valid
-		running = running || t.Polls.At(i).Running.Valid
+		steps = steps || t.Polls.Steps(i).Valid
+		running = running || t.Polls.Running(i).Valid
 	}
 	switch {
 	case steps:

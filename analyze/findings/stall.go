@@ -32,12 +32,11 @@ type stall struct {
 // step counter, or the decode counter of an engine that counts on every
 // step; null when the target has neither.
 func (v *view) progress(i int) rate.Num {
-	p := v.t.Polls.At(i)
 	switch {
 	case v.signal == signalSteps:
-		return p.Steps
+		return v.t.Polls.Steps(i)
 	case v.stepDecode:
-		return p.Totals[Decode]
+		return v.t.Polls.Total(i, Decode)
 	}
 	return rate.Num{}
 }
@@ -54,7 +53,7 @@ func (v *view) progressName() string {
 // length; ok is false across a restart, a hole or a missing reading.
 func (v *view) progressInterval(i int) (d, dt float64, ok bool) {
 	ps := &v.t.Polls
-	if i < 1 || ps.At(i).Restart != "" {
+	if i < 1 || ps.Restarted(i) {
 		return 0, 0, false
 	}
 	a, b := v.progress(i-1), v.progress(i)
@@ -75,7 +74,7 @@ func (v *view) stalls() []stall {
 		return nil
 	}
 	var out []stall
-	running := func(i int) bool { return ps.At(i).Running.Valid && ps.At(i).Running.V > 0 }
+	running := func(i int) bool { return ps.Running(i).Valid && ps.Running(i).V > 0 }
 	for i := 1; i < ps.Len(); i++ {
 		// No requests running, or no interval to freeze: no stall, and no
 		// pace to look back for (a dozen intervals a poll).
@@ -180,7 +179,7 @@ func (v *view) engineStalls(spans []float64) []Incident {
 		}
 		inc.Counterfactual = b.String()
 		run := "requests running"
-		if r := ps.At(s.a).Running; r.Valid {
+		if r := ps.Running(s.a); r.Valid {
 			run = fmt.Sprintf("%s requests running", num(r.V))
 		}
 		if w := ps.At(s.a).Waiting; w.Valid && w.V > 0 {

@@ -159,7 +159,7 @@ func rampEnd(t *findings.Target, e *findings.Edge, next float64) float64 {
 	k := p1
 	if e.Kind != findings.EdgeEnd && e.Signal == "decode counter" && e.Level.Valid && e.Level.V > 0 {
 		for k+1 < ps.Len() && k+1 < p1+findings.SteadyPolls && ps.T(k+1) < next {
-			x := ps.At(k + 1).Interval.V
+			x := ps.IntervalV(k + 1)
 			if x.Valid && x.V > 0 && math.Abs(math.Log(x.V/e.Level.V)) <= findings.SettleLn {
 				break
 			}
