@@ -444,7 +444,8 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		// Sized once from the manifests: growing per-poll records is a
 		// good part of the replay's allocation.
 		n := min(m.ticks, maxTicksHint)
-		st.fw.t.Rows, st.fw.t.Polls = make([]findings.Row, 0, n), make([]findings.Poll, 0, n)
+		st.fw.t.Rows = make([]findings.Row, 0, n)
+		st.fw.t.Polls.Grow(n)
 		if !a.opts.SkipPolls && a.opts.Polls == nil {
 			st.out.Polls = make([]Poll, 0, n)
 		}

@@ -15,8 +15,8 @@ import (
 func (a *analyzer) withinRecording(runs []*client.Run) []*client.Run {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, st := range a.targets {
-		if ps := st.fw.t.Polls; len(ps) > 0 {
-			lo, hi = min(lo, ps[0].T), max(hi, ps[len(ps)-1].T)
+		if ps := &st.fw.t.Polls; ps.Len() > 0 {
+			lo, hi = min(lo, ps.T(0)), max(hi, ps.Last())
 		}
 	}
 	// No poll: nothing to place the records against.

@@ -597,7 +597,7 @@ func (fs *findingsState) end(cells engine.Cells) {
 			n.Other++
 		}
 	}
-	fs.t.Polls = grow(fs.t.Polls, *p)
+	fs.t.Polls.Append(p)
 }
 
 // replay feeds the poll to the interval and counterfactual replays and

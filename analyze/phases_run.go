@@ -30,8 +30,8 @@ func (st *targetState) engineID() string {
 func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) {
 	end := math.Inf(-1)
 	for _, st := range a.targets {
-		if n := len(st.fw.t.Polls); n > 0 {
-			end = max(end, st.fw.t.Polls[n-1].T)
+		if ps := &st.fw.t.Polls; ps.Len() > 0 {
+			end = max(end, ps.Last())
 		}
 	}
 	var marked []phases.Phase
@@ -170,8 +170,8 @@ func runBounds(a *analyzer, found map[string][]phases.Phase) (lo, hi float64, wh
 	}
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, st := range a.targets {
-		if ps := st.fw.t.Polls; len(ps) > 0 {
-			lo, hi = min(lo, ps[0].T), max(hi, ps[len(ps)-1].T)
+		if ps := &st.fw.t.Polls; ps.Len() > 0 {
+			lo, hi = min(lo, ps.T(0)), max(hi, ps.Last())
 		}
 	}
 	if hi > lo {

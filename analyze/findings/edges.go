@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -25,9 +26,9 @@ const (
 // findEdges finds the load edges on the per-interval decode series and
 // judges them under the published span and each counterfactual one.
 func (v *view) findEdges(spans []float64, published float64) {
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	last := -1 // the last poll with a known state
-	for i := 1; i < len(ps); i++ {
+	for i := 1; i < ps.Len(); i++ {
 		s := v.state[i]
 		if s == unknown {
 			continue
@@ -45,8 +46,8 @@ func (v *view) findEdges(spans []float64, published float64) {
 		}
 		if !adjacent {
 			e.Judged, e.Why = false, fmt.Sprintf("the edge fell in %s without a usable interval (a hole or a reset)",
-				secs(ps[i].T-ps[last].T))
-			e.Between = [2]float64{ps[last].T, ps[i].T}
+				secs(ps.T(i)-ps.T(last)))
+			e.Between = [2]float64{ps.T(last), ps.T(i)}
 			e.T = min(max(e.T, e.Between[0]), e.Between[1])
 		}
 		v.edges = append(v.edges, e)
@@ -79,9 +80,9 @@ func (v *view) findEdges(spans []float64, published float64) {
 		if e.Kind == EdgeLevel {
 			from -= levelStray
 		}
-		for j := max(from, 0); e.Kind != EdgeEnd && p1 >= 0 && j < min(p1+SteadyPolls, len(ps)) && ps[j].T < next; j++ {
+		for j := max(from, 0); e.Kind != EdgeEnd && p1 >= 0 && j < min(p1+SteadyPolls, ps.Len()) && ps.T(j) < next; j++ {
 			for k := range NRates {
-				if ps[j].Rates[k].Reason == rate.ReasonJump {
+				if ps.At(j).Rates[k].Reason == rate.ReasonJump {
 					e.Held++
 					v.held[j] = true
 					break
@@ -93,14 +94,9 @@ func (v *view) findEdges(spans []float64, published float64) {
 
 // pollAfter is the index of the first poll later than t; -1 for none.
 func (v *view) pollAfter(t float64) int {
-	ps := v.t.Polls
-	i, _ := slices.BinarySearchFunc(ps, t, func(p Poll, t float64) int {
-		if p.T > t {
-			return 1
-		}
-		return -1
-	})
-	if i == len(ps) {
+	ps := &v.t.Polls
+	i := sort.Search(ps.Len(), func(i int) bool { return ps.T(i) > t })
+	if i == ps.Len() {
 		return -1
 	}
 	return i
@@ -112,7 +108,7 @@ func (v *view) pollAfter(t float64) int {
 // of it) and how many hold the state.
 func (v *view) levelOf(from, to int, s state) (level, pace rate.Num, steady, held int) {
 	var idx []int
-	for i := from; i <= to && i < len(v.t.Polls); i++ {
+	for i := from; i <= to && i < v.t.Polls.Len(); i++ {
 		if v.state[i] != s {
 			break
 		}
@@ -120,7 +116,7 @@ func (v *view) levelOf(from, to int, s state) (level, pace rate.Num, steady, hel
 	}
 	level, pace = v.level(idx)
 	for _, i := range idx {
-		x := v.t.Polls[i].Interval.V.V
+		x := v.t.Polls.IntervalV(i).V
 		if s == flat || (level.V > 0 && math.Abs(math.Log(x/level.V)) <= SettleLn) {
 			steady++
 			continue
@@ -145,13 +141,13 @@ func (v *view) paceBefore(j int) (level, pace rate.Num) {
 // per-interval rates; one that moves at request completion reads 0 in most
 // intervals while busy, so its level is the mean: Δtokens over Δt.
 func (v *view) level(idx []int) (level, pace rate.Num) {
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	var xs, ys []float64
 	tokens, dt := 0.0, 0.0
 	for _, i := range idx {
-		d := ps[i].T - ps[i-1].T
-		xs, ys = append(xs, ps[i].Interval.V.V), append(ys, v.pace[i])
-		tokens, dt = tokens+ps[i].Interval.V.V*d, dt+d
+		d := ps.T(i) - ps.T(i-1)
+		xs, ys = append(xs, ps.IntervalV(i).V), append(ys, v.pace[i])
+		tokens, dt = tokens+ps.IntervalV(i).V*d, dt+d
 	}
 	pace = median(ys)
 	if v.signal == signalDecode || dt == 0 {
@@ -171,8 +167,8 @@ func (v *view) levelSource(polls string) string {
 // startEdge is the start found where poll i's interval grew after a flat
 // one. Its partial tokens over the new level place it in the interval.
 func (v *view) startEdge(i int) Edge {
-	ps := v.t.Polls
-	a, b := ps[i-1].T, ps[i].T
+	ps := &v.t.Polls
+	a, b := ps.T(i-1), ps.T(i)
 	level, pace, steady, held := v.levelOf(i+1, i+SteadyPolls-1, grow)
 	e := Edge{Target: v.t.Name, Kind: EdgeStart, Between: [2]float64{a, b}, From: rate.Some(0), Level: level,
 		LevelSource: v.levelSource(fmt.Sprintf("polls 2-%d", SteadyPolls)),
@@ -194,11 +190,11 @@ func (v *view) startEdge(i int) Edge {
 // ending at poll j: the last growing interval's tokens over the old level
 // place it.
 func (v *view) endEdge(i, j int) Edge {
-	ps := v.t.Polls
-	a, b := ps[j-1].T, ps[j].T
+	ps := &v.t.Polls
+	a, b := ps.T(j-1), ps.T(j)
 	old, pace := v.paceBefore(j)
 	if !old.Valid {
-		old, pace = ps[j].Interval.V, rate.Some(v.pace[j])
+		old, pace = ps.IntervalV(j), rate.Some(v.pace[j])
 	}
 	// The last growing interval's pace over the old one places the end.
 	frac := 1.0
@@ -213,7 +209,7 @@ func (v *view) endEdge(i, j int) Edge {
 	if frac >= 1 {
 		p1 = i
 	}
-	e.Poll1 = ps[p1].T
+	e.Poll1 = ps.T(p1)
 	_, _, steady, held := v.levelOf(p1+1, p1+SteadyPolls-1, flat)
 	e.Judged = steady >= SteadyPolls-1
 	if !e.Judged {
@@ -233,7 +229,7 @@ func (v *view) unsteady(p1, steady, held int) string {
 			SteadyPolls, n, atCompletion)
 	case held >= SteadyPolls-1:
 		return fmt.Sprintf("the per-interval decode rate held a level (|ln| ≤ %g) for %d poll(s); %d are needed", SettleLn, n, SteadyPolls)
-	case p1+held+1 >= len(v.t.Polls):
+	case p1+held+1 >= v.t.Polls.Len():
 		return fmt.Sprintf("the recording ends %d poll(s) after the edge; %d are needed", held+1, SteadyPolls)
 	}
 	return fmt.Sprintf("the new regime held %d poll(s); %d are needed", held+1, SteadyPolls)
@@ -243,13 +239,14 @@ func (v *view) unsteady(p1, steady, held int) string {
 // poll index p1 until the next edge.
 func (v *view) settle(e *Edge, p1 int, next, span float64, value func(*Poll) rate.Num) EdgeSpan {
 	out := EdgeSpan{Span: span, Values: []rate.Num{}}
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	// No poll after the edge: nothing caught up.
 	if p1 < 0 {
 		return out
 	}
-	for k := 0; p1+k < len(ps) && ps[p1+k].T < next; k++ {
-		p := &ps[p1+k]
+	p := new(Poll) // one for every poll: value may keep it
+	for k := 0; p1+k < ps.Len() && ps.T(p1+k) < next; k++ {
+		ps.Get(p1+k, p)
 		x := value(p)
 		if k < SteadyPolls {
 			out.Values = append(out.Values, x)
@@ -410,15 +407,15 @@ func (v *view) levelEdges() []Edge {
 	if v.signal != signalDecode || !v.stepDecode {
 		return nil
 	}
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	const k = levelPolls
 	var out []Edge
 	var at []int // the poll of each edge
-	busy := func(i int) bool { return i >= 1 && i < len(ps) && v.state[i] == grow && ps[i].Interval.V.Valid }
-	for i := 1 + k; i+k < len(ps); i++ {
+	busy := func(i int) bool { return i >= 1 && i < ps.Len() && v.state[i] == grow && ps.IntervalV(i).Valid }
+	for i := 1 + k; i+k < ps.Len(); i++ {
 		best, bestLn := -1, 0.0
 		// Candidates run while each side stays busy and steady; keep the largest.
-		for ; i+k < len(ps); i++ {
+		for ; i+k < ps.Len(); i++ {
 			ln, ok := v.levelChange(i, k, busy)
 			if !ok {
 				break
@@ -448,7 +445,7 @@ func (v *view) levelEdges() []Edge {
 // levelChange is |ln(after/before)| at poll i over k polls each side; ok
 // when it is a level edge by the rule of levelEdges.
 func (v *view) levelChange(i, k int, busy func(int) bool) (float64, bool) {
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	// On the stack: this runs at every busy poll.
 	var bs, as, tmp [levelPolls]float64
 	before, after := bs[:0:k], as[:0:k]
@@ -456,7 +453,7 @@ func (v *view) levelChange(i, k int, busy func(int) bool) (float64, bool) {
 		if !busy(i-j) || !busy(i+j) {
 			return 0, false
 		}
-		before, after = append(before, ps[i-j].Interval.V.V), append(after, ps[i+j].Interval.V.V)
+		before, after = append(before, ps.IntervalV(i-j).V), append(after, ps.IntervalV(i+j).V)
 	}
 	b, a := medianIn(tmp[:0], before), medianIn(tmp[:0], after)
 	if !b.Valid || !a.Valid || b.V <= 0 || a.V <= 0 {
@@ -500,17 +497,17 @@ const levelStray = 2
 // levelEdge is the level edge at poll i: its interval's rate between the
 // two levels places it.
 func (v *view) levelEdge(i, k int) Edge {
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	var before, after []int
 	for j := 1; j <= k; j++ {
 		before, after = append(before, i-j), append(after, i+j)
 	}
 	from, _ := v.level(before)
 	level, _ := v.level(after)
-	a, b := ps[i-1].T, ps[i].T
+	a, b := ps.T(i-1), ps.T(i)
 	// The share of the interval at the new level places the change.
 	f := 0.5
-	if x := ps[i].Interval.V; x.Valid && level.V != from.V {
+	if x := ps.IntervalV(i); x.Valid && level.V != from.V {
 		f = min(1, max(0, (x.V-from.V)/(level.V-from.V)))
 	}
 	return Edge{Target: v.t.Name, Kind: EdgeLevel, Between: [2]float64{a, b}, T: b - f*(b-a), Poll1: b,

@@ -29,9 +29,9 @@ func TestEdgesSettle(t *testing.T) {
 	v.series(1000, 0, cat(rep(0, 5), []float64{400}, rep(1000, 8), []float64{300}, rep(0, 8))...)
 	// The published ramp of a longer window; the counterfactual span reads each interval.
 	for i, x := range []float64{200, 600, 950, 1000} {
-		v.t.Polls[6+i].Rates[Decode].V = rate.Some(x)
+		v.ps[6+i].Rates[Decode].V = rate.Some(x)
 	}
-	v.t.Polls[6].Rates[Prompt].Reason = rate.ReasonJump
+	v.ps[6].Rates[Prompt].Reason = rate.ReasonJump
 	f := run(v)
 	es := edgesOf(f, "v")
 	if len(es) != 2 {
@@ -81,7 +81,7 @@ func TestEdgeOnAPollAndUnsettled(t *testing.T) {
 	v := newTarget("v", engine.VLLM)
 	v.series(1000, 0, cat(rep(0, 3), rep(500, 7), rep(0, 6))...)
 	for i := 4; i < 11; i++ {
-		v.t.Polls[i].Rates[Decode].V = rate.Some(100) // a window that never catches up
+		v.ps[i].Rates[Decode].V = rate.Some(100) // a window that never catches up
 	}
 	es := edgesOf(run(v), "v")
 	if len(es) != 2 {
@@ -103,7 +103,7 @@ func TestEdgesNotJudged(t *testing.T) {
 	h := newTarget("hole", engine.LlamaCpp)
 	g := h.series(1000, 0, 0, 0, 0)
 	h.series(1008, g+800, rep(100, 6)...)
-	h.t.Polls[4].Interval = Value{V: rate.Some(100), Window: rate.Some(5)}
+	h.ps[4].Interval = Value{V: rate.Some(100), Window: rate.Some(5)}
 	f := run(s, h)
 	es := edgesOf(f, "short")
 	if len(es) != 2 || es[0].Judged || !strings.Contains(es[0].Why, "held 2 poll(s); 5 are needed") || !es[1].Judged {
@@ -228,7 +228,7 @@ func TestEdgesOnStepCounter(t *testing.T) {
 			p.Steps = rate.Some(s)
 		}
 	}
-	v := newView(r.t, rate.Config{}.WithDefaults())
+	v := newView(r.target(), rate.Config{}.WithDefaults())
 	if v.signal != signalSteps || v.state[1] != grow || v.state[2] != unknown || v.state[3] != unknown {
 		t.Errorf("signal %v, states %v", v.signal, v.state)
 	}
@@ -260,10 +260,10 @@ func TestEdgesOnRunningRequests(t *testing.T) {
 		t.Errorf("busy across a hole: %v", s)
 	}
 	// An engine that moves every step keeps reading its decode counter.
-	if s := signalOf(&Target{Engine: engine.VLLM, Polls: []Poll{{Steps: rate.Some(1)}}}); s != signalDecode {
+	if s := signalOf(&Target{Engine: engine.VLLM, Polls: PollsOf(Poll{Steps: rate.Some(1)})}); s != signalDecode {
 		t.Errorf("vLLM reads %v", s)
 	}
-	if s := signalOf(&Target{Engine: engine.LlamaCpp, Polls: []Poll{{}}}); s != signalDecode {
+	if s := signalOf(&Target{Engine: engine.LlamaCpp, Polls: PollsOf(Poll{})}); s != signalDecode {
 		t.Errorf("llama.cpp without steps or running reads %v", s)
 	}
 }

@@ -109,8 +109,9 @@ func names(vs []*view) []string {
 
 // publishes reports whether any poll satisfies fn.
 func (v *view) publishes(fn func(*Poll) bool) bool {
-	for i := range v.t.Polls {
-		if fn(&v.t.Polls[i]) {
+	p := new(Poll) // one for every poll: fn may keep it
+	for i := range v.t.Polls.Len() {
+		if v.t.Polls.Get(i, p); fn(p) {
 			return true
 		}
 	}
@@ -120,14 +121,14 @@ func (v *view) publishes(fn func(*Poll) bool) bool {
 // busy returns the target's growing intervals, trimmed at its load edges,
 // and the tokens generated in them.
 func (v *view) busy() ([]window, float64) {
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	var ws []window
 	tokens := 0.0
-	for i := 1; i < len(ps); i++ {
+	for i := 1; i < ps.Len(); i++ {
 		if v.state[i] != grow {
 			continue
 		}
-		w := window{ps[i-1].T, ps[i].T}
+		w := window{ps.T(i - 1), ps.T(i)}
 		for _, e := range v.edges {
 			if e.Between[1] != w.b {
 				continue
@@ -138,7 +139,7 @@ func (v *view) busy() ([]window, float64) {
 				w.b = min(w.b, e.T)
 			}
 		}
-		tokens += ps[i].Interval.V.V * (ps[i].T - ps[i-1].T)
+		tokens += ps.IntervalV(i).V * (ps.T(i) - ps.T(i-1))
 		if w.b > w.a {
 			ws = append(ws, w)
 		}
@@ -164,8 +165,8 @@ func union(ws []window) []window {
 // false when part of them lies outside its polls.
 func (v *view) energyOver(ws []window, counter bool) (float64, bool) {
 	var ts, ys []float64
-	for i := range v.t.Polls {
-		p := &v.t.Polls[i]
+	for i := range v.t.Polls.Len() {
+		p := v.t.Polls.At(i)
 		y := p.Power
 		if counter {
 			y = p.Energy

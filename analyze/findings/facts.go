@@ -56,8 +56,8 @@ func (v *view) hiddenQueueFact() *Fact {
 	limit := rate.DefaultStaleFraction * v.interval
 	full, late := 0, 0
 	first := -1
-	for i := range v.t.Polls {
-		p := &v.t.Polls[i]
+	for i := range v.t.Polls.Len() {
+		p := v.t.Polls.At(i)
 		if !p.Running.Valid || p.Running.V < float64(v.t.Slots) || !p.Waiting.Valid || p.Waiting.V != 0 {
 			continue
 		}
@@ -73,7 +73,7 @@ func (v *view) hiddenQueueFact() *Fact {
 	if late < HiddenQueueLatePolls {
 		return nil
 	}
-	p := &v.t.Polls[first]
+	p := v.t.Polls.At(first)
 	return &Fact{Name: FactHiddenQueue, Value: rate.Some(float64(late)), Unit: "polls", T: rate.Some(p.T), Derived: true,
 		Source: "llamacpp:requests_processing = " + v.t.SlotsSource + " with llamacpp:requests_deferred = 0, and the /metrics answer's first byte over " + secs(limit) + " after its request",
 		Text: fmt.Sprintf("possible hidden queue: in %d of %d poll(s) with all %d slots busy and requests_deferred at 0, /metrics itself waited over %s for its answer (first at %s): llama-server's HTTP threads may all have been taken, and requests beyond its slots wait in those threads, where no series counts them; a possibility, not a measured queue",
@@ -90,13 +90,13 @@ const byReason = "vllm:num_requests_waiting_by_reason"
 // what the KV pool holds at once, so added load becomes queue instead of
 // throughput: the run's ceiling) and deferred (waiting on something else).
 func (v *view) queueFacts() (ceiling, reason *Fact) {
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	first := -1
 	seen := 0
 	var capMax, defMax, capSum, defSum float64
 	var capPolls, defPolls int
-	for i := range ps {
-		c, d := ps[i].Capacity, ps[i].Deferred
+	for i := range ps.Len() {
+		c, d := ps.At(i).Capacity, ps.At(i).Deferred
 		if !c.Valid && !d.Valid {
 			continue
 		}
@@ -125,13 +125,13 @@ func (v *view) queueFacts() (ceiling, reason *Fact) {
 		ceiling.Value = rate.Some(0)
 		ceiling.Text = fmt.Sprintf("no request waited on capacity in %d polls: the run stayed under the ceiling", seen)
 	} else {
-		p := &ps[first]
+		p := ps.At(first)
 		ceiling.Value, ceiling.T = p.Capacity, rate.Some(p.T)
 		ceiling.Text = fmt.Sprintf("ceiling: capacity queueing first at %s (+%s into the recording): %s request(s) waiting on capacity. Load beyond what the KV pool holds at once became queue instead of throughput",
-			stamp(p.T), secs(p.T-ps[0].T), num(p.Capacity.V))
+			stamp(p.T), secs(p.T-ps.T(0)), num(p.Capacity.V))
 	}
 	reason = &Fact{Name: FactQueueReason, Unit: "fraction", Source: "computed:Σcapacity / (Σcapacity + Σdeferred) of " + byReason,
-		Derived: true, Window: rate.Some(ps[len(ps)-1].T - ps[0].T),
+		Derived: true, Window: rate.Some(ps.T(ps.Len()-1) - ps.T(0)),
 		By: map[string]float64{"capacity_max": capMax, "deferred_max": defMax, "capacity_polls": float64(capPolls),
 			"deferred_polls": float64(defPolls)}}
 	if capSum+defSum == 0 {
@@ -184,8 +184,8 @@ func (v *view) prefillFact() *Fact {
 // fraction a known 0.
 func (v *view) cachingFacts() (caching, cached *Fact) {
 	last := rate.Num{}
-	for i := range v.t.Polls {
-		if c := v.t.Polls[i].PrefixCaching; c.Valid {
+	for i := range v.t.Polls.Len() {
+		if c := v.t.Polls.At(i).PrefixCaching; c.Valid {
 			last = c
 		}
 	}
@@ -234,8 +234,8 @@ func (v *view) source(cell, def string) string {
 // or whatever the engine's reader reads it from.
 func (v *view) kvPoolFact() *Fact {
 	last := rate.Num{}
-	for i := range v.t.Polls {
-		if c := v.t.Polls[i].KVCapacity; c.Valid {
+	for i := range v.t.Polls.Len() {
+		if c := v.t.Polls.At(i).KVCapacity; c.Valid {
 			last = c
 		}
 	}

@@ -59,6 +59,18 @@ func fleet(views []*view, keep bool) Fleet {
 	s := &f.Summary
 	s.MinLive = len(eng)
 	decodes := make([]float64, 0, len(ticks)) // a point per tick at most
+	if keep {
+		// Sized to the points at once: grown by appends, a day of 8
+		// engines' 345,600 points (64 MB) held the old array and the new
+		// at the last growth.
+		n := 0
+		for i := range ticks {
+			if i == 0 || ticks[i].t != ticks[i-1].t {
+				n++
+			}
+		}
+		f.Polls = make([]FleetPoint, 0, n)
+	}
 	for i := 0; i < len(ticks); {
 		t := ticks[i].t
 		for ; i < len(ticks) && ticks[i].t == t; i++ {
@@ -78,7 +90,7 @@ func fleet(views []*view, keep bool) Fleet {
 				continue
 			}
 			p.Live++
-			q := &v.t.Polls[l.poll]
+			q := v.t.Polls.At(l.poll)
 			if d := q.Rates[Decode]; d.V.Valid {
 				p.Decode = addNum(p.Decode, d.V.V)
 				p.DecodeOf++

@@ -54,7 +54,6 @@ type carry struct {
 	tok            tokenState
 	flags          int // polls the flags were read over
 	steps, running bool
-	polls          []Poll // the tail's polls, rows rebased
 	end, open      float64
 }
 
@@ -102,27 +101,23 @@ func (f *Follow) Update(run *Run) ([]Incident, *FleetPoint) {
 		if c.cut > 0 {
 			earliest = min(earliest, c.cut)
 		}
-		for ; c.flags < len(t.Polls); c.flags++ {
-			c.steps = c.steps || t.Polls[c.flags].Steps.Valid
-			c.running = c.running || t.Polls[c.flags].Running.Valid
+		for ; c.flags < t.Polls.Len(); c.flags++ {
+			c.steps = c.steps || t.Polls.Steps(c.flags).Valid
+			c.running = c.running || t.Polls.Running(c.flags).Valid
 		}
 		// The tail keeps at least the last poll: rows after it are read
 		// against it, as in the whole run.
-		for c.cut > 0 && c.p0 < len(t.Polls)-1 && t.Polls[c.p0].T < c.cut-margin {
+		for c.cut > 0 && c.p0 < t.Polls.Len()-1 && t.Polls.T(c.p0) < c.cut-margin {
 			c.p0++
 		}
 		for c.tok.n < c.p0 {
-			c.tok.add(&t.Polls[c.tok.n])
+			c.tok.add(t.Polls.At(c.tok.n))
 		}
 		sub := *t
 		if c.p0 > 0 {
-			r0 := t.Polls[c.p0].Row
+			r0 := t.Polls.At(c.p0).Row
 			sub.Rows = t.Rows[r0:]
-			c.polls = append(c.polls[:0], t.Polls[c.p0:]...)
-			for i := range c.polls {
-				c.polls[i].Row -= r0
-			}
-			sub.Polls = c.polls
+			sub.Polls = t.Polls.Tail(c.p0, r0)
 		}
 		c.end, c.open = 0, math.Inf(1)
 		if n := len(t.Rows); n > 0 {
@@ -131,8 +126,8 @@ func (f *Follow) Update(run *Run) ([]Incident, *FleetPoint) {
 		// The rows after a target's last poll are not yet a hole or not
 		// (the next poll tells): its cut stays before them.
 		switch {
-		case len(t.Polls) > 0:
-			c.open = t.Polls[len(t.Polls)-1].T
+		case t.Polls.Len() > 0:
+			c.open = t.Polls.T(t.Polls.Len() - 1)
 		case len(t.Rows) > 0:
 			c.open = rowTime(&t.Rows[0])
 		}

@@ -12,6 +12,7 @@ import (
 // the interval rate (a span of one interval) unless a test overrides them.
 type builder struct {
 	t    *Target
+	ps   []Poll // the target's polls, packed into t by target
 	seq  int64
 	last float64 // the decode counter at the last poll; NaN before the first
 }
@@ -29,7 +30,7 @@ func (b *builder) poll(t, gen float64) *Poll {
 	p := Poll{T: t, Start: t - 0.005, Row: len(b.t.Rows) - 1}
 	b.seq++
 	p.Totals[Decode] = rate.Some(gen)
-	ps := b.t.Polls
+	ps := b.ps
 	switch {
 	case len(ps) == 0:
 		p.Interval.Reason, p.Rates[Decode].Reason = rate.ReasonNoBaseline, rate.ReasonNoBaseline
@@ -43,8 +44,14 @@ func (b *builder) poll(t, gen float64) *Poll {
 	}
 	p.Spans = []rate.Num{p.Rates[Decode].V}
 	b.last = gen
-	b.t.Polls = append(b.t.Polls, p)
-	return &b.t.Polls[len(b.t.Polls)-1]
+	b.ps = append(b.ps, p)
+	return &b.ps[len(b.ps)-1]
+}
+
+// target is the target with its polls as they are now.
+func (b *builder) target() *Target {
+	b.t.Polls = PollsOf(b.ps...)
+	return b.t
 }
 
 // fail adds a tick at t that is not a poll.
@@ -72,7 +79,7 @@ func (b *builder) series(t0, base float64, rates ...float64) float64 {
 func run(ts ...*builder) *Findings {
 	r := &Run{Gates: rate.Config{}.WithDefaults(), Spans: []float64{2}, KeepPolls: true}
 	for _, b := range ts {
-		r.Targets = append(r.Targets, b.t)
+		r.Targets = append(r.Targets, b.target())
 	}
 	return Analyze(r)
 }

@@ -90,7 +90,7 @@ func (v *view) holes() (hs []*hole, loose []looseRun) {
 		}
 		switch {
 		case prev >= 0 && next >= 0:
-			h.a, h.b = t.Polls[prev].T, t.Polls[next].T
+			h.a, h.b = t.Polls.T(prev), t.Polls.T(next)
 			// Polls close enough leave no hole; their failed rows are loose.
 			// Nor does a stretch the target was away from the target set:
 			// from the tick of the poll before (its answer may come after
@@ -110,9 +110,9 @@ func (v *view) holes() (hs []*hole, loose []looseRun) {
 			// Nothing before the first poll or after the last: no hole.
 			return
 		case prev < 0 && next >= 0:
-			h.a, h.b = rowTime(&t.Rows[h.rows[0]]), t.Polls[next].T
+			h.a, h.b = rowTime(&t.Rows[h.rows[0]]), t.Polls.T(next)
 		case prev >= 0:
-			h.a, h.b = t.Polls[prev].T, rowTime(&t.Rows[h.rows[len(h.rows)-1]])+v.interval
+			h.a, h.b = t.Polls.T(prev), rowTime(&t.Rows[h.rows[len(h.rows)-1]])+v.interval
 		default:
 			h.a, h.b = rowTime(&t.Rows[h.rows[0]]), rowTime(&t.Rows[h.rows[len(h.rows)-1]])+v.interval
 		}
@@ -130,7 +130,7 @@ func (v *view) holes() (hs []*hole, loose []looseRun) {
 		*kept = hv
 		hs = append(hs, kept)
 	}
-	for p := range t.Polls {
+	for p := range t.Polls.Len() {
 		flush(p, v.pollRow[p])
 		prev, prevRow = p, v.pollRow[p]
 	}
@@ -144,7 +144,7 @@ func (v *view) holes() (hs []*hole, loose []looseRun) {
 // and no stall of the host (a-baseline seq 198: /metrics answered 576 ms
 // late while its /slots answered in 1 ms).
 func (v *view) sentOnCadence(prev, next int) bool {
-	a, b := v.t.Polls[prev].Start, v.t.Polls[next].Start
+	a, b := v.t.Polls.Start(prev), v.t.Polls.Start(next)
 	return a > 0 && b > 0 && b-a <= HoleFactor*v.interval
 }
 
@@ -345,11 +345,11 @@ func (h *hole) after1() (CellRef, string, bool) {
 		return CellRef{}, "", false
 	}
 	v := h.v
-	p := &v.t.Polls[h.before]
+	p := v.t.Polls.At(h.before)
 	c := v.ref(h.before, Decode)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: ", v.t.Name)
-	if n := v.naive[h.before][Decode]; n.Valid {
+	if n := v.naive(h.before, Decode); n.Valid {
 		fmt.Fprintf(&b, "naive %s tok/s over the %s between polls", rateText(n.V), secs(p.T-h.a))
 	} else {
 		b.WriteString("no naive value (no counter before the hole)")
@@ -369,7 +369,7 @@ func (h *hole) after1() (CellRef, string, bool) {
 
 // ref is the published rate cell k of poll i.
 func (v *view) ref(i, k int) CellRef {
-	p := &v.t.Polls[i]
+	p := v.t.Polls.At(i)
 	c := p.Rates[k]
 	return CellRef{Target: v.t.Name, T: p.T, Cell: RateCells[k], Value: c.V, Window: c.Window, Reason: c.Reason}
 }
@@ -430,7 +430,7 @@ func (h *hole) incidents() []Incident {
 	// Scrapes that got no answer (timeouts) and a target that answered
 	// again with its counters continuing: the target stalled (a SIGSTOP, a
 	// hang), it did not restart.
-	if rows["error"] > 0 && rows["http_error"] == 0 && h.after >= 0 && h.before >= 0 && v.t.Polls[h.before].Restart == "" {
+	if rows["error"] > 0 && rows["http_error"] == 0 && h.after >= 0 && h.before >= 0 && v.t.Polls.At(h.before).Restart == "" {
 		inc.Detail += "; it answered again with its counters continuing: a stall of the target, not a restart (the phases are differenced across it)"
 	}
 	return []Incident{inc}
@@ -526,28 +526,28 @@ func (v *view) slowLimit(gates rate.Config) float64 {
 // slowScrapes groups polls whose first byte came late.
 func (v *view) slowScrapes(gates rate.Config) (map[int]bool, []Incident) {
 	limit := v.slowLimit(gates)
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	slow := map[int]bool{}
 	var out []Incident
-	for i := 0; i < len(ps); {
+	for i := 0; i < ps.Len(); {
 		if !v.isSlow(i, limit) {
 			i++
 			continue
 		}
 		j := i + 1
-		for j < len(ps) && v.isSlow(j, limit) {
+		for j < ps.Len() && v.isSlow(j, limit) {
 			j++
 		}
 		inc := Incident{Kind: KindSlow, Target: Name(v.t.Name), Targets: []string{v.t.Name}, Cells: []CellRef{}}
 		worst := 0.0
 		refused := 0
-		first, last := ps[i].T, ps[i].T
+		first, last := ps.T(i), ps.T(i)
 		for k := i; k < j; k++ {
 			slow[k] = true
-			worst = max(worst, ps[k].T-ps[k].Start)
+			worst = max(worst, ps.T(k)-ps.Start(k))
 			// Overlapping slow scrapes may answer out of order.
-			first, last = min(first, ps[k].T), max(last, ps[k].T)
-			if ps[k].Rates[Decode].Reason == rate.ReasonStale {
+			first, last = min(first, ps.T(k)), max(last, ps.T(k))
+			if ps.At(k).Rates[Decode].Reason == rate.ReasonStale {
 				refused++
 				inc.Gate = rate.ReasonStale
 			}
@@ -556,13 +556,13 @@ func (v *view) slowScrapes(gates rate.Config) (map[int]bool, []Incident) {
 			}
 		}
 		if j-i == 1 {
-			inc.T = rate.Some(ps[i].T)
+			inc.T = rate.Some(ps.T(i))
 		} else {
 			inc.Start, inc.End = rate.Some(first), rate.Some(last)
 		}
 		inc.Counterfactual = fmt.Sprintf("the body may be up to %s older than its stamp; %d of %d decode value(s) refused as stale",
 			secs(worst), refused, j-i)
-		if n := v.naive[i][Decode]; n.Valid {
+		if n := v.naive(i, Decode); n.Valid {
 			inc.Naive = n
 			inc.Counterfactual = fmt.Sprintf("naive %s tok/s; ", rateText(n.V)) + inc.Counterfactual
 		}
@@ -575,7 +575,7 @@ func (v *view) slowScrapes(gates rate.Config) (map[int]bool, []Incident) {
 }
 
 func (v *view) isSlow(i int, limit float64) bool {
-	p := &v.t.Polls[i]
+	p := v.t.Polls.At(i)
 	return p.Start > 0 && p.T-p.Start > limit
 }
 
@@ -583,14 +583,14 @@ func (v *view) isSlow(i int, limit float64) bool {
 // another incident or an edge explains them: the first poll after a hole,
 // a restart, a slow scrape's stale refusal, a load start's jump hold.
 func (v *view) refusals(gates rate.Config, firstAfter, slow map[int]bool) []Incident {
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	refused := func(i int) []int {
 		if firstAfter[i] || v.held[i] {
 			return nil
 		}
 		var ks []int
 		for k := range NRates {
-			r := ps[i].Rates[k].Reason
+			r := ps.At(i).Rates[k].Reason
 			if !gateReasons[r] || r == rate.ReasonReset || (r == rate.ReasonStale && slow[i]) {
 				continue
 			}
@@ -599,7 +599,7 @@ func (v *view) refusals(gates rate.Config, firstAfter, slow map[int]bool) []Inci
 		return ks
 	}
 	var out []Incident
-	for i := 0; i < len(ps); {
+	for i := 0; i < ps.Len(); {
 		ks := refused(i)
 		if len(ks) == 0 {
 			i++
@@ -609,20 +609,20 @@ func (v *view) refusals(gates rate.Config, firstAfter, slow map[int]bool) []Inci
 		reasons := map[string]int{}
 		cellsSeen := map[string]bool{}
 		j := i
-		for ; j < len(ps); j++ {
+		for ; j < ps.Len(); j++ {
 			ks := refused(j)
 			if len(ks) == 0 {
 				break
 			}
 			for _, k := range ks {
-				reasons[ps[j].Rates[k].Reason]++
+				reasons[ps.At(j).Rates[k].Reason]++
 				cellsSeen[RateCells[k]] = true
 				if len(inc.Cells) < maxCells {
 					inc.Cells = append(inc.Cells, v.ref(j, k))
 				}
 				if k == Decode && inc.Gate == "" {
-					inc.Gate = Name(ps[j].Rates[k].Reason)
-					inc.Naive = v.naive[j][Decode]
+					inc.Gate = Name(ps.At(j).Rates[k].Reason)
+					inc.Naive = v.naive(j, Decode)
 					inc.Counterfactual = v.refusedText(j, gates)
 				}
 			}
@@ -634,9 +634,9 @@ func (v *view) refusals(gates rate.Config, firstAfter, slow map[int]bool) []Inci
 				gateText(c.Reason, Value{V: c.Value, Window: c.Window, Reason: c.Reason}, gates, v.windowLatency(i, c.Window)))
 		}
 		if j-i == 1 {
-			inc.T = rate.Some(ps[i].T)
+			inc.T = rate.Some(ps.T(i))
 		} else {
-			inc.Start, inc.End = rate.Some(ps[i].T), rate.Some(ps[j-1].T)
+			inc.Start, inc.End = rate.Some(ps.T(i)), rate.Some(ps.T(j-1))
 		}
 		names := make([]string, 0, len(cellsSeen))
 		for c := range cellsSeen {
@@ -653,7 +653,7 @@ func (v *view) refusals(gates rate.Config, firstAfter, slow map[int]bool) []Inci
 
 // latency is poll i's request-to-first-byte time; 0 when unknown.
 func (v *view) latency(i int) float64 {
-	p := &v.t.Polls[i]
+	p := v.t.Polls.At(i)
 	if p.Start <= 0 {
 		return 0
 	}
@@ -668,11 +668,11 @@ func (v *view) windowLatency(i int, window rate.Num) float64 {
 	if !window.Valid {
 		return l
 	}
-	ps := v.t.Polls
-	base := ps[i].T - window.V
+	ps := &v.t.Polls
+	base := ps.T(i) - window.V
 	// Back from poll i to the base; polls of one target come in time order.
-	for k := i - 1; k >= 0 && ps[k].T > base-1e-6; k-- {
-		if math.Abs(ps[k].T-base) < 1e-6 {
+	for k := i - 1; k >= 0 && ps.T(k) > base-1e-6; k-- {
+		if math.Abs(ps.T(k)-base) < 1e-6 {
 			l = max(l, v.latency(k))
 		}
 	}
@@ -681,9 +681,9 @@ func (v *view) windowLatency(i int, window rate.Num) float64 {
 
 // refusedText is the counterfactual of a refused decode cell at poll i.
 func (v *view) refusedText(i int, gates rate.Config) string {
-	d := v.t.Polls[i].Rates[Decode]
+	d := v.t.Polls.At(i).Rates[Decode]
 	s := "refused: " + gateText(d.Reason, d, gates, v.windowLatency(i, d.Window))
-	if n := v.naive[i][Decode]; n.Valid {
+	if n := v.naive(i, Decode); n.Valid {
 		return fmt.Sprintf("naive %s tok/s; %s", rateText(n.V), s)
 	}
 	return s
@@ -714,11 +714,11 @@ func gateText(reason string, c Value, gates rate.Config, latency float64) string
 // restarts finds the polls where the target's counters reset or its
 // process start time changed.
 func (v *view) restarts() []Incident {
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	var out []Incident
 	lastProc := rate.Num{}
-	for i := range ps {
-		p := &ps[i]
+	for i := range ps.Len() {
+		p := ps.At(i)
 		var reset []int
 		for k := range NRates {
 			if p.Rates[k].Reason == rate.ReasonReset {
@@ -734,7 +734,7 @@ func (v *view) restarts() []Incident {
 			continue
 		}
 		inc := Incident{Kind: KindRestart, Target: Name(v.t.Name), Targets: []string{v.t.Name},
-			Start: rate.Some(ps[i-1].T), End: rate.Some(p.T), Gate: rate.ReasonReset, Cells: []CellRef{}}
+			Start: rate.Some(ps.T(i - 1)), End: rate.Some(p.T), Gate: rate.ReasonReset, Cells: []CellRef{}}
 		for _, k := range reset {
 			inc.Cells = append(inc.Cells, v.ref(i, k))
 		}
@@ -743,8 +743,8 @@ func (v *view) restarts() []Incident {
 			ps0 = p.ProcessStart
 		}
 		inc.ProcessStart = &ps0
-		before, after := ps[i-1].Totals[Decode], p.Totals[Decode]
-		if n := v.naive[i][Decode]; n.Valid {
+		before, after := ps.At(i - 1).Totals[Decode], p.Totals[Decode]
+		if n := v.naive(i, Decode); n.Valid {
 			inc.Naive = n
 			inc.Counterfactual = fmt.Sprintf("naive %s tok/s (the summed counter went from %s to %s); refused: counter reset, the next poll measures again",
 				rateText(n.V), num(before.V), num(after.V))
@@ -758,7 +758,7 @@ func (v *view) restarts() []Incident {
 		case p.Restart != "":
 			when = "found by " + p.Restart + "; every window across it refused"
 		}
-		inc.Detail = fmt.Sprintf("%s restarted between %s and %s: %s", v.t.Name, stamp(ps[i-1].T), stamp(p.T), when)
+		inc.Detail = fmt.Sprintf("%s restarted between %s and %s: %s", v.t.Name, stamp(ps.T(i-1)), stamp(p.T), when)
 		out = append(out, inc)
 	}
 	return out
@@ -767,10 +767,10 @@ func (v *view) restarts() []Incident {
 // labelSets finds label sets joining and leaving the decode counter after
 // the first poll.
 func (v *view) labelSets() []Incident {
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	var out []Incident
-	for i := 1; i < len(ps); i++ {
-		p := &ps[i]
+	for i := 1; i < ps.Len(); i++ {
+		p := ps.At(i)
 		for _, note := range p.DecodeNotes {
 			reason, labels, _ := strings.Cut(note, " ")
 			var kind, gate, what string
@@ -789,10 +789,10 @@ func (v *view) labelSets() []Incident {
 			if p.Rates[Decode].V.Valid {
 				pub = rateText(p.Rates[Decode].V.V) + " tok/s"
 			}
-			if n := v.naive[i][Decode]; n.Valid {
+			if n := v.naive(i, Decode); n.Valid {
 				inc.Naive = n
 				inc.Counterfactual = fmt.Sprintf("naive %s tok/s (Δ of the counter summed over label sets: %s tokens in %s); published %s: %s",
-					rateText(n.V), num(p.Totals[Decode].V-ps[i-1].Totals[Decode].V), secs(p.T-ps[i-1].T), pub, what)
+					rateText(n.V), num(p.Totals[Decode].V-ps.At(i - 1).Totals[Decode].V), secs(p.T-ps.T(i-1)), pub, what)
 			} else {
 				inc.Counterfactual = "published " + pub + ": " + what
 			}

@@ -46,8 +46,8 @@ func TestIncidentKinds(t *testing.T) {
 	b.fail(1040.99, "missed", "previous scrape still running")
 	b.poll(1041.3, 0)
 	b.series(1042, 0, rep(0, 28)...)
-	for i := range b.t.Polls {
-		p := &b.t.Polls[i]
+	for i := range b.ps {
+		p := &b.ps[i]
 		p.ProcessStart = rate.Some(500)
 		switch {
 		case p.T == 1050:
@@ -142,8 +142,8 @@ func TestHostStallAndGaps(t *testing.T) {
 	b.fail(1005, "missed", "previous scrape still running")
 	b.fail(1006, "parse_error", "")
 	b.series(1007, 0, rep(0, 6)...)
-	b.t.Polls[len(b.t.Polls)-1].Rates[Decode] = Value{Reason: rate.ReasonCeiling}
-	b.t.Polls[len(b.t.Polls)-3].Rates[Decode] = Value{Reason: rate.ReasonJump}
+	b.ps[len(b.ps)-1].Rates[Decode] = Value{Reason: rate.ReasonCeiling}
+	b.ps[len(b.ps)-3].Rates[Decode] = Value{Reason: rate.ReasonJump}
 	f = run(b)
 	g := incidentAt(t, f, KindGap, "b")
 	if g.Cause != "missed_tick+unparsed" || g.Rows["missed"] != 1 || g.Rows["parse_error"] != 1 {
@@ -209,9 +209,9 @@ func TestGateText(t *testing.T) {
 func TestStaleTextNamesTheBase(t *testing.T) {
 	b := newTarget("v", engine.VLLM)
 	b.series(1000, 0, rep(100, 10)...)
-	b.t.Polls[4].Start = b.t.Polls[4].T - 3
-	b.t.Polls[9].Rates[Decode] = Value{Reason: rate.ReasonStale, Window: rate.Some(5)}
-	v := newView(b.t, rate.Config{}.WithDefaults())
+	b.ps[4].Start = b.ps[4].T - 3
+	b.ps[9].Rates[Decode] = Value{Reason: rate.ReasonStale, Window: rate.Some(5)}
+	v := newView(b.target(), rate.Config{}.WithDefaults())
 	if s := v.refusedText(9, v.gates); !strings.Contains(s, "5 s window was answered 3 s after its request") {
 		t.Errorf("%q", s)
 	}
@@ -227,10 +227,10 @@ func TestSlowScrapesOutOfOrder(t *testing.T) {
 	b := newTarget("v", engine.VLLM)
 	b.series(1000, 0, rep(100, 6)...)
 	for i, at := range []float64{1003, 1002.5} {
-		p := &b.t.Polls[3+i]
+		p := &b.ps[3+i]
 		p.T, p.Start = at, at-1.5
 	}
-	v := newView(b.t, rate.Config{}.WithDefaults())
+	v := newView(b.target(), rate.Config{}.WithDefaults())
 	_, incs := v.slowScrapes(v.gates)
 	if len(incs) != 1 || incs[0].Start.V != 1002.5 || incs[0].End.V != 1003 {
 		t.Fatalf("%+v", incs)

@@ -55,7 +55,7 @@ type Target struct {
 	// Rows are the target's /metrics attempts, ok or not, in tick order.
 	Rows []Row
 	// Polls are its ok rows, replayed.
-	Polls []Poll
+	Polls PollList
 	// Histograms maps each histogram family to the bucket bounds (le) its
 	// series carried.
 	Histograms map[string][]float64

@@ -45,9 +45,9 @@ func TestParseCap(t *testing.T) {
 func TestRollups(t *testing.T) {
 	v := newTarget("v", engine.VLLM)
 	v.series(1019, 0, cat(rep(100, 50), []float64{9000}, rep(100, 10))...)
-	v.t.Polls[51].Rates[Decode] = Value{Reason: rate.ReasonJump}
+	v.ps[51].Rates[Decode] = Value{Reason: rate.ReasonJump}
 	r := &Run{Gates: rate.Config{}.WithDefaults(), Caps: []Cap{{Cell: engine.DecodeTokensPerSecond, Max: 5000}}}
-	r.Targets = []*Target{v.t}
+	r.Targets = []*Target{v.target()}
 	f := Analyze(r)
 	if len(f.Rollups) != 1 {
 		t.Fatalf("rollups %+v", f.Rollups)
@@ -76,12 +76,12 @@ func TestFleet(t *testing.T) {
 		p.Rates[Decode] = Value{V: rate.Some(200)}
 		p.KV, p.Waiting, p.Running, p.TokensTotal = rate.Some(0.9), rate.Some(2), rate.Some(3), rate.Some(10)
 	}
-	for i := range a.t.Polls {
-		a.t.Polls[i].KV, a.t.Polls[i].TokensTotal = rate.Some(0.5), rate.Some(5)
+	for i := range a.ps {
+		a.ps[i].KV, a.ps[i].TokensTotal = rate.Some(0.5), rate.Some(5)
 	}
 	dcgm := newTarget("dcgm", engine.Generic)
 	dcgm.series(1000, 0, 0)
-	r := &Run{Gates: rate.Config{}.WithDefaults(), KeepPolls: true, Targets: []*Target{a.t, b.t, dcgm.t}}
+	r := &Run{Gates: rate.Config{}.WithDefaults(), KeepPolls: true, Targets: []*Target{a.target(), b.target(), dcgm.target()}}
 	fl := Analyze(r).Fleet
 	if strings.Join(fl.Targets, ",") != "a,b" || strings.Join(fl.Other, ",") != "dcgm" || len(fl.Polls) != 6 {
 		t.Fatalf("fleet %+v", fl)
@@ -110,11 +110,11 @@ func TestFleetOverflowIsUnknown(t *testing.T) {
 	b := newTarget("b", engine.VLLM)
 	b.series(1000, 0, rep(1.5e308, 3)...)
 	for _, x := range []*builder{a, b} {
-		for i := range x.t.Polls {
-			x.t.Polls[i].TokensTotal = rate.Some(1.5e308)
+		for i := range x.ps {
+			x.ps[i].TokensTotal = rate.Some(1.5e308)
 		}
 	}
-	fl := Analyze(&Run{Gates: rate.Config{}.WithDefaults(), KeepPolls: true, Targets: []*Target{a.t, b.t}}).Fleet
+	fl := Analyze(&Run{Gates: rate.Config{}.WithDefaults(), KeepPolls: true, Targets: []*Target{a.target(), b.target()}}).Fleet
 	for _, p := range fl.Polls {
 		if p.Decode.Valid || p.TokensTotal.Valid {
 			t.Errorf("point %+v: an overflowed sum published", p)
@@ -162,7 +162,7 @@ func TestSeams(t *testing.T) {
 	if g := ids["per_request_seconds"].Targets; g["per-request seconds"][0] != "v" || len(g["none"]) != 2 {
 		t.Errorf("per-request seconds %v", g)
 	}
-	if seams([]*view{newView(v.t, rate.Config{})}); len(seams([]*view{newView(v.t, rate.Config{})})) != 0 {
+	if seams([]*view{newView(v.target(), rate.Config{})}); len(seams([]*view{newView(v.target(), rate.Config{})})) != 0 {
 		t.Error("a seam with one engine")
 	}
 	if s := layoutText([]float64{math.Inf(1)}); s != "+Inf only" {
@@ -177,8 +177,8 @@ func TestSeams(t *testing.T) {
 func TestFacts(t *testing.T) {
 	v := newTarget("v", engine.VLLM)
 	v.series(1000, 0, rep(100, 5)...)
-	for i := range v.t.Polls {
-		p := &v.t.Polls[i]
+	for i := range v.ps {
+		p := &v.ps[i]
 		p.Capacity, p.Deferred = rate.Some(0), rate.Some(float64(i%2))
 		if i >= 3 {
 			p.Capacity = rate.Some(float64(i))
@@ -255,10 +255,10 @@ func TestFacts(t *testing.T) {
 	// Nothing moved during the run: the lifetime values, said so; nothing at all: why not.
 	w := newTarget("w", engine.VLLM)
 	w.series(1000, 0, 0)
-	for i := range w.t.Polls {
-		w.t.Polls[i].Capacity, w.t.Polls[i].PrefixCaching = rate.Some(0), rate.Some(1)
+	for i := range w.ps {
+		w.ps[i].Capacity, w.ps[i].PrefixCaching = rate.Some(0), rate.Some(1)
 	}
-	w.t.Polls[1].KVCapacity = rate.Some(100)
+	w.ps[1].KVCapacity = rate.Some(100)
 	w.t.Sources[engine.KVCacheCapacityTokens] = "sglang:max_total_num_tokens"
 	same := func(name string, x float64) {
 		c := &Counter{}
@@ -438,7 +438,7 @@ func TestEnergy(t *testing.T) {
 	late := newTarget("late", engine.LlamaCpp)
 	late.series(1030, 0, rep(100, 20)...)
 	short := mk(true)
-	short.t.Polls = short.t.Polls[:35]
+	short.ps = short.ps[:35]
 	if e := run(late, short).Energy; !strings.Contains(strings.Join(e.Notes, " "), "outside an energy source") {
 		t.Errorf("coverage %+v", e)
 	}
@@ -467,7 +467,7 @@ func TestWriteText(t *testing.T) {
 	v.t.Families = []string{"vllm:gpu_cache_usage_perc"}
 	v.t.Cells[engine.KVCacheUsageRatio] = CellCount{Absent: 3}
 	v.t.Unknown = []string{"vllm:kv_cache_usage_fraction"}
-	v.t.Polls[3].Capacity = rate.Some(2)
+	v.ps[3].Capacity = rate.Some(2)
 	l := newTarget("l", engine.LlamaCpp)
 	l.series(1000, 0, rep(10, 26)...)
 	for _, b := range []*builder{v, l} {
@@ -475,7 +475,7 @@ func TestWriteText(t *testing.T) {
 	}
 	s := short(l)
 	r := &Run{Gates: rate.Config{}.WithDefaults(), Spans: []float64{2}, Caps: []Cap{{Cell: engine.DecodeTokensPerSecond, Max: 5000}},
-		Targets: []*Target{v.t, l.t, s.t}}
+		Targets: []*Target{v.target(), l.target(), s.target()}}
 	f := Analyze(r)
 	var b bytes.Buffer
 	f.WriteText(&b)
@@ -501,7 +501,7 @@ func TestWriteText(t *testing.T) {
 // short is an energy source over l's polls.
 func short(l *builder) *builder {
 	d := newTarget("dcgm", engine.Generic)
-	for i, p := range l.t.Polls {
+	for i, p := range l.ps {
 		d.poll(p.T, 0).Energy = rate.Some(float64(i) * 100)
 	}
 	return d
@@ -514,14 +514,14 @@ func TestCadenceAndNames(t *testing.T) {
 	a := newTarget("a", engine.VLLM)
 	a.series(1000, 0, rep(0, 5)...)
 	a.t.Interval = 0
-	if c := cadence(a.t); c != 1 {
+	if c := cadence(a.target()); c != 1 {
 		t.Errorf("cadence from ticks %v", c)
 	}
 	for i := range a.t.Rows {
 		a.t.Rows[i].Scheduled = 0
 	}
-	a.t.Polls[3].T = 1002.5
-	if c := cadence(a.t); c != 1 {
+	a.ps[3].T = 1002.5
+	if c := cadence(a.target()); c != 1 {
 		t.Errorf("cadence from polls %v", c)
 	}
 	if c := cadence(&Target{}); c != 1 {

@@ -84,12 +84,12 @@ func capFor(caps []Cap, eng, cell string) rate.Num {
 // the counts above their caps.
 func (v *view) rollups(caps []Cap) []Rollup {
 	var out []Rollup
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	// Room for every minute the polls span at once (grown by appends, a
 	// day's allocated several times what it keeps); a minute needs a poll.
 	minutes := 0
-	if len(ps) > 0 {
-		minutes = min(len(ps), max(0, int(math.Floor(ps[len(ps)-1].T/60)-math.Floor(ps[0].T/60))+1))
+	if ps.Len() > 0 {
+		minutes = min(ps.Len(), max(0, int(math.Floor(ps.T(ps.Len()-1)/60)-math.Floor(ps.T(0)/60))+1))
 	}
 	for k := range NRates {
 		r := Rollup{Target: v.t.Name, Cell: RateCells[k], Cap: capFor(caps, v.t.Engine, RateCells[k]), Minutes: make([]Minute, 0, minutes)}
@@ -100,13 +100,13 @@ func (v *view) rollups(caps []Cap) []Rollup {
 				m.Mean = rate.Some(sum / float64(m.N))
 			}
 		}
-		for i := range ps {
-			x, n := ps[i].Rates[k].V, v.naive[i][k]
+		for i := range ps.Len() {
+			x, n := ps.At(i).Rates[k].V, v.naive(i, k)
 			// Neither a value nor a naive one: nothing to roll up.
 			if !x.Valid && !n.Valid {
 				continue
 			}
-			start := math.Floor(ps[i].T/60) * 60
+			start := math.Floor(ps.T(i)/60) * 60
 			if m == nil || m.T != start {
 				closeMinute()
 				r.Minutes = append(r.Minutes, Minute{T: start})

@@ -55,8 +55,6 @@ type view struct {
 	// poll (-1 when the row is not a poll).
 	pollRow []int
 	rowPoll []int
-	// naive is each poll's naive Δtotal/Δt per rate cell.
-	naive [][NRates]rate.Num
 	// state is each poll's interval state (the interval ending at it),
 	// read from signal; pace is that interval's rate of the signal
 	// (tokens or steps per second), which places edges inside intervals.
@@ -99,37 +97,34 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 	if v.interval <= 0 {
 		v.interval = cadence(t)
 	}
-	v.pollRow = make([]int, len(t.Polls))
+	v.pollRow = make([]int, t.Polls.Len())
 	v.rowPoll = make([]int, len(t.Rows))
 	for i := range t.Rows {
 		v.rowPoll[i] = -1
 	}
-	for p := range t.Polls {
+	for p := range t.Polls.Len() {
 		v.pollRow[p] = -1
-		if i := t.Polls[p].Row; i >= 0 && i < len(t.Rows) && t.Rows[i].Outcome == "ok" {
+		if i := t.Polls.At(p).Row; i >= 0 && i < len(t.Rows) && t.Rows[i].Outcome == "ok" {
 			v.rowPoll[i], v.pollRow[p] = p, i
 		}
 	}
-	v.naive = make([][NRates]rate.Num, len(t.Polls))
-	v.state = make([]state, len(t.Polls))
-	v.pace = make([]float64, len(t.Polls))
+	v.state = make([]state, t.Polls.Len())
+	v.pace = make([]float64, t.Polls.Len())
 	v.signal = signalOf(t)
 	if c != nil {
 		v.signal = c.signal(t.Engine)
 	}
 	v.stepDecode = decodeMoves[t.Engine] == everyStep
-	for i := 1; i < len(t.Polls); i++ {
-		p, q := &t.Polls[i-1], &t.Polls[i]
-		dt := q.T - p.T
-		for k := range NRates {
-			a, b := p.Totals[k], q.Totals[k]
-			// A naive rate needs the counter at both polls and some time between them.
-			if !a.Valid || !b.Valid || dt <= 0 {
-				continue
-			}
-			v.naive[i][k] = rate.Some((b.V - a.V) / dt)
+	// Each poll decoded once: the one before is kept.
+	var p, q Poll
+	for i := 1; i < t.Polls.Len(); i++ {
+		if i == 1 {
+			t.Polls.Get(0, &p)
 		}
-		v.state[i], v.pace[i] = v.signal.read(p, q, dt > 1.5*v.interval)
+		t.Polls.Get(i, &q)
+		dt := q.T - p.T
+		v.state[i], v.pace[i] = v.signal.read(&p, &q, dt > 1.5*v.interval)
+		p = q
 	}
 	bridgeShortFlats(v.state)
 	v.stalled = v.stalls()
@@ -139,9 +134,9 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 			v.state[k] = unknown
 		}
 		// The jump gate holds the engine resuming: the stall explains it.
-		for k := s.b + 1; k < min(s.b+SteadyPolls, len(t.Polls)); k++ {
+		for k := s.b + 1; k < min(s.b+SteadyPolls, t.Polls.Len()); k++ {
 			for r := range NRates {
-				if t.Polls[k].Rates[r].Reason == rate.ReasonJump {
+				if t.Polls.At(k).Rates[r].Reason == rate.ReasonJump {
 					v.held[k] = true
 				}
 			}
@@ -155,14 +150,29 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 	return v
 }
 
+// naive is poll i's naive Δtotal/Δt of rate cell k: null without the
+// counter at both polls or time between them (and at the first poll).
+func (v *view) naive(i, k int) rate.Num {
+	ps := &v.t.Polls
+	if i < 1 {
+		return rate.Num{}
+	}
+	a, b, dt := ps.Total(i-1, k), ps.Total(i, k), ps.T(i)-ps.T(i-1)
+	// A naive rate needs the counter at both polls and some time between them.
+	if !a.Valid || !b.Valid || dt <= 0 {
+		return rate.Num{}
+	}
+	return rate.Some((b.V - a.V) / dt)
+}
+
 // tokens sums tokens_total across the target's processes: a restart (or
 // a fall of the cell) starts a new process counting from 0. s is the sum
 // over the polls before the view's first (zero for a whole run).
 func (v *view) tokens(s tokenState) {
-	ps := v.t.Polls
-	v.lifetime = make([]rate.Num, len(ps))
-	for i := range ps {
-		v.lifetime[i] = s.add(&ps[i])
+	ps := &v.t.Polls
+	v.lifetime = make([]rate.Num, ps.Len())
+	for i := range ps.Len() {
+		v.lifetime[i] = s.add(ps.At(i))
 	}
 	v.runTokens = s.run
 }
@@ -231,9 +241,9 @@ func signalOf(t *Target) signal {
 		return signalDecode
 	}
 	steps, running := false, false
-	for i := range t.Polls {
-		steps = steps || t.Polls[i].Steps.Valid
-		running = running || t.Polls[i].Running.Valid
+	for i := range t.Polls.Len() {
+		steps = steps || t.Polls.Steps(i).Valid
+		running = running || t.Polls.Running(i).Valid
 	}
 	switch {
 	case steps:
@@ -321,8 +331,8 @@ func cadence(t *Target) float64 {
 		}
 	}
 	if len(d) == 0 {
-		for i := 1; i < len(t.Polls); i++ {
-			d = append(d, t.Polls[i].T-t.Polls[i-1].T)
+		for i := 1; i < t.Polls.Len(); i++ {
+			d = append(d, t.Polls.T(i)-t.Polls.T(i-1))
 		}
 	}
 	m := median(d)

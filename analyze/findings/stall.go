@@ -32,12 +32,11 @@ type stall struct {
 // step counter, or the decode counter of an engine that counts on every
 // step; null when the target has neither.
 func (v *view) progress(i int) rate.Num {
-	p := &v.t.Polls[i]
 	switch {
 	case v.signal == signalSteps:
-		return p.Steps
+		return v.t.Polls.Steps(i)
 	case v.stepDecode:
-		return p.Totals[Decode]
+		return v.t.Polls.Total(i, Decode)
 	}
 	return rate.Num{}
 }
@@ -53,12 +52,12 @@ func (v *view) progressName() string {
 // interval is poll i's interval of the progress counter: its rise and
 // length; ok is false across a restart, a hole or a missing reading.
 func (v *view) progressInterval(i int) (d, dt float64, ok bool) {
-	ps := v.t.Polls
-	if i < 1 || ps[i].Restart != "" {
+	ps := &v.t.Polls
+	if i < 1 || ps.Restarted(i) {
 		return 0, 0, false
 	}
 	a, b := v.progress(i-1), v.progress(i)
-	dt = ps[i].T - ps[i-1].T
+	dt = ps.T(i) - ps.T(i-1)
 	if !a.Valid || !b.Valid || b.V < a.V || dt <= 0 {
 		return 0, 0, false
 	}
@@ -69,14 +68,14 @@ func (v *view) progressInterval(i int) (d, dt float64, ok bool) {
 // least StallSeconds while requests ran and scrapes answered: the engine
 // stalled, not the recorder (host_stall) and not the scrape (gap).
 func (v *view) stalls() []stall {
-	ps := v.t.Polls
+	ps := &v.t.Polls
 	// Without a counter that moves on every step, a flat counter is normal.
-	if len(ps) < 3 || !v.progress(0).Valid && !v.progress(len(ps)-1).Valid {
+	if ps.Len() < 3 || !v.progress(0).Valid && !v.progress(ps.Len()-1).Valid {
 		return nil
 	}
 	var out []stall
-	running := func(i int) bool { return ps[i].Running.Valid && ps[i].Running.V > 0 }
-	for i := 1; i < len(ps); i++ {
+	running := func(i int) bool { return ps.Running(i).Valid && ps.Running(i).V > 0 }
+	for i := 1; i < ps.Len(); i++ {
 		// No requests running, or no interval to freeze: no stall, and no
 		// pace to look back for (a dozen intervals a poll).
 		if !running(i-1) || !running(i) {
@@ -90,21 +89,21 @@ func (v *view) stalls() []stall {
 			continue
 		}
 		j := i
-		for j+1 < len(ps) && v.frozen(j+1, pace) && running(j+1) {
+		for j+1 < ps.Len() && v.frozen(j+1, pace) && running(j+1) {
 			j++
 		}
-		s := stall{a: i - 1, b: j, pace: pace, start: ps[i-1].T, end: ps[j].T}
+		s := stall{a: i - 1, b: j, pace: pace, start: ps.T(i - 1), end: ps.T(j)}
 		// The interval before the first frozen one moved for its rise at
 		// the busy pace: the freeze began after that.
 		if d, dt, ok := v.progressInterval(i - 1); ok {
-			s.start = ps[i-1].T - dt + min(dt, d/pace)
+			s.start = ps.T(i-1) - dt + min(dt, d/pace)
 			s.throughGap = dt > HoleFactor*v.interval
 		}
 		// The last frozen interval's rise is the engine resuming at its
 		// new pace just before that poll.
 		if d, _, ok := v.progressInterval(j); ok && d > 0 {
 			if after := v.paceAround(j, 1); after > 0 {
-				s.end = ps[j].T - min(ps[j].T-ps[j-1].T, d/after)
+				s.end = ps.T(j) - min(ps.T(j)-ps.T(j-1), d/after)
 			}
 		}
 		if s.end-s.start >= StallSeconds {
@@ -129,7 +128,7 @@ func (v *view) paceAround(i, dir int) float64 {
 	// At most SteadyPolls-1 intervals: on the stack, not a slice a poll.
 	var buf [SteadyPolls]float64
 	xs := buf[:0]
-	for k := i + dir; k >= 1 && k < len(v.t.Polls) && len(xs) < SteadyPolls-1; k += dir {
+	for k := i + dir; k >= 1 && k < v.t.Polls.Len() && len(xs) < SteadyPolls-1; k += dir {
 		d, dt, ok := v.progressInterval(k)
 		if !ok || dt > HoleFactor*v.interval || d <= 0 {
 			if len(xs) > 0 {
@@ -154,25 +153,25 @@ func (v *view) paceAround(i, dir int) float64 {
 func (v *view) engineStalls(spans []float64) []Incident {
 	var out []Incident
 	for _, s := range v.stalled {
-		ps := v.t.Polls
+		ps := &v.t.Polls
 		inc := Incident{Kind: KindEngineStall, Target: Name(v.t.Name), Targets: []string{v.t.Name},
 			Start: rate.Some(s.start), End: rate.Some(s.end), Cells: []CellRef{}}
 		var pub []string
-		for k := s.a; k <= s.b && k < len(ps); k++ {
+		for k := s.a; k <= s.b && k < ps.Len(); k++ {
 			if len(inc.Cells) < maxCells {
 				inc.Cells = append(inc.Cells, v.ref(k, Decode))
 			}
-			pub = append(pub, valueText(ps[k].Rates[Decode]))
+			pub = append(pub, valueText(ps.At(k).Rates[Decode]))
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "the engine produced nothing for %s; published decode over the %s span: %s",
 			secs(s.end-s.start), secs(v.decodeSpan()), strings.Join(pub, " → "))
 		if j, sp := longest(spans); j >= 0 && sp != v.decodeSpan() {
 			var cf []string
-			for k := s.a; k <= s.b && k < len(ps); k++ {
+			for k := s.a; k <= s.b && k < ps.Len(); k++ {
 				x := rate.Num{}
-				if j < len(ps[k].Spans) {
-					x = ps[k].Spans[j]
+				if j < len(ps.At(k).Spans) {
+					x = ps.At(k).Spans[j]
 				}
 				cf = append(cf, numText(x))
 			}
@@ -180,14 +179,14 @@ func (v *view) engineStalls(spans []float64) []Incident {
 		}
 		inc.Counterfactual = b.String()
 		run := "requests running"
-		if r := ps[s.a].Running; r.Valid {
+		if r := ps.Running(s.a); r.Valid {
 			run = fmt.Sprintf("%s requests running", num(r.V))
 		}
-		if w := ps[s.a].Waiting; w.Valid && w.V > 0 {
+		if w := ps.At(s.a).Waiting; w.Valid && w.V > 0 {
 			run += fmt.Sprintf(" and %s waiting", num(w.V))
 		}
 		inc.Detail = fmt.Sprintf("%s: its %s did not move from %s to %s (%d polls answered, %s) with %s, after %s/s: the engine stalled, not the recorder or the scrape",
-			v.t.Name, v.progressName(), stamp(s.start), stamp(s.end), s.b-s.a+1, secs(ps[s.b].T-ps[s.a].T), run, num(math.Round(s.pace)))
+			v.t.Name, v.progressName(), stamp(s.start), stamp(s.end), s.b-s.a+1, secs(ps.T(s.b)-ps.T(s.a)), run, num(math.Round(s.pace)))
 		if s.throughGap {
 			inc.Detail += "; its start was placed inside the hole before its first answered poll, at the busy pace"
 		}

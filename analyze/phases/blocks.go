@@ -124,12 +124,12 @@ func (bl *blocker) step(i int, good bool, acc []float64) {
 	if bl == nil || bl.short != "" {
 		return
 	}
-	ps := bl.in.Target.Polls
+	ps := &bl.in.Target.Polls
 	// Polls further apart than findings' hole factor leave a hole.
-	if ps[i].T-ps[i-1].T > findings.HoleFactor*bl.in.cadence {
+	if ps.T(i)-ps.T(i-1) > findings.HoleFactor*bl.in.cadence {
 		bl.hole = true
 	}
-	if !good || ps[i].T-ps[bl.from].T < bl.need {
+	if !good || ps.T(i)-ps.T(bl.from) < bl.need {
 		return
 	}
 	bl.snaps = append(bl.snaps, append([]float64(nil), acc...))
@@ -277,7 +277,7 @@ func (in *Input) levelValues(s *sums, L *level, nfigs int) [][]rate.Num {
 		return L.vals
 	}
 	bl := s.bl
-	l, ps := in.Log, in.Target.Polls
+	l, ps := in.Log, &in.Target.Polls
 	L.vals = make([][]rate.Num, nfigs)
 	for k := range L.vals {
 		L.vals[k] = make([]rate.Num, len(L.blocks))
@@ -289,7 +289,7 @@ func (in *Input) levelValues(s *sums, L *level, nfigs int) [][]rate.Num {
 		for x := range acc {
 			acc[x] = sb[x] - sa[x]
 		}
-		cells := in.evaluate(ps[b.to].T-ps[b.from].T, acc)
+		cells := in.evaluate(ps.T(b.to)-ps.T(b.from), acc)
 		figs = counted(figs[:0], l, ps, cells, acc, runs{{b.from, max(b.from, b.to)}}, false)
 		for k := range min(nfigs, len(figs)) {
 			L.vals[k][j] = figs[k].Value

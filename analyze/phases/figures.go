@@ -81,7 +81,7 @@ func (in *Input) scratch(n int) *scratch {
 	sc := in.sc
 	// Room for every poll of the target: no window holds more.
 	if cap(sc.xs) < n {
-		n = max(n, len(in.Target.Polls))
+		n = max(n, in.Target.Polls.Len())
 		sc.xs = make([]float64, 0, n)
 		for k := range sc.rxs {
 			sc.rxs[k] = make([]float64, 0, n)
@@ -278,17 +278,17 @@ func (in *Input) prepare() {
 	}
 	t, l := in.Target, in.Log
 	// The log and the findings record the same polls; anything else is a bug.
-	if l == nil || l.Len() != len(t.Polls) {
+	if l == nil || l.Len() != t.Polls.Len() {
 		panic("phases: the log and the findings' polls differ for " + t.Name)
 	}
 	in.cadence = t.Interval
 	if in.cadence <= 0 {
-		in.cadence = spacing(t.Polls)
+		in.cadence = spacing(&t.Polls)
 	}
-	in.unsure = make([]float64, len(t.Polls))
-	for i, p := range t.Polls {
-		if p.Start > 0 {
-			in.unsure[i] = max(0, p.T-p.Start)
+	in.unsure = make([]float64, t.Polls.Len())
+	for i := range t.Polls.Len() {
+		if s := t.Polls.Start(i); s > 0 {
+			in.unsure[i] = max(0, t.Polls.T(i)-s)
 		}
 	}
 	in.restart = restarts(in)
@@ -301,7 +301,7 @@ func (in *Input) sum(windows []Phase) *sums { return in.sumWith(windows, false) 
 // there is one window, marks the blocks' boundaries on the way.
 func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 	in.prepare()
-	l, ps := in.Log, in.Target.Polls
+	l, ps := in.Log, &in.Target.Polls
 	s := &sums{acc: make([]float64, len(l.Series)),
 		b: Bounds{Windows: []Window{}, RestartsLeftOut: []float64{}, FromZero: []float64{}, Spans: [][2]float64{}, Refusals: map[string]int{}}}
 	b := &s.b
@@ -315,11 +315,11 @@ func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 		a, z := -1, -1
 		for i := lo; i < hi; i++ {
 			b.Polls++
-			if ps[i].T < w.End {
+			if ps.T(i) < w.End {
 				s.pollsIn = s.pollsIn.add(i)
 				for k := range findings.NRates {
 					// Most cells are valued: "" is no refusal, and costs no hash.
-					if r := ps[i].Rates[k].Reason; r != "" && gateReasons[r] {
+					if r := ps.At(i).Rates[k].Reason; r != "" && gateReasons[r] {
 						b.Refusals[r]++
 					}
 				}
@@ -337,7 +337,7 @@ func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 			s.bl = newBlocker(in, a, z)
 		}
 		if a >= 0 && z > a {
-			win.First, win.Last = rate.Some(ps[a].T), rate.Some(ps[z].T)
+			win.First, win.Last = rate.Some(ps.T(a)), rate.Some(ps.T(z))
 			// Each process is differenced between its own first and last
 			// good polls, and so is any part of a process's run that ends
 			// on an unsure stamp. A new process is counted from 0 up to its
@@ -369,15 +369,15 @@ func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 						b.inner++
 					}
 				case p > lo:
-					b.RestartsLeftOut = append(b.RestartsLeftOut, ps[p].T)
+					b.RestartsLeftOut = append(b.RestartsLeftOut, ps.T(p))
 				}
 				if g2 > g1 {
-					b.Spans = append(b.Spans, [2]float64{ps[g1].T, ps[g2].T})
+					b.Spans = append(b.Spans, [2]float64{ps.T(g1), ps.T(g2)})
 				}
 				s.bl.begin(g1, s.acc)
 				for i := g1 + 1; i <= g2; i++ {
 					l.add(i, s.acc)
-					s.dt += ps[i].T - ps[i-1].T
+					s.dt += ps.T(i) - ps.T(i-1)
 					b.Intervals++
 					s.bl.step(i, good(i), s.acc)
 				}
@@ -392,14 +392,14 @@ func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 
 // zero counts a new process from 0, from its first poll p up to its
 // first good poll g (its counters' increments from 0), over [from, T(g)].
-func (s *sums) zero(l *Log, ps []findings.Poll, p, g int, from float64) {
+func (s *sums) zero(l *Log, ps *findings.PollList, p, g int, from float64) {
 	for i := p; i <= g; i++ {
 		l.add(i, s.acc)
 	}
-	s.dt += ps[g].T - from
+	s.dt += ps.T(g) - from
 	s.b.Intervals++
-	s.b.FromZero = append(s.b.FromZero, ps[p].T)
-	s.b.Spans = append(s.b.Spans, [2]float64{from, ps[g].T})
+	s.b.FromZero = append(s.b.FromZero, ps.T(p))
+	s.b.Spans = append(s.b.Spans, [2]float64{from, ps.T(g)})
 }
 
 // zeroFrom is when the process whose first poll is p starts counting
@@ -413,22 +413,22 @@ func (s *sums) zero(l *Log, ps []findings.Poll, p, g int, from float64) {
 // counted, from the window's start: the old process's last poll is before
 // the window, and its tail inside it, if any, is unknown.
 func (in *Input) zeroFrom(p, lo int, wStart float64) float64 {
-	ps := in.Target.Polls
-	prev := ps[p-1].T
-	if ps[p-1].Start > 0 {
-		prev = ps[p-1].Start
+	ps := &in.Target.Polls
+	prev := ps.T(p - 1)
+	if ps.Start(p-1) > 0 {
+		prev = ps.Start(p - 1)
 	}
-	if st := ps[p].ProcessStart; st.Valid {
+	if st := ps.At(p).ProcessStart; st.Valid {
 		// One second of slack for the engine's clock against the recorder's.
-		if st.V < prev-1 || st.V > ps[p].T {
+		if st.V < prev-1 || st.V > ps.T(p) {
 			return 0
 		}
-		return max(st.V, wStart, ps[p-1].T)
+		return max(st.V, wStart, ps.T(p-1))
 	}
 	if p > lo {
 		return 0
 	}
-	return max(wStart, ps[p-1].T)
+	return max(wStart, ps.T(p-1))
 }
 
 // merge adds o's windows to s.
@@ -452,7 +452,7 @@ func (s *sums) merge(o *sums) {
 // figures are the figures of the sums.
 func (in *Input) figures(s *sums) Figures {
 	t, l := in.Target, in.Log
-	ps := t.Polls
+	ps := &t.Polls
 	out := Figures{Target: t.Name, Bounds: s.b, Figures: make([]Figure, 0, 48)}
 	b := &out.Bounds
 	acc, dt, pollsIn := s.acc, s.dt, s.pollsIn
@@ -501,7 +501,7 @@ func (in *Input) figures(s *sums) Figures {
 // bucket deltas, and the gauges over the polls idx. A phase and each of its
 // blocks are measured by it alike (a block's figures without their
 // sources: only the values are kept).
-func counted(out []Figure, l *Log, ps []findings.Poll, cells engine.Cells, acc []float64, idx runs, sources bool) []Figure {
+func counted(out []Figure, l *Log, ps *findings.PollList, cells engine.Cells, acc []float64, idx runs, sources bool) []Figure {
 	for _, name := range counterFigures {
 		f := Figure{Name: name}
 		if cells == nil {
@@ -524,19 +524,18 @@ var gateReasons = map[string]bool{
 }
 
 // searchT is the index of the first poll not before t.
-func searchT(ps []findings.Poll, t float64) int {
-	i, _ := slices.BinarySearchFunc(ps, t, func(p findings.Poll, x float64) int { return cmp.Compare(p.T, x) })
-	return i
+func searchT(ps *findings.PollList, t float64) int {
+	return ps.Search(t)
 }
 
 // spacing is the median spacing of the polls; 1 s without two.
-func spacing(ps []findings.Poll) float64 {
-	if len(ps) < 2 {
+func spacing(ps *findings.PollList) float64 {
+	if ps.Len() < 2 {
 		return 1
 	}
-	d := make([]float64, len(ps)-1)
-	for i := 1; i < len(ps); i++ {
-		d[i-1] = ps[i].T - ps[i-1].T
+	d := make([]float64, ps.Len()-1)
+	for i := 1; i < ps.Len(); i++ {
+		d[i-1] = ps.T(i) - ps.T(i-1)
 	}
 	slices.Sort(d)
 	return d[len(d)/2]
@@ -546,14 +545,14 @@ func spacing(ps []findings.Poll) float64 {
 // a logged counter fell, the process start moved, or other evidence said
 // so (Input.Restarts).
 func restarts(in *Input) []bool {
-	ps := in.Target.Polls
-	out := make([]bool, len(ps))
-	for i := 1; i < len(ps); i++ {
-		p, q := ps[i-1].ProcessStart, ps[i].ProcessStart
+	ps := &in.Target.Polls
+	out := make([]bool, ps.Len())
+	for i := 1; i < ps.Len(); i++ {
+		p, q := ps.At(i-1).ProcessStart, ps.At(i).ProcessStart
 		out[i] = in.Log.Reset(i) || (p.Valid && q.Valid && p.V != q.V)
 	}
 	for _, t := range in.Restarts {
-		if i := searchT(ps, t); i > 0 && i < len(ps) && ps[i].T == t {
+		if i := searchT(ps, t); i > 0 && i < ps.Len() && ps.T(i) == t {
 			out[i] = true
 		}
 	}
@@ -768,7 +767,7 @@ func gaugeValues(p *findings.Poll) [len(gauges)]rate.Num {
 // gaugeFigures are the mean and max of the gauges over the polls inside
 // the windows: every poll counts the same (the cadence is fixed). The
 // polls are read once for every gauge.
-func gaugeFigures(out []Figure, ps []findings.Poll, idx runs, sources bool) []Figure {
+func gaugeFigures(out []Figure, ps *findings.PollList, idx runs, sources bool) []Figure {
 	var sum [len(gauges)]float64
 	var n [len(gauges)]int
 	hi := [len(gauges)]float64{}
@@ -776,7 +775,7 @@ func gaugeFigures(out []Figure, ps []findings.Poll, idx runs, sources bool) []Fi
 		hi[g] = math.Inf(-1)
 	}
 	for i := range idx.all() {
-		for g, v := range gaugeValues(&ps[i]) {
+		for g, v := range gaugeValues(ps.At(i)) {
 			if !v.Valid {
 				continue
 			}
@@ -843,7 +842,7 @@ func (in *Input) publishedRates(idx runs) [findings.NRates]*Published {
 		n      int
 	}
 	for i := range idx.all() {
-		p := &in.Target.Polls[i]
+		p := in.Target.Polls.At(i)
 		for k := range out {
 			r := &p.Rates[k]
 			if !r.V.Valid {
@@ -923,7 +922,7 @@ func pctIn(xs []float64, q float64, from, to int) rate.Num {
 // off the figure, and on which side the windows the gates left out lay:
 // for the decode cell from the ungated per-interval rate of each refused
 // poll, for others from which side the published median errs.
-func disagrees(f *Figure, ps []findings.Poll, idx runs, tw twin) string {
+func disagrees(f *Figure, ps *findings.PollList, idx runs, tw twin) string {
 	pub := f.Published
 	if !f.Value.Valid || pub == nil || !pub.P50.Valid {
 		return ""
@@ -952,7 +951,7 @@ func disagrees(f *Figure, ps []findings.Poll, idx runs, tw twin) string {
 	if tw.rate == findings.Decode && refused > 0 {
 		below, above := 0, 0
 		for i := range idx.all() {
-			p := &ps[i]
+			p := ps.At(i)
 			if p.Rates[findings.Decode].V.Valid || !p.Interval.V.Valid {
 				continue
 			}

@@ -66,8 +66,8 @@ func (p *Phase) Duration() float64 { return p.End - p.Start }
 // (the findings' edges, any targets', in any order): from its first poll to
 // its last.
 func Found(t *findings.Target, edges []findings.Edge) []Phase {
-	ps := t.Polls
-	if len(ps) < 2 {
+	ps := &t.Polls
+	if ps.Len() < 2 {
 		return nil
 	}
 	var es []findings.Edge
@@ -77,7 +77,7 @@ func Found(t *findings.Target, edges []findings.Edge) []Phase {
 		}
 	}
 	slices.SortFunc(es, func(a, b findings.Edge) int { return cmp.Compare(a.T, b.T) })
-	first, last := ps[0].T, ps[len(ps)-1].T
+	first, last := ps.T(0), ps.T(ps.Len()-1)
 	var out []Phase
 	n := map[string]int{}
 	add := func(kind string, a, b float64, why string) {
@@ -128,8 +128,8 @@ func initial(t *findings.Target, es []findings.Edge) string {
 		return KindSteady
 	}
 	busy, idle := 0, 0
-	for i := 1; i < len(t.Polls); i++ {
-		p, q := &t.Polls[i-1], &t.Polls[i]
+	for i := 1; i < t.Polls.Len(); i++ {
+		p, q := t.Polls.At(i-1), t.Polls.At(i)
 		switch {
 		case q.Steps.Valid && p.Steps.Valid && q.Steps.V > p.Steps.V:
 			busy++
@@ -150,23 +150,23 @@ func initial(t *findings.Target, es []findings.Edge) string {
 // moves every step, the last poll before the first interval within
 // findings.SettleLn of the new level (at most findings.SteadyPolls on).
 func rampEnd(t *findings.Target, e *findings.Edge, next float64) float64 {
-	ps := t.Polls
-	p1, _ := slices.BinarySearchFunc(ps, e.Poll1, func(p findings.Poll, x float64) int { return cmp.Compare(p.T, x) })
+	ps := &t.Polls
+	p1 := ps.Search(e.Poll1)
 	// No poll after the edge: the ramp runs to the end.
-	if p1 >= len(ps) {
+	if p1 >= ps.Len() {
 		return math.Inf(1)
 	}
 	k := p1
 	if e.Kind != findings.EdgeEnd && e.Signal == "decode counter" && e.Level.Valid && e.Level.V > 0 {
-		for k+1 < len(ps) && k+1 < p1+findings.SteadyPolls && ps[k+1].T < next {
-			x := ps[k+1].Interval.V
+		for k+1 < ps.Len() && k+1 < p1+findings.SteadyPolls && ps.T(k+1) < next {
+			x := ps.IntervalV(k + 1)
 			if x.Valid && x.V > 0 && math.Abs(math.Log(x.V/e.Level.V)) <= findings.SettleLn {
 				break
 			}
 			k++
 		}
 	}
-	return ps[k].T
+	return ps.T(k)
 }
 
 // stamp formats a Unix time in seconds as RFC 3339 UTC to the millisecond.

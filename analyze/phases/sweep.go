@@ -61,10 +61,10 @@ func (in *Input) Buckets(p Phase, base string) Histogram {
 // Waiting returns the waiting gauge's published values at the target's
 // polls inside phase p, with their stamps: what a slope is fitted to.
 func (in *Input) Waiting(p Phase) (ts, vs []float64) {
-	ps := in.Target.Polls
-	for i := searchT(ps, p.Start); i < len(ps) && ps[i].T < p.End; i++ {
-		if w := ps[i].Waiting; w.Valid {
-			ts, vs = append(ts, ps[i].T), append(vs, w.V)
+	ps := &in.Target.Polls
+	for i := searchT(ps, p.Start); i < ps.Len() && ps.T(i) < p.End; i++ {
+		if w := ps.At(i).Waiting; w.Valid {
+			ts, vs = append(ts, ps.T(i)), append(vs, w.V)
 		}
 	}
 	return ts, vs

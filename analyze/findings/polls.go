@@ -1,0 +1,345 @@
+package findings
+
+import (
+	"cmp"
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"sort"
+
+	"github.com/llmrec/llmrec/analyze/rate"
+)
+
+// PollList is a target's polls, packed: a Poll is 648 bytes and a day of
+// 8 engines at 2 s holds 345,600 of them (224 MB) until the findings are
+// computed. Times (T, Start) and the spans' numbers are kept as columns;
+// the rest of each poll as one record of bytes: a mask of its present
+// numbers, those numbers' bits, its row, and its strings (reasons, the
+// restart's evidence) as ids of strings kept once; a number equal to the
+// one of the first poll of its chunk is not repeated. A poll's numbers are
+// kept exactly (their bits, a null number's too). Polls are added at the
+// end and read back by index; a read decodes a copy.
+type PollList struct {
+	n      int
+	t, st  []float64          // T and Start, by poll
+	off    []uint32           // poll i's record starts at off[i] in chunk i/pollChunk
+	chunks [][]byte           // records of pollChunk polls each
+	bases  []*[nNums]rate.Num // by chunk, its first poll's numbers: a record leaves out those it shares
+	spans  []rate.Num         // nspans numbers a poll (Poll.Spans)
+	nspans int                // len(Poll.Spans) of every poll: the first's
+	notes  map[int][]string
+	strs   []string
+	sid    map[string]uint32
+}
+
+// pollChunk is how many polls' records share a chunk: chunks are never
+// copied to grow past it.
+const pollChunk = 1024
+
+// Len is the number of polls.
+func (l *PollList) Len() int { return l.n }
+
+// T is poll i's T.
+func (l *PollList) T(i int) float64 { return l.t[i] }
+
+// Start is poll i's Start.
+func (l *PollList) Start(i int) float64 { return l.st[i] }
+
+// Last is the last poll's T; the list must not be empty.
+func (l *PollList) Last() float64 { return l.t[l.n-1] }
+
+// At is a copy of poll i. Its Spans and DecodeNotes are the list's: read
+// only.
+func (l *PollList) At(i int) *Poll {
+	p := new(Poll)
+	l.Get(i, p)
+	return p
+}
+
+// Search is the index of the first poll whose T is not below t (Len when
+// none), as slices.BinarySearchFunc by cmp.Compare of T.
+func (l *PollList) Search(t float64) int {
+	return sort.Search(l.n, func(i int) bool { return cmp.Compare(l.t[i], t) >= 0 })
+}
+
+// PollsOf packs ps.
+func PollsOf(ps ...Poll) PollList {
+	var l PollList
+	for i := range ps {
+		l.Append(&ps[i])
+	}
+	return l
+}
+
+// Grow makes room for n more polls' times without reallocating.
+func (l *PollList) Grow(n int) {
+	if n <= 0 {
+		return
+	}
+	l.t = growCap(l.t, n)
+	l.st = growCap(l.st, n)
+	l.off = growCap(l.off, n)
+}
+
+func growCap[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	out := make([]T, len(s), len(s)+n)
+	copy(out, s)
+	return out
+}
+
+// Tail is a list of the polls from i on (a copy), their Row less rows.
+func (l *PollList) Tail(from, rows int) PollList {
+	var out PollList
+	out.Grow(l.n - from)
+	var p Poll
+	for i := from; i < l.n; i++ {
+		l.Get(i, &p)
+		p.Row -= rows
+		out.Append(&p)
+	}
+	return out
+}
+
+// nNums are the numbers of a poll in a record (numsOf's order).
+const nNums = 2*NRates + 2 + NRates + 12
+
+// numsOf are p's numbers in record order.
+func numsOf(p *Poll) [nNums]rate.Num {
+	var xs [nNums]rate.Num
+	for r := range NRates {
+		xs[r], xs[NRates+r], xs[2*NRates+2+r] = p.Rates[r].V, p.Rates[r].Window, p.Totals[r]
+	}
+	xs[2*NRates], xs[2*NRates+1] = p.Interval.V, p.Interval.Window
+	g := xs[3*NRates+2:]
+	g[0], g[1], g[2], g[3], g[4], g[5] = p.Running, p.Waiting, p.KV, p.TokensTotal, p.Capacity, p.Deferred
+	g[6], g[7], g[8], g[9], g[10], g[11] = p.KVCapacity, p.PrefixCaching, p.ProcessStart, p.Steps, p.Energy, p.Power
+	return xs
+}
+
+// setNums sets p's numbers from xs (numsOf's order).
+func setNums(p *Poll, xs *[nNums]rate.Num) {
+	for r := range NRates {
+		p.Rates[r].V, p.Rates[r].Window, p.Totals[r] = xs[r], xs[NRates+r], xs[2*NRates+2+r]
+	}
+	p.Interval.V, p.Interval.Window = xs[2*NRates], xs[2*NRates+1]
+	g := xs[3*NRates+2:]
+	p.Running, p.Waiting, p.KV, p.TokensTotal, p.Capacity, p.Deferred = g[0], g[1], g[2], g[3], g[4], g[5]
+	p.KVCapacity, p.PrefixCaching, p.ProcessStart, p.Steps, p.Energy, p.Power = g[6], g[7], g[8], g[9], g[10], g[11]
+}
+
+// nTexts are the strings of a poll in a record: the rate cells' reasons,
+// the interval's and the restart's evidence.
+const nTexts = NRates + 2
+
+func textsOf(p *Poll) [nTexts]string {
+	var ts [nTexts]string
+	for r := range NRates {
+		ts[r] = p.Rates[r].Reason
+	}
+	ts[NRates], ts[NRates+1] = p.Interval.Reason, p.Restart
+	return ts
+}
+
+func (l *PollList) id(s string) uint32 {
+	if id, ok := l.sid[s]; ok {
+		return id
+	}
+	if l.sid == nil {
+		l.sid = map[string]uint32{}
+	}
+	id := uint32(len(l.strs))
+	l.strs = append(l.strs, s)
+	l.sid[s] = id
+	return id
+}
+
+// Append adds p after the last poll. Every poll of a list has as many
+// Spans.
+func (l *PollList) Append(p *Poll) {
+	i := l.n
+	if l.n == 0 {
+		l.nspans = len(p.Spans)
+	}
+	// Every poll of a target has the run's spans (Run.Spans); one with
+	// other is kept padded with nulls or cut to the first's count.
+	k := len(l.spans)
+	l.spans = append(l.spans, make([]rate.Num, l.nspans)...)
+	copy(l.spans[k:], p.Spans)
+	if p.DecodeNotes != nil {
+		if l.notes == nil {
+			l.notes = map[int][]string{}
+		}
+		l.notes[i] = append([]string{}, p.DecodeNotes...)
+	}
+	l.t = append(l.t, p.T)
+	l.st = append(l.st, p.Start)
+	if i/pollChunk == len(l.chunks) {
+		c := 16 << 10
+		if k := len(l.chunks); k > 0 {
+			// A full chunk is kept at its length (it grew by doubling);
+			// the next is sized to it, a little more.
+			prev := l.chunks[k-1]
+			if cap(prev)-len(prev) > len(prev)/32 {
+				l.chunks[k-1] = append(make([]byte, 0, len(prev)), prev...)
+			}
+			c = len(prev) + len(prev)/16
+		}
+		l.chunks = append(l.chunks, make([]byte, 0, c))
+		base := numsOf(p)
+		l.bases = append(l.bases, &base)
+	}
+	c := &l.chunks[i/pollChunk]
+	l.off = append(l.off, uint32(len(*c)))
+	b := *c
+	var valid, same, stored uint64
+	nums, base := numsOf(p), l.bases[i/pollChunk]
+	for k, n := range nums {
+		if n.Valid {
+			valid |= 1 << k
+		}
+		switch {
+		case n.Valid == base[k].Valid && math.Float64bits(n.V) == math.Float64bits(base[k].V):
+			same |= 1 << k
+		case n.Valid || math.Float64bits(n.V) != 0:
+			stored |= 1 << k
+		}
+	}
+	b = binary.AppendUvarint(b, valid)
+	b = binary.AppendUvarint(b, same)
+	b = binary.AppendUvarint(b, stored)
+	for k, n := range nums {
+		if stored&(1<<k) != 0 {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(n.V))
+		}
+	}
+	b = binary.AppendVarint(b, int64(p.Row))
+	var tm uint64
+	texts := textsOf(p)
+	for k, s := range texts {
+		if s != "" {
+			tm |= 1 << k
+		}
+	}
+	b = binary.AppendUvarint(b, tm)
+	for _, s := range texts {
+		if s != "" {
+			b = binary.AppendUvarint(b, uint64(l.id(s)))
+		}
+	}
+	*c = b
+	l.n++
+}
+
+// Get decodes poll i into p (every field set).
+func (l *PollList) Get(i int, p *Poll) {
+	*p = Poll{T: l.t[i], Start: l.st[i]}
+	if l.nspans > 0 {
+		p.Spans = l.spans[i*l.nspans : (i+1)*l.nspans : (i+1)*l.nspans]
+	}
+	p.DecodeNotes = l.notes[i]
+	b := l.chunks[i/pollChunk][l.off[i]:]
+	valid, n := binary.Uvarint(b)
+	b = b[n:]
+	same, n := binary.Uvarint(b)
+	b = b[n:]
+	stored, n := binary.Uvarint(b)
+	b = b[n:]
+	base := l.bases[i/pollChunk]
+	var xs [nNums]rate.Num
+	for k := range xs {
+		switch {
+		case same&(1<<k) != 0:
+			xs[k].V = base[k].V
+		case stored&(1<<k) != 0:
+			xs[k].V = math.Float64frombits(binary.LittleEndian.Uint64(b))
+			b = b[8:]
+		}
+		xs[k].Valid = valid&(1<<k) != 0
+	}
+	setNums(p, &xs)
+	row, n := binary.Varint(b)
+	b = b[n:]
+	p.Row = int(row)
+	tm, n := binary.Uvarint(b)
+	b = b[n:]
+	if tm == 0 {
+		return
+	}
+	for k := range nTexts {
+		if tm&(1<<k) == 0 {
+			continue
+		}
+		id, n := binary.Uvarint(b)
+		b = b[n:]
+		s := l.strs[id]
+		switch {
+		case k < NRates:
+			p.Rates[k].Reason = s
+		case k == NRates:
+			p.Interval.Reason = s
+		default:
+			p.Restart = s
+		}
+	}
+}
+
+// Total is poll i's Totals[k], read alone.
+func (l *PollList) Total(i, k int) rate.Num { return l.num(i, 2*NRates+2+k) }
+
+// IntervalV is poll i's Interval.V, read alone.
+func (l *PollList) IntervalV(i int) rate.Num { return l.num(i, 2*NRates) }
+
+// Running is poll i's Running, read alone.
+func (l *PollList) Running(i int) rate.Num { return l.num(i, 3*NRates+2) }
+
+// Steps is poll i's Steps, read alone.
+func (l *PollList) Steps(i int) rate.Num { return l.num(i, 3*NRates+2+9) }
+
+// Restarted reports whether poll i's Restart is not "".
+func (l *PollList) Restarted(i int) bool {
+	b := l.chunks[i/pollChunk][l.off[i]:]
+	_, n := binary.Uvarint(b)
+	b = b[n:]
+	_, n = binary.Uvarint(b)
+	b = b[n:]
+	stored, n := binary.Uvarint(b)
+	b = b[n+8*bits.OnesCount64(stored):]
+	_, n = binary.Varint(b)
+	tm, _ := binary.Uvarint(b[n:])
+	return tm&(1<<(nTexts-1)) != 0
+}
+
+// num is poll i's number k of numsOf's order.
+func (l *PollList) num(i, k int) rate.Num {
+	b := l.chunks[i/pollChunk][l.off[i]:]
+	valid, n := binary.Uvarint(b)
+	b = b[n:]
+	same, n := binary.Uvarint(b)
+	b = b[n:]
+	stored, n := binary.Uvarint(b)
+	b = b[n:]
+	x := rate.Num{Valid: valid&(1<<k) != 0}
+	switch {
+	case same&(1<<k) != 0:
+		x.V = l.bases[i/pollChunk][k].V
+	case stored&(1<<k) != 0:
+		j := bits.OnesCount64(stored & (1<<k - 1))
+		x.V = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
+	}
+	return x
+}
+
+// Bytes is what the list holds, in bytes (its slices' capacities).
+func (l *PollList) Bytes() int {
+	n := 8*(cap(l.t)+cap(l.st)) + 4*cap(l.off) + 16*cap(l.spans) + 24*cap(l.chunks) + (8+16*nNums)*len(l.bases)
+	for _, c := range l.chunks {
+		n += cap(c)
+	}
+	for _, s := range l.strs {
+		n += 16 + len(s)
+	}
+	return n
+}
