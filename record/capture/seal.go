@@ -53,20 +53,30 @@ const (
 // journal; the error is not fatal.
 var ErrJournalReplaced = errors.New("journal was removed from the run folder")
 
-// openRow is a row of the open segment.
+// openRow is a row of the open group.
 type openRow struct {
 	s  Scrape
-	at int64    // where its journal record starts when s holds no body and samples (read back at the seal); -1 when it does
-	p  *Pending // the parse of s still running when it was journaled; nil when s came parsed
+	j  *journal // the journal its record is in
+	at int64    // where its record starts in j
+	// spilled: s holds no body and no samples; both are read back (the
+	// samples parsed again) from j when the group is written. bodyOut: s
+	// holds its samples but not its body, read back from j then.
+	spilled, bodyOut bool
+	p                *Pending // the parse of s still running when it was journaled; nil when s came parsed
 }
 
-// sealJob is a segment handed to the sealer.
+// sealJob is a group handed to the sealer: the rows of the journals
+// numbered first to last, all in js.
 type sealJob struct {
-	seg  int
-	j    *journal
-	rows []openRow
-	big  bool // over the segment budget: written with the fast codec and not compacted
+	first, last int
+	js          []*journal
+	rows        []openRow
+	big         bool // over the segment budget
 }
+
+// single reports whether the job is one minute's journal: a segment that
+// compaction may merge.
+func (job *sealJob) single() bool { return job.first == job.last }
 
 // rowBytes estimates the memory s holds: its body, its headers and its
 // samples (their strings are shared with the page before, through the
@@ -85,12 +95,20 @@ func rowBytes(s *Scrape) int64 {
 // isBig reports whether the open segment has reached the segment budget.
 func (w *Writer) isBig() bool { return w.held >= w.segBytes || w.spilled }
 
-// startSeal hands the open segment to the sealer and opens the next
+// takeGroup hands over the open group as a seal job; the writer is left
+// with no journal.
+func (w *Writer) takeGroup() *sealJob {
+	job := &sealJob{first: w.first, last: w.seg, js: append(w.group, w.j), rows: w.rows, big: w.isBig()}
+	w.j, w.group, w.rows, w.minute, w.held, w.spilled = nil, nil, make([]openRow, 0, cap(job.rows)), 0, 0, false
+	return job
+}
+
+// startSeal hands the open group to the sealer and opens the next
 // journal. The caller has made sure no seal is in flight.
 func (w *Writer) startSeal() error {
-	job := &sealJob{seg: w.seg, j: w.j, rows: w.rows, big: w.isBig()}
-	w.j, w.rows, w.held, w.spilled = nil, make([]openRow, 0, cap(job.rows)), 0, false
+	job := w.takeGroup()
 	err := w.open()
+	w.first = w.seg
 	done := make(chan error, 1)
 	w.sealing = done
 	go func() { done <- w.seal(job) }()
@@ -122,47 +140,63 @@ func (w *Writer) waitSeal() error {
 	return err
 }
 
-// seal writes job's segment, removes its journal and hands the rows to
-// compaction. On error the journal stays on disk for recovery.
+// seal writes job's group into its Parquet file, removes its journals and,
+// when it is one minute's segment, hands the rows to compaction. On error
+// the journals stay on disk for recovery.
 func (w *Writer) seal(job *sealJob) error {
-	base := filepath.Join(w.dir, segmentBase(w.run, job.seg))
-	// A segment that compaction will merge lives for minutes and is
-	// written with zstd's fastest level; the merged file gets the better
-	// one. A segment that stays as it is gets the better one, unless it is
-	// large: then speed matters more.
+	closeAll := func() {
+		for _, j := range job.js {
+			j.close()
+		}
+	}
+	// A group of several minutes is written once, as the file it stays:
+	// zstd's better level, bodies as deltas. A single segment that
+	// compaction will merge lives for minutes and is written with the
+	// fastest level, its bodies whole (the merge makes the deltas); so is
+	// a large one (speed matters more). One that stays as it is gets the
+	// better level.
 	codec := zstdBetter
-	if w.compactEvery > 1 || job.big {
+	if job.single() && (w.compactEvery > 1 || job.big) {
 		codec = zstdFast
 	}
 	w.enc.setCodec(codec)
 	slices.SortStableFunc(job.rows, func(a, b openRow) int { return compareRows(&a.s, &b.s) })
-	_, err := w.enc.write(base+".parquet", func(pw *parquet.GenericWriter[Scrape]) error {
-		// A segment compaction will merge keeps its bodies whole: the
-		// merge makes the deltas (making them twice cost 3-7 % of a scrape).
+	path := filepath.Join(w.dir, segName{w.run, job.first, job.last}.file())
+	_, err := w.enc.write(path, func(pw *parquet.GenericWriter[Scrape]) error {
 		return writeRowsWith(pw, len(job.rows), codec != zstdFast, func(i int) (Scrape, error) {
 			r := &job.rows[i]
-			if r.at < 0 {
-				if r.p != nil {
-					r.p.apply(&r.s)
-					r.p = nil
+			if r.spilled {
+				s, err := r.j.readAt(r.at)
+				if err == nil {
+					ParseCapped(&s, nil, w.limits)
 				}
+				return s, err
+			}
+			if r.p != nil {
+				r.p.apply(&r.s)
+				r.p = nil
+			}
+			if !r.bodyOut {
 				return r.s, nil
 			}
-			s, err := job.j.readAt(r.at)
-			if err == nil {
-				ParseCapped(&s, nil, w.limits)
-			}
+			s := r.s
+			js, err := r.j.readAt(r.at)
+			s.Body = js.Body
 			return s, err
 		})
 	})
 	if err != nil {
-		job.j.close()
+		closeAll()
 		return err
 	}
 	// Removed while still locked: no reader sees an unlocked journal of a
 	// sealed segment.
-	err = removeJournal(job.j)
-	job.j.close()
+	for _, j := range job.js {
+		if err == nil {
+			err = removeJournal(j)
+		}
+	}
+	closeAll()
 	if err != nil {
 		return err
 	}
@@ -171,16 +205,17 @@ func (w *Writer) seal(job *sealJob) error {
 		// No merge to come (Close merges nothing): no rows to keep for one.
 		return nil
 	}
-	if job.big {
-		// Merging adds little to a file of large bodies and would hold
-		// them: the group so far is merged without it, and it stays as it is.
+	if job.big || !job.single() {
+		// A group of minutes is merged already. Merging adds little to a
+		// file of large bodies and would hold them. The segments sealed
+		// before are merged without it, and it stays as it is.
 		return w.startCompaction()
 	}
 	rows := make([]Scrape, len(job.rows))
 	for i := range job.rows {
 		rows[i] = job.rows[i].s
 	}
-	w.sealed = append(w.sealed, job.seg)
+	w.sealed = append(w.sealed, job.first)
 	w.kept.add(rows, w.keepBudget)
 	if len(w.sealed) >= w.compactEvery {
 		return w.startCompaction()
@@ -235,10 +270,14 @@ func (w *Writer) checkJournal() (replaced error, err error) {
 		return nil, err
 	}
 	w.opened = opened
+	n := 0
 	for i := range w.rows {
 		r := &w.rows[i]
+		if r.j != old {
+			continue // a closed minute's, in its own journal
+		}
 		s := &r.s
-		if r.at >= 0 {
+		if r.spilled || r.bodyOut {
 			// Its body is in the removed file, still open.
 			rs, err := old.readAt(r.at)
 			if err != nil {
@@ -250,12 +289,11 @@ func (w *Writer) checkJournal() (replaced error, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if r.at >= 0 {
-			r.at = at
-		}
+		r.j, r.at = w.j, at
+		n++
 	}
 	return fmt.Errorf("%w: %s; its %d rows were journaled again into %s", ErrJournalReplaced,
-		filepath.Base(old.f.Name()), len(w.rows), filepath.Base(w.j.f.Name())), nil
+		filepath.Base(old.f.Name()), n, filepath.Base(w.j.f.Name())), nil
 }
 
 // compareRows orders a segment's rows: by run, target, endpoint and seq.
