@@ -185,3 +185,16 @@ func benchSeal(b *testing.B, row func(int64) Scrape) {
 	}
 	b.SetBytes(held)
 }
+
+// minuteEnd ends a minute as the live recorder does (Append, when the rotate
+// interval has passed) and waits for the files it writes.
+func minuteEnd(w *Writer) error {
+	if err := w.Tick(); err != nil {
+		return err
+	}
+	if err := w.waitSeal(); err != nil {
+		return err
+	}
+	w.compacting.Wait()
+	return nil
+}

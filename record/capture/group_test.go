@@ -105,8 +105,8 @@ func TestGroupWrittenOnce(t *testing.T) {
 		t.Fatal("a minute was written before its group was full")
 	}
 	for _, r := range w.rows {
-		if r.s.Body != nil || !r.bodyOut {
-			t.Fatal("a closed minute's row holds its body")
+		if r.s.Body != nil || !r.bodyOut || !r.isPacked || r.s.Samples != nil || len(r.packed) == 0 {
+			t.Fatal("a closed minute's row holds its body or its samples unpacked")
 		}
 	}
 	// A reader meanwhile reads the closed minutes from their journals.
@@ -316,4 +316,67 @@ func deltaRows(t *testing.T, path string) (n, deltas int) {
 		}
 	}
 	return k, deltas
+}
+
+// A row whose parse is still running at its minute's end keeps its samples
+// to come; the others of the minute are packed. Both reach the group's file
+// with their samples, a parse error where the page did not parse.
+func TestGroupPendingAtMinuteEnd(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir, runR, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetCompactEvery(2)
+	good, slow, bad := row(runR, "a", 0), row(runR, "a", 1), row(runR, "a", 2)
+	bad.Body = []byte("not exposition {{{\n")
+	release := make(chan struct{})
+	var parsed []chan struct{}
+	for i, s := range []Scrape{good, slow, bad} {
+		s.Samples, s.ParseError, s.Outcome = nil, nil, OutcomeOK
+		p := NewPending()
+		if err := w.AppendPending(s, p); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		parsed = append(parsed, done)
+		go func() {
+			if i == 1 {
+				<-release
+			}
+			Parse(&s)
+			p.Done(&s)
+			close(done)
+		}()
+	}
+	<-parsed[0]
+	<-parsed[2]
+	if err := w.Tick(); err != nil {
+		t.Fatal(err)
+	}
+	if !w.rows[0].isPacked || w.rows[1].isPacked || w.rows[1].p == nil || !w.rows[2].isPacked {
+		t.Fatalf("packed %v %v %v", w.rows[0].isPacked, w.rows[1].isPacked, w.rows[2].isPacked)
+	}
+	close(release)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rows := readAll(t, dir)
+	if len(rows) != 3 || len(rows[0].Samples) != len(good.Samples) || len(rows[1].Samples) != len(slow.Samples) ||
+		len(good.Samples) == 0 || rows[2].Outcome != OutcomeParseError || len(rows[2].Samples) != 0 {
+		t.Fatalf("%d rows %+v", len(rows), rows)
+	}
+	for i, want := range []Scrape{good, slow, bad} {
+		if !bytes.Equal(rows[i].Body, want.Body) {
+			t.Errorf("row %d: body differs", i)
+		}
+		if i == 2 {
+			continue // did not parse
+		}
+		for j, g := range rows[i].Samples {
+			if g.Name != want.Samples[j].Name || g.Labels != want.Samples[j].Labels || g.Value != want.Samples[j].Value {
+				t.Errorf("row %d sample %d: %+v, want %+v", i, j, g, want.Samples[j])
+			}
+		}
+	}
 }

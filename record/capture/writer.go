@@ -46,8 +46,10 @@ type Writer struct {
 	first   int
 	rows    []openRow
 	minute  int   // rows[minute:] are the open minute's
-	held    int64 // bytes of bodies and samples of the group's rows (a body read back counts)
-	spilled bool  // some rows hold neither: they are in the journal only
+	packs      *keptGroup // the table of the closed minutes' packed samples
+	held       int64      // bytes of bodies and samples the group's rows hold in memory
+	groupBytes int64      // bytes of bodies and samples of the group's rows, wherever they are
+	spilled    bool       // some rows hold neither: they are in the journal only
 	opened  time.Time
 	closed  bool
 
@@ -101,7 +103,7 @@ func NewWriter(dir, run string, rotate time.Duration) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{dir: dir, run: run, rotate: rotate, compactEvery: DefaultCompactEvery,
-		kept: &keptGroup{}, keepBudget: DefaultKeepBytes, segBytes: DefaultSegmentBytes, limits: DefaultLimits}
+		kept: &keptGroup{}, packs: &keptGroup{}, keepBudget: DefaultKeepBytes, segBytes: DefaultSegmentBytes, limits: DefaultLimits}
 	last, err := lastSegment(dir, run)
 	if err != nil {
 		return nil, err
@@ -197,6 +199,7 @@ func (w *Writer) AppendPending(s Scrape, p *Pending) error {
 	if p != nil {
 		cost += int64(len(s.Body)) // its samples, to come: about the body's size
 	}
+	w.groupBytes += cost
 	if busy && w.held+cost > w.segBytes {
 		// Over budget while the last group is still being written: the
 		// journal has the row; memory keeps only what sorts it.
@@ -204,7 +207,7 @@ func (w *Writer) AppendPending(s Scrape, p *Pending) error {
 		w.rows = append(w.rows, openRow{s: s, j: w.j, at: at, spilled: true}) // the seal parses it from the journal
 		w.spilled = true
 	} else {
-		w.rows = append(w.rows, openRow{s: s, j: w.j, at: at, p: p})
+		w.rows = append(w.rows, openRow{s: s, j: w.j, at: at, p: p, cost: cost})
 		w.held += cost
 	}
 	if sealErr != nil {
@@ -261,13 +264,34 @@ func (w *Writer) tick(busy, ended bool) error {
 
 // nextMinute closes the open minute's journal into the group (it stays
 // locked until the group's file is in place) and opens the next. Its rows
-// let go of their bodies: the journal has them, and they are read back
-// when the group is written.
+// let go of their bodies (the journal has them: they are read back when
+// the group is written) and keep their samples packed (kept.go), those
+// whose parse is still running whole.
 func (w *Writer) nextMinute() error {
 	for i := w.minute; i < len(w.rows); i++ {
-		if r := &w.rows[i]; !r.spilled {
-			r.s.Body, r.bodyOut = nil, true
+		r := &w.rows[i]
+		if r.spilled {
+			continue
 		}
+		if r.p != nil {
+			select {
+			case <-r.p.done:
+				r.p.apply(&r.s)
+				r.p = nil
+			default:
+			}
+		}
+		w.held -= r.cost
+		r.cost -= int64(cap(r.s.Body))
+		r.s.Body, r.bodyOut = nil, true
+		if r.p == nil {
+			r.isPacked, r.nilSamples = true, r.s.Samples == nil
+			var strs int64
+			r.packed, strs = w.packs.pack(r.s.Samples)
+			r.s.Samples = nil
+			r.cost = rowBytes(&r.s) + packedBytes(len(r.packed)) + strs
+		}
+		w.held += r.cost
 	}
 	w.group = append(w.group, w.j)
 	w.j, w.minute = nil, len(w.rows)
