@@ -42,16 +42,16 @@ type Writer struct {
 	// oldest first), the number of its first, and the rows of all of them.
 	// Rows of a closed minute hold their samples, not their body: it is
 	// read back from its journal when the group is written.
-	group   []*journal
-	first   int
-	rows    []openRow
-	minute  int   // rows[minute:] are the open minute's
+	group      []*journal
+	first      int
+	rows       []openRow
+	minute     int        // rows[minute:] are the open minute's
 	packs      *keptGroup // the table of the closed minutes' packed samples
 	held       int64      // bytes of bodies and samples the group's rows hold in memory
 	groupBytes int64      // bytes of bodies and samples of the group's rows, wherever they are
 	spilled    bool       // some rows hold neither: they are in the journal only
-	opened  time.Time
-	closed  bool
+	opened     time.Time
+	closed     bool
 
 	// segBytes is the budget of the open segment's rows (SetSegmentBytes).
 	// limits parse the rows read back from the journal (SetLimits).
