@@ -180,7 +180,16 @@ func (w *Writer) seal(job *sealJob) error {
 	slices.SortStableFunc(job.rows, func(a, b openRow) int { return compareRows(&a.s, &b.s) })
 	path := filepath.Join(w.dir, segName{w.run, job.first, job.last}.file())
 	_, err := w.enc.write(path, func(pw *parquet.GenericWriter[Scrape]) error {
-		return writeRowsWith(pw, len(job.rows), codec != zstdFast, func(i int) (Scrape, error) {
+		// A group of minutes is one row group, as a merged file is: a key
+		// frame per target and one string dictionary for all of it (cut at
+		// the segment budget, eight vLLM engines at 2 s took 4 % more).
+		// What parquet-go holds until the row group ends is its pages
+		// compressed: the bodies are deltas.
+		cut := int64(rowGroupBytes)
+		if !job.single() {
+			cut *= groupBytesFactor
+		}
+		return writeRowsWith(pw, len(job.rows), codec != zstdFast, cut, func(i int) (Scrape, error) {
 			r := &job.rows[i]
 			if r.spilled {
 				s, err := r.j.readAt(r.at)
@@ -326,12 +335,12 @@ func compareRows(a, b *Scrape) int {
 // ends a row group whenever the rows since the last one hold rowGroupBytes:
 // parquet-go holds a row group's pages until it is flushed.
 func writeRows(pw *parquet.GenericWriter[Scrape], n int, row func(int) (Scrape, error)) error {
-	return writeRowsWith(pw, n, true, row)
+	return writeRowsWith(pw, n, true, rowGroupBytes, row)
 }
 
 // writeRowsWith is writeRows, storing bodies as deltas (bodydelta.go) or,
-// when deltas is false, whole.
-func writeRowsWith(pw *parquet.GenericWriter[Scrape], n int, deltas bool, row func(int) (Scrape, error)) error {
+// when deltas is false, whole, and ending a row group at cut bytes.
+func writeRowsWith(pw *parquet.GenericWriter[Scrape], n int, deltas bool, cut int64, row func(int) (Scrape, error)) error {
 	batch := make([]Scrape, 0, writeBatch)
 	var batchBytes, groupBytes int64
 	var bd bodyDeltas
@@ -346,7 +355,7 @@ func writeRowsWith(pw *parquet.GenericWriter[Scrape], n int, deltas bool, row fu
 		batch = batch[:0]
 		groupBytes += batchBytes
 		batchBytes = 0
-		if groupBytes < rowGroupBytes {
+		if groupBytes < cut {
 			return nil
 		}
 		groupBytes = 0
