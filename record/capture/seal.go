@@ -77,7 +77,7 @@ type sealJob struct {
 	js          []*journal
 	rows        []openRow
 	packs       *keptGroup // the table of the rows' packed samples
-	big         bool       // over the segment budget
+	big         bool       // over the segment budget in memory, or of large pages: written fast, bodies whole
 }
 
 // single reports whether the job is one minute's journal: a segment that
@@ -102,20 +102,39 @@ func rowBytes(s *Scrape) int64 {
 // (whose bodies are in their journals and samples packed) included: a
 // group's file is written at most this many segment budgets of bodies and
 // samples, so that a stop, which writes the open group, ends within a
-// bound. Ten minutes of eight vLLM engines at 2 s are 225 MB.
+// bound. Ten minutes of eight vLLM engines at 2 s are 266 MB. A group of
+// large pages (largePage) is bounded by one budget.
 const groupBytesFactor = 4
 
-// isBig reports whether the open group has reached the segment budget, in
-// memory or in all.
+// largePage is the body size from which a group is written as a large
+// segment always was: when its rows reach one segment budget, with zstd's
+// fastest level and bodies whole. Such pages are few to a segment (a
+// minute's journal of 4 MB pages every 100 ms is 40 MB), their deltas save
+// little against the time a stop would spend on them: zstd's better level
+// and the delta encoder on 256 MiB of 4 MB pages of random text took 20 s.
+const largePage = 1 << 20
+
+// isBig reports whether the open group has reached the segment budget in
+// memory, or its bound in all (groupLimit).
 func (w *Writer) isBig() bool {
-	return w.held >= w.segBytes || w.groupBytes >= groupBytesFactor*w.segBytes || w.spilled
+	return w.held >= w.segBytes || w.spilled || w.groupBytes >= w.groupLimit()
+}
+
+// groupLimit is the bytes of bodies and samples the open group may hold in
+// all.
+func (w *Writer) groupLimit() int64 {
+	if w.large {
+		return w.segBytes
+	}
+	return groupBytesFactor * w.segBytes
 }
 
 // takeGroup hands over the open group as a seal job; the writer is left
 // with no journal.
 func (w *Writer) takeGroup() *sealJob {
-	job := &sealJob{first: w.first, last: w.seg, js: append(w.group, w.j), rows: w.rows, packs: w.packs, big: w.isBig()}
-	w.j, w.group, w.rows, w.minute, w.held, w.groupBytes, w.spilled = nil, nil, make([]openRow, 0, cap(job.rows)), 0, 0, 0, false
+	big := w.held >= w.segBytes || w.spilled || w.large
+	job := &sealJob{first: w.first, last: w.seg, js: append(w.group, w.j), rows: w.rows, packs: w.packs, big: big}
+	w.j, w.group, w.rows, w.minute, w.held, w.groupBytes, w.spilled, w.large = nil, nil, make([]openRow, 0, cap(job.rows)), 0, 0, 0, false, false
 	w.packs = &keptGroup{}
 	return job
 }
@@ -170,10 +189,10 @@ func (w *Writer) seal(job *sealJob) error {
 	// zstd's better level, bodies as deltas. A single segment that
 	// compaction will merge lives for minutes and is written with the
 	// fastest level, its bodies whole (the merge makes the deltas); so is
-	// a large one (speed matters more). One that stays as it is gets the
-	// better level.
+	// a large group (speed matters more: a stop waits for it). One that
+	// stays as it is gets the better level.
 	codec := zstdBetter
-	if job.single() && (w.compactEvery > 1 || job.big) {
+	if job.big || job.single() && w.compactEvery > 1 {
 		codec = zstdFast
 	}
 	w.enc.setCodec(codec)
@@ -186,7 +205,7 @@ func (w *Writer) seal(job *sealJob) error {
 		// What parquet-go holds until the row group ends is its pages
 		// compressed: the bodies are deltas.
 		cut := int64(rowGroupBytes)
-		if !job.single() {
+		if !job.single() && !job.big {
 			cut *= groupBytesFactor
 		}
 		return writeRowsWith(pw, len(job.rows), codec != zstdFast, cut, func(i int) (Scrape, error) {

@@ -50,6 +50,7 @@ type Writer struct {
 	held       int64      // bytes of bodies and samples the group's rows hold in memory
 	groupBytes int64      // bytes of bodies and samples of the group's rows, wherever they are
 	spilled    bool       // some rows hold neither: they are in the journal only
+	large      bool       // some row's body is a large page (largePage)
 	opened     time.Time
 	closed     bool
 
@@ -200,6 +201,9 @@ func (w *Writer) AppendPending(s Scrape, p *Pending) error {
 		cost += int64(len(s.Body)) // its samples, to come: about the body's size
 	}
 	w.groupBytes += cost
+	if len(s.Body) >= largePage {
+		w.large = true
+	}
 	if busy && w.held+cost > w.segBytes {
 		// Over budget while the last group is still being written: the
 		// journal has the row; memory keeps only what sorts it.
