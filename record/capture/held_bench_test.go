@@ -58,3 +58,44 @@ func BenchmarkWriterHeld(b *testing.B) {
 	b.ReportMetric(float64(held)/(1<<20), "held-MB")
 	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(scrapes), "cpu-ms/scrape")
 }
+
+// BenchmarkCloseFullGroup times a stop at the worst moment for the bound:
+// 8 targets serving the real vLLM V1 page every 2 s, nine minutes ended
+// (compact_every 10) and the tenth open, then Close, which writes what is
+// not yet in its final file.
+func BenchmarkCloseFullGroup(b *testing.B) {
+	body := vllmPage(b)
+	const targets = 8
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		w, err := NewWriter(b.TempDir(), runB, time.Hour)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ct := "text/plain; version=0.0.4"
+		in := make([]expo.Interner, targets)
+		for m := range 10 {
+			for k := range 30 {
+				seq := int64(m*30 + k)
+				for t := range targets {
+					s := Scrape{RunID: runB, Target: "vllm-" + strconv.Itoa(t), Endpoint: EndpointMetrics, Seq: seq, Outcome: OutcomeOK,
+						ScheduledNs: seq * 2e9, StartNs: seq*2e9 + 1, FirstByteNs: seq*2e9 + 2, EndNs: seq*2e9 + 3, ContentType: &ct, Body: body}
+					ParseWith(&s, &in[t])
+					if err := w.Append(s); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if m < 9 {
+				if err := minuteEnd(w); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.StartTimer()
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
