@@ -380,3 +380,48 @@ func TestGroupPendingAtMinuteEnd(t *testing.T) {
 		}
 	}
 }
+
+// A closed minute's journal removed by hand while its group is open: the
+// next append journals its rows again into the open journal, so a crash
+// after it loses nothing, and the group's file holds every row.
+func TestGroupClosedMinuteJournalRemoved(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		dir := t.TempDir()
+		w, err := NewWriter(dir, runR, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.SetCompactEvery(10)
+		var want []Scrape
+		add := func(i int) error {
+			s := row(runR, "a", i)
+			want = append(want, s)
+			return w.Append(s)
+		}
+		for i := range 6 {
+			if err := add(i); err != nil {
+				t.Fatal(err)
+			}
+			if i%2 == 1 {
+				if err := w.Tick(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := os.Remove(filepath.Join(dir, runR+"-000002.journal")); err != nil {
+			t.Fatal(err)
+		}
+		err = add(6)
+		if !errors.Is(err, ErrJournalReplaced) || !strings.Contains(err.Error(), "000002.journal; its 2 rows") {
+			t.Fatalf("append after removal: %v", err)
+		}
+		if crash {
+			if err := w.Abandon(); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		sameRows(t, readWithJournals(t, dir), want)
+	}
+}

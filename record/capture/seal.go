@@ -344,6 +344,46 @@ func (w *Writer) checkJournal() (replaced error, err error) {
 		filepath.Base(old.f.Name()), n, filepath.Base(w.j.f.Name())), nil
 }
 
+// checkGroup makes sure the journals of the open group's closed minutes
+// are still in the folder: the rows of one removed by someone else are
+// journaled again into the open journal (read from the removed file, still
+// open), and it returns an error wrapping ErrJournalReplaced.
+func (w *Writer) checkGroup() (replaced error, err error) {
+	for i := 0; i < len(w.group); i++ {
+		old := w.group[i]
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(old.f.Fd()), &st); err != nil {
+			return nil, fmt.Errorf("stat journal %s: %w", old.f.Name(), err)
+		}
+		if st.Nlink > 0 {
+			continue
+		}
+		n := 0
+		for k := range w.rows {
+			r := &w.rows[k]
+			if r.j != old {
+				continue
+			}
+			rs, err := old.readAt(r.at)
+			if err != nil {
+				return nil, err
+			}
+			at, err := w.j.appendAt(&rs)
+			if err != nil {
+				return nil, err
+			}
+			r.j, r.at = w.j, at
+			n++
+		}
+		w.group = slices.Delete(w.group, i, i+1)
+		i--
+		old.close()
+		replaced = fmt.Errorf("%w: %s; its %d rows were journaled again into %s", ErrJournalReplaced,
+			filepath.Base(old.f.Name()), n, filepath.Base(w.j.f.Name()))
+	}
+	return replaced, nil
+}
+
 // compareRows orders a segment's rows: by run, target, endpoint and seq.
 func compareRows(a, b *Scrape) int {
 	return cmp.Or(strings.Compare(a.RunID, b.RunID), strings.Compare(a.Target, b.Target),

@@ -190,6 +190,11 @@ func (w *Writer) AppendPending(s Scrape, p *Pending) error {
 	if err != nil {
 		return err
 	}
+	if replaced == nil {
+		if replaced, err = w.checkGroup(); err != nil {
+			return err
+		}
+	}
 	capHeaders(&s)
 	at, err := w.j.appendAt(&s)
 	if err != nil {
