@@ -281,17 +281,17 @@ func largeSegmentsStopWithinBound(t *testing.T, bin string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	singles := 0
+	files := 0
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), ".journal") || strings.HasSuffix(e.Name(), ".tmp") {
 			t.Errorf("%s left after a clean stop", e.Name())
 		}
-		if strings.HasSuffix(e.Name(), ".parquet") && !strings.Contains(e.Name(), "_") {
-			singles++
+		if strings.HasSuffix(e.Name(), ".parquet") {
+			files++
 		}
 	}
-	if singles < 3 {
-		t.Errorf("%d single segments: the recording did not make the case (several sealed since the last merge)", singles)
+	if files < 3 {
+		t.Errorf("%d files: the recording did not make the case (several written, one of them at the stop)", files)
 	}
 	ok, outcomes := 0, map[string]int{}
 	for _, r := range folderRows(t, dir) {

@@ -2,7 +2,7 @@ package capture
 
 import "fmt"
 
-// Abandon syncs the open segment's journal to disk and closes it without
+// Abandon syncs the open group's journals to disk and closes it without
 // sealing, for a recorder told to stop at once: the next record into the
 // folder, or any read of it, recovers the journal as after a crash. A
 // compaction under way is not waited for; its temporary file is left to
@@ -11,11 +11,16 @@ func (w *Writer) Abandon() error {
 	if w.j == nil {
 		return nil
 	}
-	err := w.j.f.Sync()
-	if cerr := w.j.close(); err == nil {
-		err = cerr
+	var err error
+	for _, j := range append(w.group, w.j) { // the open group's minutes
+		if serr := j.f.Sync(); err == nil {
+			err = serr
+		}
+		if cerr := j.close(); err == nil {
+			err = cerr
+		}
 	}
-	w.j = nil
+	w.j, w.group = nil, nil
 	if err != nil {
 		return fmt.Errorf("sync journal: %w", err)
 	}

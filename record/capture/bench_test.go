@@ -86,7 +86,12 @@ func benchScrape(b *testing.B, compactEvery int) {
 		if i%30 != 0 {
 			continue
 		}
-		if err := w.Rotate(); err != nil {
+		// A minute's end, as Append makes it when the rotate interval has
+		// passed: every tenth writes the group's file (waited for here).
+		if err := w.Tick(); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.waitSeal(); err != nil {
 			b.Fatal(err)
 		}
 		w.compacting.Wait()
@@ -179,4 +184,17 @@ func benchSeal(b *testing.B, row func(int64) Scrape) {
 		b.StartTimer()
 	}
 	b.SetBytes(held)
+}
+
+// minuteEnd ends a minute as the live recorder does (Append, when the rotate
+// interval has passed) and waits for the files it writes.
+func minuteEnd(w *Writer) error {
+	if err := w.Tick(); err != nil {
+		return err
+	}
+	if err := w.waitSeal(); err != nil {
+		return err
+	}
+	w.compacting.Wait()
+	return nil
 }

@@ -17,7 +17,14 @@ import (
 // blocks that refer back across block boundaries. The first row holds its
 // body whole (a key frame), the others their deltas (schema version 2),
 // from which this package's reader puts back each body byte for byte.
+// The file is made both ways: three one-minute segments merged (Rotate),
+// and a live writer's group of three minutes written once (Tick).
 func TestDuckDBReadsMergedFile(t *testing.T) {
+	t.Run("merged", func(t *testing.T) { duckdbReadsMerged(t, (*Writer).Rotate) })
+	t.Run("group", func(t *testing.T) { duckdbReadsMerged(t, (*Writer).Tick) })
+}
+
+func duckdbReadsMerged(t *testing.T, minuteEnd func(*Writer) error) {
 	page, err := os.ReadFile(filepath.Join("../../../shared/captures/real", "vllm-v1-armandossrecife-vllm-server-api-chat.txt"))
 	if err != nil {
 		t.Skipf("real capture absent: %v", err)
@@ -48,7 +55,7 @@ func TestDuckDBReadsMergedFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%20 == 19 {
-			if err := w.Rotate(); err != nil {
+			if err := minuteEnd(w); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -53,20 +53,36 @@ const (
 // journal; the error is not fatal.
 var ErrJournalReplaced = errors.New("journal was removed from the run folder")
 
-// openRow is a row of the open segment.
+// openRow is a row of the open group.
 type openRow struct {
 	s  Scrape
-	at int64    // where its journal record starts when s holds no body and samples (read back at the seal); -1 when it does
-	p  *Pending // the parse of s still running when it was journaled; nil when s came parsed
+	j  *journal // the journal its record is in
+	at int64    // where its record starts in j
+	// spilled: s holds no body and no samples; both are read back (the
+	// samples parsed again) from j when the group is written. bodyOut: s
+	// holds no body, read back from j then.
+	spilled, bodyOut bool
+	// packed: s holds no samples; packed has them, in the group's table
+	// (nilSamples: s.Samples was nil).
+	packed               []packedSample
+	isPacked, nilSamples bool
+	p                    *Pending // the parse of s still running when it was journaled; nil when s came parsed
+	cost                 int64    // what the row adds to the writer's held bytes
 }
 
-// sealJob is a segment handed to the sealer.
+// sealJob is a group handed to the sealer: the rows of the journals
+// numbered first to last, all in js.
 type sealJob struct {
-	seg  int
-	j    *journal
-	rows []openRow
-	big  bool // over the segment budget: written with the fast codec and not compacted
+	first, last int
+	js          []*journal
+	rows        []openRow
+	packs       *keptGroup // the table of the rows' packed samples
+	big         bool       // over the segment budget in memory, or of large pages: written fast, bodies whole
 }
+
+// single reports whether the job is one minute's journal: a segment that
+// compaction may merge.
+func (job *sealJob) single() bool { return job.first == job.last }
 
 // rowBytes estimates the memory s holds: its body, its headers and its
 // samples (their strings are shared with the page before, through the
@@ -82,15 +98,53 @@ func rowBytes(s *Scrape) int64 {
 	return n
 }
 
-// isBig reports whether the open segment has reached the segment budget.
-func (w *Writer) isBig() bool { return w.held >= w.segBytes || w.spilled }
+// groupBytesFactor bounds the rows of a group, those of its closed minutes
+// (whose bodies are in their journals and samples packed) included: a
+// group's file is written at most this many segment budgets of bodies and
+// samples, so that a stop, which writes the open group, ends within a
+// bound. Ten minutes of eight vLLM engines at 2 s are 266 MB. A group of
+// large pages (largePage) is bounded by one budget.
+const groupBytesFactor = 4
 
-// startSeal hands the open segment to the sealer and opens the next
+// largePage is the body size from which a group is written as a large
+// segment always was: when its rows reach one segment budget, with zstd's
+// fastest level and bodies whole. Such pages are few to a segment (a
+// minute's journal of 4 MB pages every 100 ms is 40 MB), their deltas save
+// little against the time a stop would spend on them: zstd's better level
+// and the delta encoder on 256 MiB of 4 MB pages of random text took 20 s.
+const largePage = 1 << 20
+
+// isBig reports whether the open group has reached the segment budget in
+// memory, or its bound in all (groupLimit).
+func (w *Writer) isBig() bool {
+	return w.held >= w.segBytes || w.spilled || w.groupBytes >= w.groupLimit()
+}
+
+// groupLimit is the bytes of bodies and samples the open group may hold in
+// all.
+func (w *Writer) groupLimit() int64 {
+	if w.large {
+		return w.segBytes
+	}
+	return groupBytesFactor * w.segBytes
+}
+
+// takeGroup hands over the open group as a seal job; the writer is left
+// with no journal.
+func (w *Writer) takeGroup() *sealJob {
+	big := w.held >= w.segBytes || w.spilled || w.large
+	job := &sealJob{first: w.first, last: w.seg, js: append(w.group, w.j), rows: w.rows, packs: w.packs, big: big}
+	w.j, w.group, w.rows, w.minute, w.held, w.groupBytes, w.spilled, w.large = nil, nil, make([]openRow, 0, cap(job.rows)), 0, 0, 0, false, false
+	w.packs = &keptGroup{}
+	return job
+}
+
+// startSeal hands the open group to the sealer and opens the next
 // journal. The caller has made sure no seal is in flight.
 func (w *Writer) startSeal() error {
-	job := &sealJob{seg: w.seg, j: w.j, rows: w.rows, big: w.isBig()}
-	w.j, w.rows, w.held, w.spilled = nil, make([]openRow, 0, cap(job.rows)), 0, false
+	job := w.takeGroup()
 	err := w.open()
+	w.first = w.seg
 	done := make(chan error, 1)
 	w.sealing = done
 	go func() { done <- w.seal(job) }()
@@ -122,48 +176,76 @@ func (w *Writer) waitSeal() error {
 	return err
 }
 
-// seal writes job's segment, removes its journal and hands the rows to
-// compaction. On error the journal stays on disk for recovery.
+// seal writes job's group into its Parquet file, removes its journals and,
+// when it is one minute's segment, hands the rows to compaction. On error
+// the journals stay on disk for recovery.
 func (w *Writer) seal(job *sealJob) error {
-	base := filepath.Join(w.dir, segmentBase(w.run, job.seg))
-	// A segment that compaction will merge lives for minutes and is
-	// written with zstd's fastest level; the merged file gets the better
-	// one. A segment that stays as it is gets the better one, unless it is
-	// large: then speed matters more.
+	closeAll := func() {
+		for _, j := range job.js {
+			j.close()
+		}
+	}
+	// A group of several minutes is written once, as the file it stays:
+	// zstd's better level, bodies as deltas. A single segment that
+	// compaction will merge lives for minutes and is written with the
+	// fastest level, its bodies whole (the merge makes the deltas); so is
+	// a large group (speed matters more: a stop waits for it). One that
+	// stays as it is gets the better level.
 	codec := zstdBetter
-	if w.compactEvery > 1 || job.big {
+	if job.big || job.single() && w.compactEvery > 1 {
 		codec = zstdFast
 	}
 	w.enc.setCodec(codec)
 	slices.SortStableFunc(job.rows, func(a, b openRow) int { return compareRows(&a.s, &b.s) })
 	back := reparser{shapes: w.shapes}
-	_, err := w.enc.write(base+".parquet", func(pw *parquet.GenericWriter[Scrape]) error {
-		// A segment compaction will merge keeps its bodies whole: the
-		// merge makes the deltas (making them twice cost 3-7 % of a scrape).
-		return writeRowsWith(pw, len(job.rows), codec != zstdFast, func(i int) (Scrape, error) {
+	path := filepath.Join(w.dir, segName{w.run, job.first, job.last}.file())
+	_, err := w.enc.write(path, func(pw *parquet.GenericWriter[Scrape]) error {
+		// A group of minutes is one row group, as a merged file is: a key
+		// frame per target and one string dictionary for all of it (cut at
+		// the segment budget, eight vLLM engines at 2 s took 4 % more).
+		// What parquet-go holds until the row group ends is its pages
+		// compressed: the bodies are deltas.
+		cut := int64(rowGroupBytes)
+		if !job.single() && !job.big {
+			cut *= groupBytesFactor
+		}
+		return writeRowsWith(pw, len(job.rows), codec != zstdFast, cut, func(i int) (Scrape, error) {
 			r := &job.rows[i]
-			if r.at < 0 {
-				if r.p != nil {
-					r.p.apply(&r.s)
-					r.p = nil
+			if r.spilled {
+				s, err := r.j.readAt(r.at)
+				if err == nil {
+					ParseCapped(&s, back.interner(&s), w.limits)
 				}
-				return r.s, nil
+				return s, err
 			}
-			s, err := job.j.readAt(r.at)
-			if err == nil {
-				ParseCapped(&s, back.interner(&s), w.limits)
+			if r.p != nil {
+				r.p.apply(&r.s)
+				r.p = nil
 			}
+			s := r.s
+			if r.isPacked && !r.nilSamples {
+				s.Samples = job.packs.samples(make([]Sample, 0, len(r.packed)), r.packed)
+			}
+			if !r.bodyOut {
+				return s, nil
+			}
+			js, err := r.j.readAt(r.at)
+			s.Body = js.Body
 			return s, err
 		})
 	})
 	if err != nil {
-		job.j.close()
+		closeAll()
 		return err
 	}
 	// Removed while still locked: no reader sees an unlocked journal of a
 	// sealed segment.
-	err = removeJournal(job.j)
-	job.j.close()
+	for _, j := range job.js {
+		if err == nil {
+			err = removeJournal(j)
+		}
+	}
+	closeAll()
 	if err != nil {
 		return err
 	}
@@ -172,16 +254,17 @@ func (w *Writer) seal(job *sealJob) error {
 		// No merge to come (Close merges nothing): no rows to keep for one.
 		return nil
 	}
-	if job.big {
-		// Merging adds little to a file of large bodies and would hold
-		// them: the group so far is merged without it, and it stays as it is.
+	if job.big || !job.single() {
+		// A group of minutes is merged already. Merging adds little to a
+		// file of large bodies and would hold them. The segments sealed
+		// before are merged without it, and it stays as it is.
 		return w.startCompaction()
 	}
 	rows := make([]Scrape, len(job.rows))
 	for i := range job.rows {
 		rows[i] = job.rows[i].s
 	}
-	w.sealed = append(w.sealed, job.seg)
+	w.sealed = append(w.sealed, job.first)
 	w.kept.add(rows, w.keepBudget)
 	if len(w.sealed) >= w.compactEvery {
 		return w.startCompaction()
@@ -236,10 +319,14 @@ func (w *Writer) checkJournal() (replaced error, err error) {
 		return nil, err
 	}
 	w.opened = opened
+	n := 0
 	for i := range w.rows {
 		r := &w.rows[i]
+		if r.j != old {
+			continue // a closed minute's, in its own journal
+		}
 		s := &r.s
-		if r.at >= 0 {
+		if r.spilled || r.bodyOut {
 			// Its body is in the removed file, still open.
 			rs, err := old.readAt(r.at)
 			if err != nil {
@@ -251,12 +338,51 @@ func (w *Writer) checkJournal() (replaced error, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if r.at >= 0 {
-			r.at = at
-		}
+		r.j, r.at = w.j, at
+		n++
 	}
 	return fmt.Errorf("%w: %s; its %d rows were journaled again into %s", ErrJournalReplaced,
-		filepath.Base(old.f.Name()), len(w.rows), filepath.Base(w.j.f.Name())), nil
+		filepath.Base(old.f.Name()), n, filepath.Base(w.j.f.Name())), nil
+}
+
+// checkGroup makes sure the journals of the open group's closed minutes
+// are still in the folder: the rows of one removed by someone else are
+// journaled again into the open journal (read from the removed file, still
+// open), and it returns an error wrapping ErrJournalReplaced.
+func (w *Writer) checkGroup() (replaced error, err error) {
+	for i := 0; i < len(w.group); i++ {
+		old := w.group[i]
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(old.f.Fd()), &st); err != nil {
+			return nil, fmt.Errorf("stat journal %s: %w", old.f.Name(), err)
+		}
+		if st.Nlink > 0 {
+			continue
+		}
+		n := 0
+		for k := range w.rows {
+			r := &w.rows[k]
+			if r.j != old {
+				continue
+			}
+			rs, err := old.readAt(r.at)
+			if err != nil {
+				return nil, err
+			}
+			at, err := w.j.appendAt(&rs)
+			if err != nil {
+				return nil, err
+			}
+			r.j, r.at = w.j, at
+			n++
+		}
+		w.group = slices.Delete(w.group, i, i+1)
+		i--
+		old.close()
+		replaced = fmt.Errorf("%w: %s; its %d rows were journaled again into %s", ErrJournalReplaced,
+			filepath.Base(old.f.Name()), n, filepath.Base(w.j.f.Name()))
+	}
+	return replaced, nil
 }
 
 // compareRows orders a segment's rows: by run, target, endpoint and seq.
@@ -269,12 +395,12 @@ func compareRows(a, b *Scrape) int {
 // ends a row group whenever the rows since the last one hold rowGroupBytes:
 // parquet-go holds a row group's pages until it is flushed.
 func writeRows(pw *parquet.GenericWriter[Scrape], n int, row func(int) (Scrape, error)) error {
-	return writeRowsWith(pw, n, true, row)
+	return writeRowsWith(pw, n, true, rowGroupBytes, row)
 }
 
 // writeRowsWith is writeRows, storing bodies as deltas (bodydelta.go) or,
-// when deltas is false, whole.
-func writeRowsWith(pw *parquet.GenericWriter[Scrape], n int, deltas bool, row func(int) (Scrape, error)) error {
+// when deltas is false, whole, and ending a row group at cut bytes.
+func writeRowsWith(pw *parquet.GenericWriter[Scrape], n int, deltas bool, cut int64, row func(int) (Scrape, error)) error {
 	batch := make([]Scrape, 0, writeBatch)
 	var batchBytes, groupBytes int64
 	var bd bodyDeltas
@@ -289,7 +415,7 @@ func writeRowsWith(pw *parquet.GenericWriter[Scrape], n int, deltas bool, row fu
 		batch = batch[:0]
 		groupBytes += batchBytes
 		batchBytes = 0
-		if groupBytes < rowGroupBytes {
+		if groupBytes < cut {
 			return nil
 		}
 		groupBytes = 0

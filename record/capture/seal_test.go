@@ -125,7 +125,7 @@ func TestSegmentBudget(t *testing.T) {
 	}
 	spilled := 0
 	for _, r := range w.rows {
-		if r.at >= 0 {
+		if r.spilled {
 			spilled++
 			if r.s.Body != nil || r.s.Samples != nil {
 				t.Fatal("a row past the budget kept its body")

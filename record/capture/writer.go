@@ -39,11 +39,21 @@ type Writer struct {
 	rotate   time.Duration
 	seg      int
 	j        *journal
-	rows     []openRow
-	held     int64 // bytes of bodies and samples rows hold in memory
-	spilled  bool  // some rows hold neither: they are in the journal only
-	opened   time.Time
-	closed   bool
+	// The open group: its journals before j (closed minutes, still locked,
+	// oldest first), the number of its first, and the rows of all of them.
+	// Rows of a closed minute hold their samples, not their body: it is
+	// read back from its journal when the group is written.
+	group      []*journal
+	first      int
+	rows       []openRow
+	minute     int        // rows[minute:] are the open minute's
+	packs      *keptGroup // the table of the closed minutes' packed samples
+	held       int64      // bytes of bodies and samples the group's rows hold in memory
+	groupBytes int64      // bytes of bodies and samples of the group's rows, wherever they are
+	spilled    bool       // some rows hold neither: they are in the journal only
+	large      bool       // some row's body is a large page (largePage)
+	opened     time.Time
+	closed     bool
 
 	// segBytes is the budget of the open segment's rows (SetSegmentBytes).
 	// limits parse the rows read back from the journal (SetLimits).
@@ -97,7 +107,7 @@ func NewWriter(dir, run string, rotate time.Duration) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{dir: dir, run: run, rotate: rotate, compactEvery: DefaultCompactEvery,
-		kept: &keptGroup{}, keepBudget: DefaultKeepBytes, segBytes: DefaultSegmentBytes, limits: DefaultLimits}
+		kept: &keptGroup{}, packs: &keptGroup{}, keepBudget: DefaultKeepBytes, segBytes: DefaultSegmentBytes, limits: DefaultLimits}
 	last, err := lastSegment(dir, run)
 	if err != nil {
 		return nil, err
@@ -106,6 +116,7 @@ func NewWriter(dir, run string, rotate time.Duration) (*Writer, error) {
 	if err := w.open(); err != nil {
 		return nil, err
 	}
+	w.first = w.seg
 	return w, nil
 }
 
@@ -182,6 +193,11 @@ func (w *Writer) AppendPending(s Scrape, p *Pending) error {
 	if err != nil {
 		return err
 	}
+	if replaced == nil {
+		if replaced, err = w.checkGroup(); err != nil {
+			return err
+		}
+	}
 	capHeaders(&s)
 	at, err := w.j.appendAt(&s)
 	if err != nil {
@@ -192,29 +208,112 @@ func (w *Writer) AppendPending(s Scrape, p *Pending) error {
 	if p != nil {
 		cost += int64(len(s.Body)) // its samples, to come: about the body's size
 	}
+	w.groupBytes += cost
+	if len(s.Body) >= largePage {
+		w.large = true
+	}
 	if busy && w.held+cost > w.segBytes {
-		// Over budget while the last segment is still being sealed: the
+		// Over budget while the last group is still being written: the
 		// journal has the row; memory keeps only what sorts it.
 		s.Body, s.Samples = nil, nil
-		w.rows = append(w.rows, openRow{s: s, at: at}) // the seal parses it from the journal
+		w.rows = append(w.rows, openRow{s: s, j: w.j, at: at, spilled: true}) // the seal parses it from the journal
 		w.spilled = true
 	} else {
-		w.rows = append(w.rows, openRow{s: s, at: -1, p: p})
+		w.rows = append(w.rows, openRow{s: s, j: w.j, at: at, p: p, cost: cost})
 		w.held += cost
 	}
 	if sealErr != nil {
 		return sealErr
 	}
-	if !busy && (time.Since(w.opened) >= w.rotate || w.isBig()) {
-		if err := w.startSeal(); err != nil {
+	if ended := time.Since(w.opened) >= w.rotate; ended || w.isBig() {
+		if err := w.tick(busy, ended); err != nil {
 			return err
 		}
 	}
 	return replaced
 }
 
-// Rotate closes the open segment into a Parquet file and opens the next,
-// and returns when the file is written. An empty segment is kept open.
+// Tick is what the writer does when the open minute has been open for the
+// rotate interval (Append calls it then): it writes the open group into
+// its Parquet file when the group holds compact_every minutes or the
+// segment budget, and otherwise only closes the minute's journal and
+// opens the next. It returns without waiting for the file. A caller that
+// keeps its own clock (a generated recording) calls it at each of its
+// minutes.
+func (w *Writer) Tick() error {
+	if w.j == nil {
+		return errors.New("tick of a closed writer")
+	}
+	busy, err := w.pollSeal()
+	if err != nil {
+		return err
+	}
+	return w.tick(busy, true)
+}
+
+// tick writes the open group when it is full or over budget and no group is
+// being written (busy); otherwise, when the open minute has ended, it
+// begins the next minute. A group over budget while another is being
+// written grows in its open minute.
+func (w *Writer) tick(busy, ended bool) error {
+	if len(w.rows) == 0 {
+		w.opened = time.Now()
+		return nil
+	}
+	if !busy && (w.isBig() || len(w.group)+1 >= max(w.compactEvery, 1)) {
+		return w.startSeal()
+	}
+	if !ended {
+		return nil
+	}
+	if len(w.rows) == w.minute {
+		// The open minute has no row: it goes on.
+		w.opened = time.Now()
+		return nil
+	}
+	return w.nextMinute()
+}
+
+// nextMinute closes the open minute's journal into the group (it stays
+// locked until the group's file is in place) and opens the next. Its rows
+// let go of their bodies (the journal has them: they are read back when
+// the group is written) and keep their samples packed (kept.go), those
+// whose parse is still running whole.
+func (w *Writer) nextMinute() error {
+	for i := w.minute; i < len(w.rows); i++ {
+		r := &w.rows[i]
+		if r.spilled {
+			continue
+		}
+		if r.p != nil {
+			select {
+			case <-r.p.done:
+				r.p.apply(&r.s)
+				r.p = nil
+			default:
+			}
+		}
+		w.held -= r.cost
+		r.cost -= int64(cap(r.s.Body))
+		r.s.Body, r.bodyOut = nil, true
+		if r.p == nil {
+			r.isPacked, r.nilSamples = true, r.s.Samples == nil
+			var strs int64
+			r.packed, strs = w.packs.pack(r.s.Samples)
+			r.s.Samples = nil
+			r.cost = rowBytes(&r.s) + packedBytes(len(r.packed)) + strs
+		}
+		w.held += r.cost
+	}
+	w.group = append(w.group, w.j)
+	w.j, w.minute = nil, len(w.rows)
+	return w.open()
+}
+
+// Rotate closes the open group (its minutes so far) into a Parquet file
+// now and opens the next, and returns when the file is written: a group of
+// one minute is a segment that compaction merges. An empty group is kept
+// open.
 func (w *Writer) Rotate() error {
 	if err := w.waitSeal(); err != nil {
 		return err
@@ -256,18 +355,18 @@ func (w *Writer) close(merge bool) error {
 	err := w.waitSeal()
 	if w.j != nil {
 		if err == nil && len(w.rows) > 0 {
-			j := w.j
-			w.j = nil
-			err = w.seal(&sealJob{seg: w.seg, j: j, rows: w.rows, big: w.isBig()})
+			err = w.seal(w.takeGroup())
 		} else {
-			// Empty, or the journal is the truth after a failed seal.
-			if err == nil && len(w.rows) == 0 {
-				if rerr := removeJournal(w.j); rerr != nil {
-					err = rerr
+			// Empty, or the journals are the truth after a failed seal.
+			for _, j := range append(w.group, w.j) {
+				if err == nil && len(w.rows) == 0 {
+					if rerr := removeJournal(j); rerr != nil {
+						err = rerr
+					}
 				}
+				j.close()
 			}
-			w.j.close()
-			w.j = nil
+			w.j, w.group = nil, nil
 		}
 		w.rows = nil
 	}
