@@ -243,6 +243,12 @@ func NewColumnReader(tab *Strings) *ColumnReader {
 	r.cur[cBody].raw = true
 	r.cur[cBodyDelta].raw = true
 	r.cur[cParseError].raw = true
+	// Every column the rows read is decoded ahead but family and type: a
+	// replay reads them for a target's new series only (Known), and
+	// decoding them ahead would decode what it passes over.
+	for i := range r.cur {
+		r.cur[i].ahead = i != cFamily && i != cType
+	}
 	return r
 }
 
@@ -618,6 +624,13 @@ type colCursor struct {
 	maxDef  byte
 	pages   parquet.Pages
 	page    parquet.Page
+	// ahead says the column's pages are decoded one ahead of the cursor
+	// on a goroutine of their own (readAhead), started by the first load:
+	// decoding them is most of a read, and a replay's consumer is on
+	// other cores. next is that goroutine's pages, stop ends it.
+	ahead bool
+	next  chan aheadPage
+	stop  chan struct{}
 
 	// raw keeps a plain page's strings as bytes (rv, ro) instead of
 	// interning them: a column whose every value differs (optBytes).
@@ -678,6 +691,14 @@ func (c *colCursor) close() {
 		parquet.Release(c.page)
 		c.page = nil
 	}
+	if c.next != nil {
+		// The pages are the goroutine's until it has ended.
+		close(c.stop)
+		for a := range c.next {
+			release(a.page)
+		}
+		c.next, c.stop = nil, nil
+	}
 	if c.pages != nil {
 		c.pages.Close()
 		c.pages = nil
@@ -694,7 +715,12 @@ func (c *colCursor) load() (err error) {
 		parquet.Release(c.page)
 		c.page = nil
 	}
-	p, err := c.pages.ReadPage()
+	var p parquet.Page
+	if c.ahead {
+		p, err = c.readAhead()
+	} else {
+		p, err = c.pages.ReadPage()
+	}
 	if errors.Is(err, io.EOF) {
 		return errFewValues
 	}
@@ -736,6 +762,64 @@ func (c *colCursor) load() (err error) {
 		c.f64 = data.Double()
 		return count(len(c.f64), want)
 	}
+}
+
+// aheadPage is a page read ahead, or the error that ended the reading.
+type aheadPage struct {
+	page parquet.Page
+	err  error
+}
+
+// readAhead returns the column's next page, read on the column's
+// goroutine, which it starts on the first call. The pages come in their
+// order, then the error that ended them (io.EOF at the chunk's end; a
+// page parquet-go panicked on is damage, as on the cursor's own
+// goroutine), then io.EOF.
+func (c *colCursor) readAhead() (parquet.Page, error) {
+	if c.next == nil {
+		// One page decoded while the cursor walks the one before.
+		c.next, c.stop = make(chan aheadPage, 1), make(chan struct{})
+		go pagesAhead(c.pages, c.next, c.stop)
+	}
+	a, ok := <-c.next
+	if !ok {
+		return nil, io.EOF
+	}
+	return a.page, a.err
+}
+
+// pagesAhead sends pages' pages to next until one fails or stop is
+// closed; it closes next when it ends.
+func pagesAhead(pages parquet.Pages, next chan<- aheadPage, stop <-chan struct{}) {
+	defer close(next)
+	for {
+		p, err := readPage(pages)
+		select {
+		case next <- aheadPage{p, err}:
+		case <-stop:
+			release(p)
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readPage is pages' next page; a panic of parquet-go's is damage.
+func readPage(pages parquet.Pages) (p parquet.Page, err error) {
+	defer recoverDamage(&err)
+	return pages.ReadPage()
+}
+
+// release gives a page's buffers back; a page of a damaged file may panic
+// doing so.
+func release(p parquet.Page) {
+	if p == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	parquet.Release(p)
 }
 
 func count(got, want int) error {
