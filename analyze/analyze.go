@@ -445,8 +445,11 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		// good part of the replay's allocation.
 		n := min(m.ticks, maxTicksHint)
 		st.fw.t.Rows, st.fw.t.Polls = make([]findings.Row, 0, n), make([]findings.Poll, 0, n)
+		hugePages(st.fw.t.Rows)
+		hugePages(st.fw.t.Polls)
 		if !a.opts.SkipPolls && a.opts.Polls == nil {
 			st.out.Polls = make([]Poll, 0, n)
+			hugePages(st.out.Polls)
 		}
 		for i := range st.stats {
 			st.stats[i].values, st.stats[i].windows = make([]float64, 0, n), make([]float64, 0, n)
