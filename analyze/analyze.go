@@ -185,6 +185,10 @@ func Analyze(opts Options) (*Result, error) {
 	for i, f := range files {
 		var err error
 		before := an.rows
+		// The next segment is checked and opened while this one is read.
+		if i+1 < len(files) && !files[i+1].live {
+			an.r.Ahead(files[i+1].seals, files[i+1].path)
+		}
 		if f.live {
 			var rows []capture.Scrape
 			rows, err = capture.ReadLive(f.path)
