@@ -185,6 +185,10 @@ func Analyze(opts Options) (*Result, error) {
 	for i, f := range files {
 		var err error
 		before := an.rows
+		// The next segment is checked and opened while this one is read.
+		if i+1 < len(files) && !files[i+1].live {
+			an.r.Ahead(files[i+1].seals, files[i+1].path)
+		}
 		if f.live {
 			var rows []capture.Scrape
 			rows, err = capture.ReadLive(f.path)
@@ -445,9 +449,11 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		// good part of the replay's allocation.
 		n := min(m.ticks, maxTicksHint)
 		st.fw.t.Rows = make([]findings.Row, 0, n)
+		hugePages(st.fw.t.Rows)
 		st.fw.t.Polls.Grow(n)
 		if !a.opts.SkipPolls && a.opts.Polls == nil {
 			st.out.Polls = make([]Poll, 0, n)
+			hugePages(st.out.Polls)
 		}
 		for i := range st.stats {
 			st.stats[i].values, st.stats[i].windows = make([]float64, 0, n), make([]float64, 0, n)

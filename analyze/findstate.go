@@ -295,7 +295,8 @@ type findingsState struct {
 	powered bool
 	energy  []*findings.Counter // energy counters, with their factors
 	efac    []float64
-	infos   map[string][]int32 // info series → its sets in this poll
+	infos   map[string][]int32 // info series → its sets in this poll (kept empty, not deleted, between polls)
+	infoWas map[string][]int32 // info series → the sets Target.Info holds
 	fams    map[string]bool    // the families seen
 	errText map[int32]string   // error text by string id, redacted
 	// counts is Target.Cells by canonical position, until the run ends.
@@ -315,7 +316,7 @@ func newFindingsState(name string, main *engine.Tracker, cfg rate.Config, spans 
 			Counters: map[string]*findings.Counter{}, Info: map[string][]map[string]string{},
 			Sources: map[string]string{}},
 		main: main, cfg: cfg, spans: spans, nspans: len(spans),
-		infos: map[string][]int32{}, fams: map[string]bool{},
+		infos: map[string][]int32{}, infoWas: map[string][]int32{}, fams: map[string]bool{},
 	}
 }
 
@@ -465,7 +466,10 @@ func (fs *findingsState) begin(T, start float64) {
 	fs.p = findings.Poll{T: T, Start: start}
 	fs.power, fs.powered = 0, false
 	fs.feed = fs.feed[:0]
-	clear(fs.infos)
+	// The lists keep their arrays: an info series is read on every poll.
+	for name, ids := range fs.infos {
+		fs.infos[name] = ids[:0]
+	}
 }
 
 // setAll records the poll's samples: vals[i] of series ids[i].
@@ -576,6 +580,12 @@ func (fs *findingsState) end(cells engine.Cells) {
 		p.Power = rate.Some(fs.power)
 	}
 	for name, ids := range fs.infos {
+		// A series not in this poll leaves its last sets; the same sets
+		// as last time are the ones held.
+		if len(ids) == 0 || slices.Equal(ids, fs.infoWas[name]) {
+			continue
+		}
+		fs.infoWas[name] = append(fs.infoWas[name][:0], ids...)
 		sets := make([]map[string]string, len(ids))
 		for i, id := range ids {
 			sets[i] = fs.keys[id].labels

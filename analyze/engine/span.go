@@ -96,6 +96,9 @@ type spanChooser struct {
 	fams           map[string]bool
 	polls          int
 	mn, mx         float64
+	// sum and count are the series of the e2e histogram named e2e, made
+	// once: a poll's concatenation was two allocations.
+	e2e, sum, count string
 }
 
 // SetCompletionSpan makes the tracker choose the span of the counters the
@@ -203,8 +206,11 @@ func (t *Tracker) measureSpan(c *spanChooser, src durationSource) {
 	}
 	var p spanPoint
 	if src.e2e != "" {
-		sum, ok1 := t.sumOf(src.e2e + "_sum")
-		n, ok2 := t.sumOf(src.e2e + "_count")
+		if c.e2e != src.e2e {
+			c.e2e, c.sum, c.count = src.e2e, src.e2e+"_sum", src.e2e+"_count"
+		}
+		sum, ok1 := t.sumOf(c.sum)
+		n, ok2 := t.sumOf(c.count)
 		if !ok1 || !ok2 {
 			return
 		}

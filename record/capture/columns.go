@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -229,6 +230,86 @@ type ColumnReader struct {
 	noHeaders bool
 	// sealed says the file being read matched its seal (ReadSealed).
 	sealed bool
+	// next is the segment being opened ahead of its read (Ahead).
+	next *opened
+}
+
+// opened is a segment checked against its seal and opened on a goroutine
+// of its own ahead of its ReadSealed (ColumnReader.Ahead).
+type opened struct {
+	path   string
+	sealed []Seal        // the ledger's seals of the file, checked against
+	done   chan struct{} // closed when the fields below are set
+	seal   *Seal
+	verr   error // Seals.Verify's
+	f      *os.File
+	pf     *parquet.File
+	leaves [nColumns]parquet.LeafColumn
+	err    error // openSegment's
+	panic  any   // raised again by the read
+}
+
+// Ahead starts checking the segment at path against its seal and opening
+// it on a goroutine of its own, for a ReadSealed of it that comes next:
+// the check reads the whole file and the open checks every page's header,
+// work the replay's reading goroutine need not wait for. A read of
+// another file lets it go. Only one file is opened ahead at a time.
+func (r *ColumnReader) Ahead(seals Seals, path string) {
+	r.dropAhead()
+	// SalvageHeaders opens with checks of its own.
+	if r.noHeaders {
+		return
+	}
+	a := &opened{path: path, sealed: seals[filepath.Base(path)], done: make(chan struct{})}
+	r.next = a
+	go func() {
+		defer close(a.done)
+		defer func() { a.panic = recover() }()
+		if a.seal, a.verr = seals.Verify(path); a.verr != nil {
+			return
+		}
+		a.f, a.pf, a.leaves, a.err = openSegment(path, openOpts{sealed: a.seal != nil})
+	}()
+}
+
+// takeAhead returns the file opened ahead when it is path, waiting for
+// it, else nil (any other is let go). When checked (ReadSealed), the
+// file must have been checked against the same seals too.
+func (r *ColumnReader) takeAhead(path string, seals Seals, checked bool) *opened {
+	a := r.next
+	if a == nil || a.path != path || (checked && !sameSeals(a.sealed, seals[filepath.Base(path)])) {
+		r.dropAhead()
+		return nil
+	}
+	<-a.done
+	if a.panic != nil {
+		r.next = nil
+		a.close()
+		panic(a.panic)
+	}
+	return a
+}
+
+// dropAhead lets the file opened ahead go.
+func (r *ColumnReader) dropAhead() {
+	if r.next != nil {
+		<-r.next.done
+		r.next.close()
+		r.next = nil
+	}
+}
+
+// sameSeals says a and b are the same seals of a file (the same ledger's
+// list, or none).
+func sameSeals(a, b []Seal) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+func (a *opened) close() {
+	if a.f != nil {
+		a.f.Close()
+		a.f = nil
+	}
 }
 
 // NewColumnReader makes a reader whose rows' strings are ids in tab.
@@ -243,6 +324,12 @@ func NewColumnReader(tab *Strings) *ColumnReader {
 	r.cur[cBody].raw = true
 	r.cur[cBodyDelta].raw = true
 	r.cur[cParseError].raw = true
+	// Every column the rows read is decoded ahead but family and type: a
+	// replay reads them for a target's new series only (Known), and
+	// decoding them ahead would decode what it passes over.
+	for i := range r.cur {
+		r.cur[i].ahead = i != cFamily && i != cType
+	}
 	return r
 }
 
@@ -252,8 +339,14 @@ func NewColumnReader(tab *Strings) *ColumnReader {
 // error, 0 means the file was skipped whole, more that the rows before the
 // damage were delivered.
 func (r *ColumnReader) ReadSealed(seals Seals, path string, fn func(*Row)) (rows int64, err error) {
-	seal, err := seals.Verify(path)
+	var seal *Seal
+	if a := r.takeAhead(path, seals, true); a != nil {
+		seal, err = a.seal, a.verr
+	} else {
+		seal, err = seals.Verify(path)
+	}
 	if err != nil {
+		r.dropAhead()
 		return 0, err
 	}
 	// A file that matched its seal is as written, byte for byte.
@@ -288,23 +381,28 @@ func (r *ColumnReader) read(path string, fn func(*Row) error) (err error) {
 			err = s.err
 		}
 	}()
-	f, err := os.Open(path)
+	var (
+		f      *os.File
+		pf     *parquet.File
+		leaves [nColumns]parquet.LeafColumn
+	)
+	// The file opened ahead was opened as this read would open it: with
+	// the same seal, and the headers' checks (noHeaders never opens ahead).
+	if a := r.takeAhead(path, nil, false); a != nil && (a.seal != nil) == r.sealed && a.verr == nil {
+		r.next = nil
+		f, pf, leaves, err = a.f, a.pf, a.leaves, a.err
+	} else {
+		r.dropAhead()
+		o := openOpts{sealed: r.sealed}
+		if r.noHeaders {
+			o.skip = columns[cHeaders]
+		}
+		f, pf, leaves, err = openSegment(path, o)
+	}
 	if err != nil {
-		return fmt.Errorf("open segment: %w", err)
+		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("open segment: %w", err)
-	}
-	o := openOpts{sealed: r.sealed}
-	if r.noHeaders {
-		o.skip = columns[cHeaders]
-	}
-	pf, leaves, err := openColumns(f, st.Size(), o)
-	if err != nil {
-		return fmt.Errorf("segment %s: %w", path, err)
-	}
 	none := parquet.LeafColumn{ColumnIndex: -1}
 	if !r.Headers || r.noHeaders {
 		leaves[cHeaders] = none
@@ -343,6 +441,26 @@ func (r *ColumnReader) read(path string, fn func(*Row) error) (err error) {
 		before += rg.NumRows()
 	}
 	return nil
+}
+
+// openSegment opens the segment at path and its columns (openColumns).
+// An error names the file; the file is closed but when it is returned.
+func openSegment(path string, o openOpts) (f *os.File, pf *parquet.File, leaves [nColumns]parquet.LeafColumn, err error) {
+	f, err = os.Open(path)
+	if err != nil {
+		return nil, nil, leaves, fmt.Errorf("open segment: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, leaves, fmt.Errorf("open segment: %w", err)
+	}
+	pf, leaves, err = openColumns(f, st.Size(), o)
+	if err != nil {
+		f.Close()
+		return nil, nil, leaves, fmt.Errorf("segment %s: %w", path, err)
+	}
+	return f, pf, leaves, nil
 }
 
 // openColumns opens a segment's footer and finds the projection's leaf
@@ -618,6 +736,13 @@ type colCursor struct {
 	maxDef  byte
 	pages   parquet.Pages
 	page    parquet.Page
+	// ahead says the column's pages are decoded one ahead of the cursor
+	// on a goroutine of their own (readAhead), started by the first load:
+	// decoding them is most of a read, and a replay's consumer is on
+	// other cores. next is that goroutine's pages, stop ends it.
+	ahead bool
+	next  chan aheadPage
+	stop  chan struct{}
 
 	// raw keeps a plain page's strings as bytes (rv, ro) instead of
 	// interning them: a column whose every value differs (optBytes).
@@ -678,6 +803,14 @@ func (c *colCursor) close() {
 		parquet.Release(c.page)
 		c.page = nil
 	}
+	if c.next != nil {
+		// The pages are the goroutine's until it has ended.
+		close(c.stop)
+		for a := range c.next {
+			release(a.page)
+		}
+		c.next, c.stop = nil, nil
+	}
 	if c.pages != nil {
 		c.pages.Close()
 		c.pages = nil
@@ -694,7 +827,12 @@ func (c *colCursor) load() (err error) {
 		parquet.Release(c.page)
 		c.page = nil
 	}
-	p, err := c.pages.ReadPage()
+	var p parquet.Page
+	if c.ahead {
+		p, err = c.readAhead()
+	} else {
+		p, err = c.pages.ReadPage()
+	}
 	if errors.Is(err, io.EOF) {
 		return errFewValues
 	}
@@ -736,6 +874,64 @@ func (c *colCursor) load() (err error) {
 		c.f64 = data.Double()
 		return count(len(c.f64), want)
 	}
+}
+
+// aheadPage is a page read ahead, or the error that ended the reading.
+type aheadPage struct {
+	page parquet.Page
+	err  error
+}
+
+// readAhead returns the column's next page, read on the column's
+// goroutine, which it starts on the first call. The pages come in their
+// order, then the error that ended them (io.EOF at the chunk's end; a
+// page parquet-go panicked on is damage, as on the cursor's own
+// goroutine), then io.EOF.
+func (c *colCursor) readAhead() (parquet.Page, error) {
+	if c.next == nil {
+		// One page decoded while the cursor walks the one before.
+		c.next, c.stop = make(chan aheadPage, 1), make(chan struct{})
+		go pagesAhead(c.pages, c.next, c.stop)
+	}
+	a, ok := <-c.next
+	if !ok {
+		return nil, io.EOF
+	}
+	return a.page, a.err
+}
+
+// pagesAhead sends pages' pages to next until one fails or stop is
+// closed; it closes next when it ends.
+func pagesAhead(pages parquet.Pages, next chan<- aheadPage, stop <-chan struct{}) {
+	defer close(next)
+	for {
+		p, err := readPage(pages)
+		select {
+		case next <- aheadPage{p, err}:
+		case <-stop:
+			release(p)
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readPage is pages' next page; a panic of parquet-go's is damage.
+func readPage(pages parquet.Pages) (p parquet.Page, err error) {
+	defer recoverDamage(&err)
+	return pages.ReadPage()
+}
+
+// release gives a page's buffers back; a page of a damaged file may panic
+// doing so.
+func release(p parquet.Page) {
+	if p == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	parquet.Release(p)
 }
 
 func count(got, want int) error {
