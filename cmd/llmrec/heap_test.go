@@ -29,10 +29,10 @@ func TestBoundHeap(t *testing.T) {
 	if l := limitAfterGC(); l != heapFloor {
 		t.Errorf("limit over a small heap: %d, want the floor %d", l, heapFloor)
 	}
-	held := make([]byte, 480<<20) // a live heap whose limit is above the floor (its pages never touched): 480 + 60 + 64 MiB
+	held := make([]byte, 480<<20) // a live heap whose limit is above the floor (its pages never touched): 480 + 30 + 32 MiB
 	runtime.GC()
 	time.Sleep(200 * time.Millisecond)
-	if l, want := debug.SetMemoryLimit(-1), int64(480<<20+480<<17+heapSlack); l < want || l > want+want/10 {
+	if l, want := debug.SetMemoryLimit(-1), int64(480<<20+480<<16+heapSlack); l < want || l > want+want/10 {
 		t.Errorf("limit over a 480 MiB heap: %d MiB, want about %d MiB", l>>20, want>>20)
 	}
 	runtime.KeepAlive(held)
