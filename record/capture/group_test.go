@@ -14,6 +14,17 @@ import (
 )
 
 // names lists the folder's segment and journal files, sorted.
+// groupWriter is a live writer into dir whose groups are of every minutes.
+func groupWriter(t *testing.T, dir string, every int) *Writer {
+	t.Helper()
+	w, err := NewWriter(dir, runR, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetCompactEvery(every)
+	return w
+}
+
 func names(t *testing.T, dir string) []string {
 	t.Helper()
 	ns, err := folderNames(dir)
@@ -72,11 +83,7 @@ func sameRows(t *testing.T, got, want []Scrape) {
 // one-minute file is written or merged on the way.
 func TestGroupWrittenOnce(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir, runR, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetCompactEvery(3)
+	w := groupWriter(t, dir, 3)
 	var want []Scrape
 	seq := 0
 	minute := func() {
@@ -157,11 +164,7 @@ func TestGroupWrittenOnce(t *testing.T) {
 // them.
 func TestGroupKilled(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir, runR, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetCompactEvery(10)
+	w := groupWriter(t, dir, 10)
 	var want []Scrape
 	for i := range 12 {
 		s := row(runR, "a", i)
@@ -195,11 +198,7 @@ func TestGroupKilled(t *testing.T) {
 // journals were removed: the journals are stale, the file is the truth.
 func TestGroupKilledAfterWrite(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir, runR, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetCompactEvery(2)
+	w := groupWriter(t, dir, 2)
 	var want []Scrape
 	for i := range 4 {
 		s := row(runR, "a", i)
@@ -251,11 +250,7 @@ func TestGroupKilledAfterWrite(t *testing.T) {
 // every row reaches the group's file.
 func TestGroupJournalReplaced(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir, runR, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetCompactEvery(10)
+	w := groupWriter(t, dir, 10)
 	var want []Scrape
 	add := func(i int) error {
 		s := row(runR, "a", i)
@@ -278,7 +273,7 @@ func TestGroupJournalReplaced(t *testing.T) {
 	if err := os.Remove(w.j.f.Name()); err != nil {
 		t.Fatal(err)
 	}
-	err = add(5)
+	err := add(5)
 	if !errors.Is(err, ErrJournalReplaced) || !strings.Contains(err.Error(), "its 2 rows") {
 		t.Fatalf("append after removal: %v", err)
 	}
@@ -323,11 +318,7 @@ func deltaRows(t *testing.T, path string) (n, deltas int) {
 // with their samples, a parse error where the page did not parse.
 func TestGroupPendingAtMinuteEnd(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir, runR, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetCompactEvery(2)
+	w := groupWriter(t, dir, 2)
 	good, slow, bad := row(runR, "a", 0), row(runR, "a", 1), row(runR, "a", 2)
 	bad.Body = []byte("not exposition {{{\n")
 	release := make(chan struct{})
