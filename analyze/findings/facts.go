@@ -96,7 +96,7 @@ func (v *view) queueFacts() (ceiling, reason *Fact) {
 	var capMax, defMax, capSum, defSum float64
 	var capPolls, defPolls int
 	for i := range ps.Len() {
-		c, d := ps.At(i).Capacity, ps.At(i).Deferred
+		c, d := ps.Capacity(i), ps.Deferred(i)
 		if !c.Valid && !d.Valid {
 			continue
 		}
@@ -185,7 +185,7 @@ func (v *view) prefillFact() *Fact {
 func (v *view) cachingFacts() (caching, cached *Fact) {
 	last := rate.Num{}
 	for i := range v.t.Polls.Len() {
-		if c := v.t.Polls.At(i).PrefixCaching; c.Valid {
+		if c := v.t.Polls.PrefixCaching(i); c.Valid {
 			last = c
 		}
 	}
@@ -235,7 +235,7 @@ func (v *view) source(cell, def string) string {
 func (v *view) kvPoolFact() *Fact {
 	last := rate.Num{}
 	for i := range v.t.Polls.Len() {
-		if c := v.t.Polls.At(i).KVCapacity; c.Valid {
+		if c := v.t.Polls.KVCapacity(i); c.Valid {
 			last = c
 		}
 	}

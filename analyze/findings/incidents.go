@@ -547,7 +547,7 @@ func (v *view) slowScrapes(gates rate.Config) (map[int]bool, []Incident) {
 			worst = max(worst, ps.T(k)-ps.Start(k))
 			// Overlapping slow scrapes may answer out of order.
 			first, last = min(first, ps.T(k)), max(last, ps.T(k))
-			if ps.At(k).Rates[Decode].Reason == rate.ReasonStale {
+			if ps.Reasons(k)[Decode] == rate.ReasonStale {
 				refused++
 				inc.Gate = rate.ReasonStale
 			}
@@ -589,8 +589,9 @@ func (v *view) refusals(gates rate.Config, firstAfter, slow map[int]bool) []Inci
 			return nil
 		}
 		var ks []int
+		rs := ps.Reasons(i)
 		for k := range NRates {
-			r := ps.At(i).Rates[k].Reason
+			r := rs[k]
 			if !gateReasons[r] || r == rate.ReasonReset || (r == rate.ReasonStale && slow[i]) {
 				continue
 			}
@@ -614,14 +615,15 @@ func (v *view) refusals(gates rate.Config, firstAfter, slow map[int]bool) []Inci
 			if len(ks) == 0 {
 				break
 			}
+			rs := ps.Reasons(j)
 			for _, k := range ks {
-				reasons[ps.At(j).Rates[k].Reason]++
+				reasons[rs[k]]++
 				cellsSeen[RateCells[k]] = true
 				if len(inc.Cells) < maxCells {
 					inc.Cells = append(inc.Cells, v.ref(j, k))
 				}
 				if k == Decode && inc.Gate == "" {
-					inc.Gate = Name(ps.At(j).Rates[k].Reason)
+					inc.Gate = Name(rs[k])
 					inc.Naive = v.naive(j, Decode)
 					inc.Counterfactual = v.refusedText(j, gates)
 				}

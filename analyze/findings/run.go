@@ -104,7 +104,7 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 	}
 	for p := range t.Polls.Len() {
 		v.pollRow[p] = -1
-		if i := t.Polls.At(p).Row; i >= 0 && i < len(t.Rows) && t.Rows[i].Outcome == "ok" {
+		if i := t.Polls.Row(p); i >= 0 && i < len(t.Rows) && t.Rows[i].Outcome == "ok" {
 			v.rowPoll[i], v.pollRow[p] = p, i
 		}
 	}
@@ -135,8 +135,8 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 		}
 		// The jump gate holds the engine resuming: the stall explains it.
 		for k := s.b + 1; k < min(s.b+SteadyPolls, t.Polls.Len()); k++ {
-			for r := range NRates {
-				if t.Polls.At(k).Rates[r].Reason == rate.ReasonJump {
+			for _, r := range t.Polls.Reasons(k) {
+				if r == rate.ReasonJump {
 					v.held[k] = true
 				}
 			}
