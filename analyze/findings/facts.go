@@ -57,12 +57,12 @@ func (v *view) hiddenQueueFact() *Fact {
 	full, late := 0, 0
 	first := -1
 	for i := range v.t.Polls.Len() {
-		p := v.t.Polls.At(i)
-		if !p.Running.Valid || p.Running.V < float64(v.t.Slots) || !p.Waiting.Valid || p.Waiting.V != 0 {
+		run, wait := v.t.Polls.Running(i), v.t.Polls.Waiting(i)
+		if !run.Valid || run.V < float64(v.t.Slots) || !wait.Valid || wait.V != 0 {
 			continue
 		}
 		full++
-		if p.Start > 0 && p.T-p.Start > limit {
+		if st := v.t.Polls.Start(i); st > 0 && v.t.Polls.T(i)-st > limit {
 			late++
 			if first < 0 {
 				first = i

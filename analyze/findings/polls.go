@@ -336,6 +336,15 @@ func (l *PollList) Running(i int) rate.Num { return l.num(i, 3*NRates+2) }
 // Steps is poll i's Steps, read alone.
 func (l *PollList) Steps(i int) rate.Num { return l.num(i, 3*NRates+2+9) }
 
+// KV is poll i's KV, read alone.
+func (l *PollList) KV(i int) rate.Num { return l.num(i, 3*NRates+2+2) }
+
+// TokensTotal is poll i's TokensTotal, read alone.
+func (l *PollList) TokensTotal(i int) rate.Num { return l.num(i, 3*NRates+2+3) }
+
+// Notes are poll i's DecodeNotes: the list's, read only.
+func (l *PollList) Notes(i int) []string { return l.notes[i] }
+
 // Capacity is poll i's Capacity, read alone.
 func (l *PollList) Capacity(i int) rate.Num { return l.num(i, 3*NRates+2+4) }
 

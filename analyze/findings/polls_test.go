@@ -95,7 +95,7 @@ func TestPollListRoundTrip(t *testing.T) {
 		}
 		w := &want[i]
 		readers := []struct{ got, want rate.Num }{{l.IntervalV(i), w.Interval.V}, {l.Running(i), w.Running},
-			{l.Waiting(i), w.Waiting}, {l.ProcessStart(i), w.ProcessStart}, {l.Capacity(i), w.Capacity},
+			{l.Waiting(i), w.Waiting}, {l.TokensTotal(i), w.TokensTotal}, {l.KV(i), w.KV}, {l.ProcessStart(i), w.ProcessStart}, {l.Capacity(i), w.Capacity},
 			{l.Deferred(i), w.Deferred}, {l.KVCapacity(i), w.KVCapacity}, {l.PrefixCaching(i), w.PrefixCaching},
 			{l.Energy(i), w.Energy}, {l.Power(i), w.Power}}
 		for k := range NRates {
@@ -103,6 +103,9 @@ func TestPollListRoundTrip(t *testing.T) {
 			if got := l.Reasons(i)[k]; got != w.Rates[k].Reason {
 				t.Fatalf("poll %d: Reasons[%d] %q, want %q", i, k, got, w.Rates[k].Reason)
 			}
+		}
+		if !reflect.DeepEqual(l.Notes(i), w.DecodeNotes) {
+			t.Fatalf("poll %d: Notes %q, want %q", i, l.Notes(i), w.DecodeNotes)
 		}
 		if l.Row(i) != w.Row {
 			t.Fatalf("poll %d: Row %d, want %d", i, l.Row(i), w.Row)

@@ -172,7 +172,7 @@ func (v *view) tokens(s tokenState) {
 	ps := &v.t.Polls
 	v.lifetime = make([]rate.Num, ps.Len())
 	for i := range ps.Len() {
-		v.lifetime[i] = s.add(ps.At(i))
+		v.lifetime[i] = s.add(ps.TokensTotal(i), ps.Restarted(i))
 	}
 	v.runTokens = s.run
 }
@@ -187,10 +187,9 @@ type tokenState struct {
 
 // add adds the next poll and returns its lifetime tokens (null without
 // the cell).
-func (s *tokenState) add(p *Poll) rate.Num {
-	s.restarted = s.restarted || (p.Restart != "" && s.n > 0)
+func (s *tokenState) add(x rate.Num, restart bool) rate.Num {
+	s.restarted = s.restarted || (restart && s.n > 0)
 	s.n++
-	x := p.TokensTotal
 	// No reading: the next one tells whether a restart came between.
 	if !x.Valid {
 		return rate.Num{}
