@@ -81,8 +81,8 @@ func (v *view) findEdges(spans []float64, published float64) {
 			from -= levelStray
 		}
 		for j := max(from, 0); e.Kind != EdgeEnd && p1 >= 0 && j < min(p1+SteadyPolls, ps.Len()) && ps.T(j) < next; j++ {
-			for k := range NRates {
-				if ps.At(j).Rates[k].Reason == rate.ReasonJump {
+			for _, r := range ps.Reasons(j) {
+				if r == rate.ReasonJump {
 					e.Held++
 					v.held[j] = true
 					break

@@ -166,13 +166,12 @@ func union(ws []window) []window {
 func (v *view) energyOver(ws []window, counter bool) (float64, bool) {
 	var ts, ys []float64
 	for i := range v.t.Polls.Len() {
-		p := v.t.Polls.At(i)
-		y := p.Power
+		y := v.t.Polls.Power(i)
 		if counter {
-			y = p.Energy
+			y = v.t.Polls.Energy(i)
 		}
 		if y.Valid {
-			ts, ys = append(ts, p.T), append(ys, y.V)
+			ts, ys = append(ts, v.t.Polls.T(i)), append(ys, y.V)
 		}
 	}
 	// One point measures no energy.

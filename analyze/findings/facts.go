@@ -57,12 +57,12 @@ func (v *view) hiddenQueueFact() *Fact {
 	full, late := 0, 0
 	first := -1
 	for i := range v.t.Polls.Len() {
-		p := v.t.Polls.At(i)
-		if !p.Running.Valid || p.Running.V < float64(v.t.Slots) || !p.Waiting.Valid || p.Waiting.V != 0 {
+		run, wait := v.t.Polls.Running(i), v.t.Polls.Waiting(i)
+		if !run.Valid || run.V < float64(v.t.Slots) || !wait.Valid || wait.V != 0 {
 			continue
 		}
 		full++
-		if p.Start > 0 && p.T-p.Start > limit {
+		if st := v.t.Polls.Start(i); st > 0 && v.t.Polls.T(i)-st > limit {
 			late++
 			if first < 0 {
 				first = i
@@ -96,7 +96,7 @@ func (v *view) queueFacts() (ceiling, reason *Fact) {
 	var capMax, defMax, capSum, defSum float64
 	var capPolls, defPolls int
 	for i := range ps.Len() {
-		c, d := ps.At(i).Capacity, ps.At(i).Deferred
+		c, d := ps.Capacity(i), ps.Deferred(i)
 		if !c.Valid && !d.Valid {
 			continue
 		}
@@ -185,7 +185,7 @@ func (v *view) prefillFact() *Fact {
 func (v *view) cachingFacts() (caching, cached *Fact) {
 	last := rate.Num{}
 	for i := range v.t.Polls.Len() {
-		if c := v.t.Polls.At(i).PrefixCaching; c.Valid {
+		if c := v.t.Polls.PrefixCaching(i); c.Valid {
 			last = c
 		}
 	}
@@ -235,7 +235,7 @@ func (v *view) source(cell, def string) string {
 func (v *view) kvPoolFact() *Fact {
 	last := rate.Num{}
 	for i := range v.t.Polls.Len() {
-		if c := v.t.Polls.At(i).KVCapacity; c.Valid {
+		if c := v.t.Polls.KVCapacity(i); c.Valid {
 			last = c
 		}
 	}

@@ -90,26 +90,26 @@ func fleet(views []*view, keep bool) Fleet {
 				continue
 			}
 			p.Live++
-			q := v.t.Polls.At(l.poll)
-			if d := q.Rates[Decode]; d.V.Valid {
-				p.Decode = addNum(p.Decode, d.V.V)
+			ps, q := &v.t.Polls, l.poll
+			if d := ps.Rate(q, Decode); d.Valid {
+				p.Decode = addNum(p.Decode, d.V)
 				p.DecodeOf++
 			} else {
-				p.Missing = append(p.Missing, fmt.Sprintf("%s (%s)", v.t.Name, d.Reason))
+				p.Missing = append(p.Missing, fmt.Sprintf("%s (%s)", v.t.Name, ps.Reasons(q)[Decode]))
 			}
-			if x := q.Rates[Prompt].V; x.Valid {
+			if x := ps.Rate(q, Prompt); x.Valid {
 				p.Prompt = addNum(p.Prompt, x.V)
 				p.PromptOf++
 			}
-			if q.Running.Valid {
-				p.Running = addNum(p.Running, q.Running.V)
+			if x := ps.Running(q); x.Valid {
+				p.Running = addNum(p.Running, x.V)
 			}
-			if q.Waiting.Valid {
-				p.Waiting = addNum(p.Waiting, q.Waiting.V)
+			if x := ps.Waiting(q); x.Valid {
+				p.Waiting = addNum(p.Waiting, x.V)
 			}
 			// KV pressure is the fullest engine's, never a sum.
-			if q.KV.Valid {
-				p.KVMax = maxNum(p.KVMax, q.KV.V)
+			if x := ps.KV(q); x.Valid {
+				p.KVMax = maxNum(p.KVMax, x.V)
 			}
 			if x := v.lifetime[l.poll]; x.Valid {
 				p.TokensTotal = addNum(p.TokensTotal, x.V)

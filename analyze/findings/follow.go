@@ -111,7 +111,7 @@ func (f *Follow) Update(run *Run) ([]Incident, *FleetPoint) {
 			c.p0++
 		}
 		for c.tok.n < c.p0 {
-			c.tok.add(t.Polls.At(c.tok.n))
+			c.tok.add(t.Polls.TokensTotal(c.tok.n), t.Polls.Restarted(c.tok.n))
 		}
 		sub := *t
 		if c.p0 > 0 {

@@ -547,7 +547,7 @@ func (v *view) slowScrapes(gates rate.Config) (map[int]bool, []Incident) {
 			worst = max(worst, ps.T(k)-ps.Start(k))
 			// Overlapping slow scrapes may answer out of order.
 			first, last = min(first, ps.T(k)), max(last, ps.T(k))
-			if ps.At(k).Rates[Decode].Reason == rate.ReasonStale {
+			if ps.Reasons(k)[Decode] == rate.ReasonStale {
 				refused++
 				inc.Gate = rate.ReasonStale
 			}
@@ -575,8 +575,8 @@ func (v *view) slowScrapes(gates rate.Config) (map[int]bool, []Incident) {
 }
 
 func (v *view) isSlow(i int, limit float64) bool {
-	p := v.t.Polls.At(i)
-	return p.Start > 0 && p.T-p.Start > limit
+	st := v.t.Polls.Start(i)
+	return st > 0 && v.t.Polls.T(i)-st > limit
 }
 
 // refusals groups polls whose rate cells a gate refused, except where
@@ -589,8 +589,9 @@ func (v *view) refusals(gates rate.Config, firstAfter, slow map[int]bool) []Inci
 			return nil
 		}
 		var ks []int
+		rs := ps.Reasons(i)
 		for k := range NRates {
-			r := ps.At(i).Rates[k].Reason
+			r := rs[k]
 			if !gateReasons[r] || r == rate.ReasonReset || (r == rate.ReasonStale && slow[i]) {
 				continue
 			}
@@ -614,14 +615,15 @@ func (v *view) refusals(gates rate.Config, firstAfter, slow map[int]bool) []Inci
 			if len(ks) == 0 {
 				break
 			}
+			rs := ps.Reasons(j)
 			for _, k := range ks {
-				reasons[ps.At(j).Rates[k].Reason]++
+				reasons[rs[k]]++
 				cellsSeen[RateCells[k]] = true
 				if len(inc.Cells) < maxCells {
 					inc.Cells = append(inc.Cells, v.ref(j, k))
 				}
 				if k == Decode && inc.Gate == "" {
-					inc.Gate = Name(ps.At(j).Rates[k].Reason)
+					inc.Gate = Name(rs[k])
 					inc.Naive = v.naive(j, Decode)
 					inc.Counterfactual = v.refusedText(j, gates)
 				}
@@ -718,21 +720,22 @@ func (v *view) restarts() []Incident {
 	var out []Incident
 	lastProc := rate.Num{}
 	for i := range ps.Len() {
-		p := ps.At(i)
 		var reset []int
-		for k := range NRates {
-			if p.Rates[k].Reason == rate.ReasonReset {
+		for k, r := range ps.Reasons(i) {
+			if r == rate.ReasonReset {
 				reset = append(reset, k)
 			}
 		}
-		procMoved := p.ProcessStart.Valid && lastProc.Valid && p.ProcessStart.V != lastProc.V
-		if p.ProcessStart.Valid {
-			lastProc = p.ProcessStart
+		pst := ps.ProcessStart(i)
+		procMoved := pst.Valid && lastProc.Valid && pst.V != lastProc.V
+		if pst.Valid {
+			lastProc = pst
 		}
 		// Neither a reset, a new process nor other evidence: no restart.
-		if i == 0 || (len(reset) == 0 && !procMoved && p.Restart == "") {
+		if i == 0 || (len(reset) == 0 && !procMoved && !ps.Restarted(i)) {
 			continue
 		}
+		p := ps.At(i)
 		inc := Incident{Kind: KindRestart, Target: Name(v.t.Name), Targets: []string{v.t.Name},
 			Start: rate.Some(ps.T(i - 1)), End: rate.Some(p.T), Gate: rate.ReasonReset, Cells: []CellRef{}}
 		for _, k := range reset {
@@ -770,8 +773,7 @@ func (v *view) labelSets() []Incident {
 	ps := &v.t.Polls
 	var out []Incident
 	for i := 1; i < ps.Len(); i++ {
-		p := ps.At(i)
-		for _, note := range p.DecodeNotes {
+		for _, note := range ps.Notes(i) {
 			reason, labels, _ := strings.Cut(note, " ")
 			var kind, gate, what string
 			switch reason {
@@ -783,6 +785,7 @@ func (v *view) labelSets() []Incident {
 			default:
 				continue
 			}
+			p := ps.At(i)
 			inc := Incident{Kind: kind, Target: Name(v.t.Name), Targets: []string{v.t.Name}, T: rate.Some(p.T),
 				Labels: labels, Gate: Name(gate), Cells: []CellRef{v.ref(i, Decode)}}
 			pub := "null (" + p.Rates[Decode].Reason + ")"

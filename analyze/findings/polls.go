@@ -249,7 +249,9 @@ func (l *PollList) Get(i int, p *Poll) {
 	b = b[n:]
 	base := l.bases[i/pollChunk]
 	var xs [nNums]rate.Num
-	for k := range xs {
+	// Only the numbers the record names are visited: the rest are null 0.
+	for m := valid | same | stored; m != 0; m &= m - 1 {
+		k := bits.TrailingZeros64(m)
 		switch {
 		case same&(1<<k) != 0:
 			xs[k].V = base[k].V
@@ -265,13 +267,8 @@ func (l *PollList) Get(i int, p *Poll) {
 	p.Row = int(row)
 	tm, n := binary.Uvarint(b)
 	b = b[n:]
-	if tm == 0 {
-		return
-	}
-	for k := range nTexts {
-		if tm&(1<<k) == 0 {
-			continue
-		}
+	for ; tm != 0; tm &= tm - 1 {
+		k := bits.TrailingZeros64(tm)
 		id, n := binary.Uvarint(b)
 		b = b[n:]
 		s := l.strs[id]
@@ -286,6 +283,47 @@ func (l *PollList) Get(i int, p *Poll) {
 	}
 }
 
+// texts is poll i's mask of present strings (textsOf's order) and the
+// bytes of their ids.
+func (l *PollList) texts(i int) (uint64, []byte) {
+	b := l.chunks[i/pollChunk][l.off[i]:]
+	_, n := binary.Uvarint(b)
+	b = b[n:]
+	_, n = binary.Uvarint(b)
+	b = b[n:]
+	stored, n := binary.Uvarint(b)
+	b = b[n+8*bits.OnesCount64(stored):]
+	_, n = binary.Varint(b)
+	b = b[n:]
+	tm, n := binary.Uvarint(b)
+	return tm, b[n:]
+}
+
+// Reasons are poll i's rate cells' reasons (Rates[k].Reason), read alone.
+func (l *PollList) Reasons(i int) [NRates]string {
+	var out [NRates]string
+	tm, b := l.texts(i)
+	for ; tm != 0; tm &= tm - 1 {
+		k := bits.TrailingZeros64(tm)
+		if k >= NRates {
+			break
+		}
+		id, n := binary.Uvarint(b)
+		b = b[n:]
+		out[k] = l.strs[id]
+	}
+	return out
+}
+
+// Rate is poll i's Rates[k].V, read alone.
+func (l *PollList) Rate(i, k int) rate.Num { return l.num(i, k) }
+
+// Waiting is poll i's Waiting, read alone.
+func (l *PollList) Waiting(i int) rate.Num { return l.num(i, 3*NRates+2+1) }
+
+// ProcessStart is poll i's ProcessStart, read alone.
+func (l *PollList) ProcessStart(i int) rate.Num { return l.num(i, 3*NRates+2+8) }
+
 // Total is poll i's Totals[k], read alone.
 func (l *PollList) Total(i, k int) rate.Num { return l.num(i, 2*NRates+2+k) }
 
@@ -298,17 +336,48 @@ func (l *PollList) Running(i int) rate.Num { return l.num(i, 3*NRates+2) }
 // Steps is poll i's Steps, read alone.
 func (l *PollList) Steps(i int) rate.Num { return l.num(i, 3*NRates+2+9) }
 
-// Restarted reports whether poll i's Restart is not "".
-func (l *PollList) Restarted(i int) bool {
+// KV is poll i's KV, read alone.
+func (l *PollList) KV(i int) rate.Num { return l.num(i, 3*NRates+2+2) }
+
+// TokensTotal is poll i's TokensTotal, read alone.
+func (l *PollList) TokensTotal(i int) rate.Num { return l.num(i, 3*NRates+2+3) }
+
+// Notes are poll i's DecodeNotes: the list's, read only.
+func (l *PollList) Notes(i int) []string { return l.notes[i] }
+
+// Capacity is poll i's Capacity, read alone.
+func (l *PollList) Capacity(i int) rate.Num { return l.num(i, 3*NRates+2+4) }
+
+// Deferred is poll i's Deferred, read alone.
+func (l *PollList) Deferred(i int) rate.Num { return l.num(i, 3*NRates+2+5) }
+
+// KVCapacity is poll i's KVCapacity, read alone.
+func (l *PollList) KVCapacity(i int) rate.Num { return l.num(i, 3*NRates+2+6) }
+
+// PrefixCaching is poll i's PrefixCaching, read alone.
+func (l *PollList) PrefixCaching(i int) rate.Num { return l.num(i, 3*NRates+2+7) }
+
+// Energy is poll i's Energy, read alone.
+func (l *PollList) Energy(i int) rate.Num { return l.num(i, 3*NRates+2+10) }
+
+// Power is poll i's Power, read alone.
+func (l *PollList) Power(i int) rate.Num { return l.num(i, 3*NRates+2+11) }
+
+// Row is poll i's Row, read alone.
+func (l *PollList) Row(i int) int {
 	b := l.chunks[i/pollChunk][l.off[i]:]
 	_, n := binary.Uvarint(b)
 	b = b[n:]
 	_, n = binary.Uvarint(b)
 	b = b[n:]
 	stored, n := binary.Uvarint(b)
-	b = b[n+8*bits.OnesCount64(stored):]
-	_, n = binary.Varint(b)
-	tm, _ := binary.Uvarint(b[n:])
+	row, _ := binary.Varint(b[n+8*bits.OnesCount64(stored):])
+	return int(row)
+}
+
+// Restarted reports whether poll i's Restart is not "".
+func (l *PollList) Restarted(i int) bool {
+	tm, _ := l.texts(i)
 	return tm&(1<<(nTexts-1)) != 0
 }
 

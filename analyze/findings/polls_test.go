@@ -93,7 +93,24 @@ func TestPollListRoundTrip(t *testing.T) {
 		if st := l.Steps(i); math.Float64bits(st.V) != math.Float64bits(want[i].Steps.V) || st.Valid != want[i].Steps.Valid {
 			t.Fatalf("poll %d: Steps %v, want %v", i, st, want[i].Steps)
 		}
-		for _, c := range []struct{ got, want rate.Num }{{l.IntervalV(i), want[i].Interval.V}, {l.Running(i), want[i].Running}} {
+		w := &want[i]
+		readers := []struct{ got, want rate.Num }{{l.IntervalV(i), w.Interval.V}, {l.Running(i), w.Running},
+			{l.Waiting(i), w.Waiting}, {l.TokensTotal(i), w.TokensTotal}, {l.KV(i), w.KV}, {l.ProcessStart(i), w.ProcessStart}, {l.Capacity(i), w.Capacity},
+			{l.Deferred(i), w.Deferred}, {l.KVCapacity(i), w.KVCapacity}, {l.PrefixCaching(i), w.PrefixCaching},
+			{l.Energy(i), w.Energy}, {l.Power(i), w.Power}}
+		for k := range NRates {
+			readers = append(readers, struct{ got, want rate.Num }{l.Rate(i, k), w.Rates[k].V})
+			if got := l.Reasons(i)[k]; got != w.Rates[k].Reason {
+				t.Fatalf("poll %d: Reasons[%d] %q, want %q", i, k, got, w.Rates[k].Reason)
+			}
+		}
+		if !reflect.DeepEqual(l.Notes(i), w.DecodeNotes) {
+			t.Fatalf("poll %d: Notes %q, want %q", i, l.Notes(i), w.DecodeNotes)
+		}
+		if l.Row(i) != w.Row {
+			t.Fatalf("poll %d: Row %d, want %d", i, l.Row(i), w.Row)
+		}
+		for _, c := range readers {
 			if math.Float64bits(c.got.V) != math.Float64bits(c.want.V) || c.got.Valid != c.want.Valid {
 				t.Fatalf("poll %d: %v, want %v", i, c.got, c.want)
 			}

@@ -101,7 +101,7 @@ func (v *view) rollups(caps []Cap) []Rollup {
 			}
 		}
 		for i := range ps.Len() {
-			x, n := ps.At(i).Rates[k].V, v.naive(i, k)
+			x, n := ps.Rate(i, k), v.naive(i, k)
 			// Neither a value nor a naive one: nothing to roll up.
 			if !x.Valid && !n.Valid {
 				continue

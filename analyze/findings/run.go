@@ -104,7 +104,7 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 	}
 	for p := range t.Polls.Len() {
 		v.pollRow[p] = -1
-		if i := t.Polls.At(p).Row; i >= 0 && i < len(t.Rows) && t.Rows[i].Outcome == "ok" {
+		if i := t.Polls.Row(p); i >= 0 && i < len(t.Rows) && t.Rows[i].Outcome == "ok" {
 			v.rowPoll[i], v.pollRow[p] = p, i
 		}
 	}
@@ -135,8 +135,8 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 		}
 		// The jump gate holds the engine resuming: the stall explains it.
 		for k := s.b + 1; k < min(s.b+SteadyPolls, t.Polls.Len()); k++ {
-			for r := range NRates {
-				if t.Polls.At(k).Rates[r].Reason == rate.ReasonJump {
+			for _, r := range t.Polls.Reasons(k) {
+				if r == rate.ReasonJump {
 					v.held[k] = true
 				}
 			}
@@ -172,7 +172,7 @@ func (v *view) tokens(s tokenState) {
 	ps := &v.t.Polls
 	v.lifetime = make([]rate.Num, ps.Len())
 	for i := range ps.Len() {
-		v.lifetime[i] = s.add(ps.At(i))
+		v.lifetime[i] = s.add(ps.TokensTotal(i), ps.Restarted(i))
 	}
 	v.runTokens = s.run
 }
@@ -187,10 +187,9 @@ type tokenState struct {
 
 // add adds the next poll and returns its lifetime tokens (null without
 // the cell).
-func (s *tokenState) add(p *Poll) rate.Num {
-	s.restarted = s.restarted || (p.Restart != "" && s.n > 0)
+func (s *tokenState) add(x rate.Num, restart bool) rate.Num {
+	s.restarted = s.restarted || (restart && s.n > 0)
 	s.n++
-	x := p.TokensTotal
 	// No reading: the next one tells whether a restart came between.
 	if !x.Valid {
 		return rate.Num{}

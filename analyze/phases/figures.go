@@ -317,9 +317,9 @@ func (in *Input) sumWith(windows []Phase, blocks bool) *sums {
 			b.Polls++
 			if ps.T(i) < w.End {
 				s.pollsIn = s.pollsIn.add(i)
-				for k := range findings.NRates {
+				for _, r := range ps.Reasons(i) {
 					// Most cells are valued: "" is no refusal, and costs no hash.
-					if r := ps.At(i).Rates[k].Reason; r != "" && gateReasons[r] {
+					if r != "" && gateReasons[r] {
 						b.Refusals[r]++
 					}
 				}
@@ -548,7 +548,7 @@ func restarts(in *Input) []bool {
 	ps := &in.Target.Polls
 	out := make([]bool, ps.Len())
 	for i := 1; i < ps.Len(); i++ {
-		p, q := ps.At(i-1).ProcessStart, ps.At(i).ProcessStart
+		p, q := ps.ProcessStart(i-1), ps.ProcessStart(i)
 		out[i] = in.Log.Reset(i) || (p.Valid && q.Valid && p.V != q.V)
 	}
 	for _, t := range in.Restarts {

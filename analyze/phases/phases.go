@@ -129,13 +129,13 @@ func initial(t *findings.Target, es []findings.Edge) string {
 	}
 	busy, idle := 0, 0
 	for i := 1; i < t.Polls.Len(); i++ {
-		p, q := t.Polls.At(i-1), t.Polls.At(i)
+		p, q, iv := t.Polls.Steps(i-1), t.Polls.Steps(i), t.Polls.IntervalV(i)
 		switch {
-		case q.Steps.Valid && p.Steps.Valid && q.Steps.V > p.Steps.V:
+		case q.Valid && p.Valid && q.V > p.V:
 			busy++
-		case q.Interval.V.Valid && q.Interval.V.V > 0:
+		case iv.Valid && iv.V > 0:
 			busy++
-		case q.Interval.V.Valid:
+		case iv.Valid:
 			idle++
 		}
 	}

@@ -63,7 +63,7 @@ func (in *Input) Buckets(p Phase, base string) Histogram {
 func (in *Input) Waiting(p Phase) (ts, vs []float64) {
 	ps := &in.Target.Polls
 	for i := searchT(ps, p.Start); i < ps.Len() && ps.T(i) < p.End; i++ {
-		if w := ps.At(i).Waiting; w.Valid {
+		if w := ps.Waiting(i); w.Valid {
 			ts, vs = append(ts, ps.T(i)), append(vs, w.V)
 		}
 	}
