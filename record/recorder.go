@@ -297,22 +297,12 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	if disc != nil {
 		wg.Go(func() { ms.follow(ctx, disc, cfg.Interval.D(), opt.Dir, &m, &manifestMu) })
 	}
-	// What the engines say about themselves is fetched after the first
-	// round of ticks, not before or beside it, so a hung engine cannot
-	// delay the cadence and the start (new connections, first pages parsed
-	// in full) does not meet thousands of requests more. A run stopped
-	// before then still fetches it (each request bounded by its target's
-	// timeout).
+	// What the engines say about themselves is fetched beside the first
+	// ticks, not before them, so a hung engine cannot delay the cadence.
 	infoDone := make(chan struct{})
 	go func() {
 		defer close(infoDone)
-		ictx := ctx
-		select {
-		case <-ctx.Done():
-			ictx = context.WithoutCancel(ctx)
-		case <-time.After(cfg.Interval.D()):
-		}
-		engines := engineInfo(ictx, hc.of, targets)
+		engines := engineInfo(ctx, hc.of, targets)
 		manifestMu.Lock()
 		defer manifestMu.Unlock()
 		m.Engines = mergeInfo(engines, m.Engines)
