@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -411,6 +412,7 @@ func writeRowsWith(pw *parquet.GenericWriter[Scrape], n int, deltas bool, cut in
 		if _, err := pw.Write(batch); err != nil {
 			return err
 		}
+		runtime.Gosched()
 		clear(batch) // let go of bodies read back from a journal
 		batch = batch[:0]
 		groupBytes += batchBytes
@@ -423,6 +425,11 @@ func writeRowsWith(pw *parquet.GenericWriter[Scrape], n int, deltas bool, cut in
 		return pw.Flush()
 	}
 	for i := range n {
+		// A seal is the recorder's longest run of work (seconds of encoding
+		// for a thousand targets): it yields between rows and batches, so
+		// that timers due meanwhile (the tick loops') are run on time on a
+		// processor it would otherwise hold until preempted (10 ms).
+		runtime.Gosched()
 		s, err := row(i)
 		if err != nil {
 			return err
