@@ -240,13 +240,7 @@ func (l *PollList) Get(i int, p *Poll) {
 		p.Spans = l.spans[i*l.nspans : (i+1)*l.nspans : (i+1)*l.nspans]
 	}
 	p.DecodeNotes = l.notes[i]
-	b := l.chunks[i/pollChunk][l.off[i]:]
-	valid, n := binary.Uvarint(b)
-	b = b[n:]
-	same, n := binary.Uvarint(b)
-	b = b[n:]
-	stored, n := binary.Uvarint(b)
-	b = b[n:]
+	valid, same, stored, b := l.head(i)
 	base := l.bases[i/pollChunk]
 	var xs [nNums]rate.Num
 	// Only the numbers the record names are visited: the rest are null 0.
@@ -286,14 +280,9 @@ func (l *PollList) Get(i int, p *Poll) {
 // texts is poll i's mask of present strings (textsOf's order) and the
 // bytes of their ids.
 func (l *PollList) texts(i int) (uint64, []byte) {
-	b := l.chunks[i/pollChunk][l.off[i]:]
-	_, n := binary.Uvarint(b)
-	b = b[n:]
-	_, n = binary.Uvarint(b)
-	b = b[n:]
-	stored, n := binary.Uvarint(b)
-	b = b[n+8*bits.OnesCount64(stored):]
-	_, n = binary.Varint(b)
+	_, _, stored, b := l.head(i)
+	b = b[8*bits.OnesCount64(stored):]
+	_, n := binary.Varint(b)
 	b = b[n:]
 	tm, n := binary.Uvarint(b)
 	return tm, b[n:]
@@ -365,13 +354,8 @@ func (l *PollList) Power(i int) rate.Num { return l.num(i, 3*NRates+2+11) }
 
 // Row is poll i's Row, read alone.
 func (l *PollList) Row(i int) int {
-	b := l.chunks[i/pollChunk][l.off[i]:]
-	_, n := binary.Uvarint(b)
-	b = b[n:]
-	_, n = binary.Uvarint(b)
-	b = b[n:]
-	stored, n := binary.Uvarint(b)
-	row, _ := binary.Varint(b[n+8*bits.OnesCount64(stored):])
+	_, _, stored, b := l.head(i)
+	row, _ := binary.Varint(b[8*bits.OnesCount64(stored):])
 	return int(row)
 }
 
@@ -381,15 +365,22 @@ func (l *PollList) Restarted(i int) bool {
 	return tm&(1<<(nTexts-1)) != 0
 }
 
-// num is poll i's number k of numsOf's order.
-func (l *PollList) num(i, k int) rate.Num {
-	b := l.chunks[i/pollChunk][l.off[i]:]
+// head is poll i's record's masks of its numbers (valid, the same as its
+// chunk's first poll's, stored) and the bytes after them: the stored
+// numbers, then the row and the strings.
+func (l *PollList) head(i int) (valid, same, stored uint64, b []byte) {
+	b = l.chunks[i/pollChunk][l.off[i]:]
 	valid, n := binary.Uvarint(b)
 	b = b[n:]
-	same, n := binary.Uvarint(b)
+	same, n = binary.Uvarint(b)
 	b = b[n:]
-	stored, n := binary.Uvarint(b)
-	b = b[n:]
+	stored, n = binary.Uvarint(b)
+	return valid, same, stored, b[n:]
+}
+
+// num is poll i's number k of numsOf's order.
+func (l *PollList) num(i, k int) rate.Num {
+	valid, same, stored, b := l.head(i)
 	x := rate.Num{Valid: valid&(1<<k) != 0}
 	switch {
 	case same&(1<<k) != 0:
