@@ -25,6 +25,23 @@ func realCaptures(t testing.TB) []string {
 	return files
 }
 
+// eachParsingCapture runs fn as a subtest on each real capture expfmt
+// parses (the others are skipped, saying why).
+func eachParsingCapture(t *testing.T, fn func(t *testing.T, page []byte)) {
+	for _, f := range realCaptures(t) {
+		page, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if _, err := Parse(page, "text/plain"); err != nil {
+				t.Skipf("does not parse: %v", err)
+			}
+			fn(t, page)
+		})
+	}
+}
+
 // Every real capture goes through the parsing path; the conformance golden
 // pins, per file, its sample and family counts and the type of every
 // family, so an engine upgrade or a parser change that drops or retypes a

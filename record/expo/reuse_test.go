@@ -84,35 +84,22 @@ func checkSequence(t *testing.T, pages ...[]byte) *Interner {
 // Interner as Parse parses it; the pages whose values all parse are read
 // by their values alone.
 func TestReuseRealCaptures(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(realDir, "*.txt"))
-	if len(files) == 0 {
-		t.Skip("no real captures in " + realDir + " (../shared absent)")
-	}
-	for _, f := range files {
-		page, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	eachParsingCapture(t, func(t *testing.T, page []byte) {
+		bumped := withValues(page, bump)
+		in := checkSequence(t, page, page, bumped, page)
+		if in.reused != 3 {
+			t.Errorf("%d of the pages after the first read by their values alone, want 3", in.reused)
 		}
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			if _, err := Parse(page, "text/plain"); err != nil {
-				t.Skipf("does not parse: %v", err)
-			}
-			bumped := withValues(page, bump)
-			in := checkSequence(t, page, page, bumped, page)
-			if in.reused != 3 {
-				t.Errorf("%d of the pages after the first read by their values alone, want 3", in.reused)
-			}
-			for k, odd := range oddValues {
-				changed := withValues(page, func(i int, old []byte) []byte {
-					if (i+k)%3 != 0 {
-						return old
-					}
-					return []byte(odd)
-				})
-				checkSequence(t, page, page, changed, bumped, changed, page)
-			}
-		})
-	}
+		for k, odd := range oddValues {
+			changed := withValues(page, func(i int, old []byte) []byte {
+				if (i+k)%3 != 0 {
+					return old
+				}
+				return []byte(odd)
+			})
+			checkSequence(t, page, page, changed, bumped, changed, page)
+		}
+	})
 }
 
 // A page whose shape changed (a line more, a label changed, a comment

@@ -30,49 +30,36 @@ func checkWith(t *testing.T, in *Interner, pages ...[]byte) {
 // every real capture, its values changed (plus one, and each odd value in
 // turn); a page of another shape is parsed in full.
 func TestShapesRealCaptures(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(realDir, "*.txt"))
-	if len(files) == 0 {
-		t.Skip("no real captures in " + realDir + " (../shared absent)")
-	}
-	for _, f := range files {
-		page, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	eachParsingCapture(t, func(t *testing.T, page []byte) {
+		var sh Shapes
+		a := &Interner{Shapes: &sh}
+		checkWith(t, a, page)
+		if sh.Len() == 0 {
+			t.Skip("the page has no map (a timestamp, or a line the map cannot place)")
 		}
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			if _, err := Parse(page, "text/plain"); err != nil {
-				t.Skipf("does not parse: %v", err)
-			}
-			var sh Shapes
-			a := &Interner{Shapes: &sh}
-			checkWith(t, a, page)
-			if sh.Len() == 0 {
-				t.Skip("the page has no map (a timestamp, or a line the map cannot place)")
-			}
-			b := &Interner{Shapes: &sh}
-			bumped := withValues(page, bump)
-			checkWith(t, b, bumped, page)
-			if b.shaped != 1 || b.reused != 2 {
-				t.Errorf("target b: %d pages read against a shape, %d by values, want 1 and 2", b.shaped, b.reused)
-			}
-			for k, odd := range oddValues {
-				changed := withValues(page, func(i int, old []byte) []byte {
-					if (i+k)%3 != 0 {
-						return old
-					}
-					return []byte(odd)
-				})
-				checkWith(t, &Interner{Shapes: &sh}, changed, bumped)
-			}
-			// Another shape: a line more.
-			other := append([]byte("zz_other 1\n"), page...)
-			c := &Interner{Shapes: &sh}
-			checkWith(t, c, other)
-			if c.shaped != 0 {
-				t.Error("a page of another shape was read against a kept shape")
-			}
-		})
-	}
+		b := &Interner{Shapes: &sh}
+		bumped := withValues(page, bump)
+		checkWith(t, b, bumped, page)
+		if b.shaped != 1 || b.reused != 2 {
+			t.Errorf("target b: %d pages read against a shape, %d by values, want 1 and 2", b.shaped, b.reused)
+		}
+		for k, odd := range oddValues {
+			changed := withValues(page, func(i int, old []byte) []byte {
+				if (i+k)%3 != 0 {
+					return old
+				}
+				return []byte(odd)
+			})
+			checkWith(t, &Interner{Shapes: &sh}, changed, bumped)
+		}
+		// Another shape: a line more.
+		other := append([]byte("zz_other 1\n"), page...)
+		c := &Interner{Shapes: &sh}
+		checkWith(t, c, other)
+		if c.shaped != 0 {
+			t.Error("a page of another shape was read against a kept shape")
+		}
+	})
 }
 
 // Shapes are kept up to maxShapes, the newest replacing the oldest, and
