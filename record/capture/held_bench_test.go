@@ -26,22 +26,10 @@ func BenchmarkWriterHeld(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ct := "text/plain; version=0.0.4"
 		in := make([]expo.Interner, targets)
 		var ms runtime.MemStats
 		for m := range minutes {
-			for k := range 30 {
-				seq := int64(m*30 + k)
-				for t := range targets {
-					s := Scrape{RunID: runB, Target: "vllm-" + strconv.Itoa(t), Endpoint: EndpointMetrics, Seq: seq, Outcome: OutcomeOK,
-						ScheduledNs: seq * 2e9, StartNs: seq*2e9 + 1, FirstByteNs: seq*2e9 + 2, EndNs: seq*2e9 + 3, ContentType: &ct, Body: body}
-					ParseWith(&s, &in[t])
-					if err := w.Append(s); err != nil {
-						b.Fatal(err)
-					}
-					scrapes++
-				}
-			}
+			scrapes += appendMinute(b, w, in, body, m)
 			if err := minuteEnd(w); err != nil {
 				b.Fatal(err)
 			}
@@ -73,20 +61,9 @@ func BenchmarkCloseFullGroup(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ct := "text/plain; version=0.0.4"
 		in := make([]expo.Interner, targets)
 		for m := range 10 {
-			for k := range 30 {
-				seq := int64(m*30 + k)
-				for t := range targets {
-					s := Scrape{RunID: runB, Target: "vllm-" + strconv.Itoa(t), Endpoint: EndpointMetrics, Seq: seq, Outcome: OutcomeOK,
-						ScheduledNs: seq * 2e9, StartNs: seq*2e9 + 1, FirstByteNs: seq*2e9 + 2, EndNs: seq*2e9 + 3, ContentType: &ct, Body: body}
-					ParseWith(&s, &in[t])
-					if err := w.Append(s); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
+			appendMinute(b, w, in, body, m)
 			if m < 9 {
 				if err := minuteEnd(w); err != nil {
 					b.Fatal(err)
@@ -98,4 +75,25 @@ func BenchmarkCloseFullGroup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// appendMinute appends minute m of len(in) targets serving body every 2 s
+// (30 scrapes each), parsed through the targets' interners, and returns
+// how many it appended.
+func appendMinute(b *testing.B, w *Writer, in []expo.Interner, body []byte, m int) int64 {
+	ct := "text/plain; version=0.0.4"
+	var n int64
+	for k := range 30 {
+		seq := int64(m*30 + k)
+		for t := range in {
+			s := Scrape{RunID: runB, Target: "vllm-" + strconv.Itoa(t), Endpoint: EndpointMetrics, Seq: seq, Outcome: OutcomeOK,
+				ScheduledNs: seq * 2e9, StartNs: seq*2e9 + 1, FirstByteNs: seq*2e9 + 2, EndNs: seq*2e9 + 3, ContentType: &ct, Body: body}
+			ParseWith(&s, &in[t])
+			if err := w.Append(s); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+	}
+	return n
 }
