@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/record/expo"
+)
+
+// vllmPage is the real vLLM V1 capture, parsed; the benchmark skips when
+// the shared folder is absent.
+func vllmPage(b *testing.B) []expo.Sample {
+	path := filepath.Join(realCaptures, "vllm-v1-armandossrecife-vllm-server-api-chat.txt")
+	body, err := os.ReadFile(path)
+	if err != nil {
+		b.Skipf("no real vLLM capture (%v): the shared folder is absent", err)
+	}
+	ss, err := expo.Parse(body, "text/plain; version=0.0.4")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ss
+}
+
+// advancePage moves the page's values to poll i as a loaded engine would:
+// every counter grows, each histogram's buckets by amounts that rise with
+// le (so the cumulative counts stay cumulative) and its _count with its
+// +Inf bucket; one poll in four adds nothing to the histograms (no request
+// ended), and the gauges wander (the _created times and the process start
+// stay).
+func advancePage(ss []expo.Sample, base []float64, i int) {
+	moved := i%4 != 0
+	var k float64 // position of a bucket within its label set
+	for j := range ss {
+		s := &ss[j]
+		switch {
+		case s.Type == "histogram" && strings.HasSuffix(s.Name, "_bucket"):
+			k++
+			if moved {
+				s.Value += k
+			}
+		case s.Type == "histogram" && strings.HasSuffix(s.Name, "_count"):
+			// The +Inf bucket came just before: its increment is the count's.
+			if moved {
+				s.Value += k
+			}
+			k = 0
+		case s.Type == "histogram":
+			if moved {
+				s.Value += 0.25 * float64(1+j%5)
+			}
+		case s.Type == "counter":
+			s.Value += float64(1 + j%13)
+		case s.Type == "gauge" && s.Family != "process_start_time_seconds" && !strings.HasSuffix(s.Name, "_created"):
+			s.Value = base[j] + float64((i+j)%7)
+		}
+	}
+}
+
+// BenchmarkTrackerVLLM is the per-poll cost of the cells of a real vLLM V1
+// page (the estimator's Observe and the reader's cells, Tracker.End, with
+// SetAll): series keyed once, as a replay does, polls 2 s apart with every
+// counter and histogram moving.
+func BenchmarkTrackerVLLM(b *testing.B) {
+	ss := vllmPage(b)
+	// The package's tests check every query's feed (strictFeeds); a
+	// replay does not.
+	strictFeeds = false
+	defer func() { strictFeeds = true }()
+	base := make([]float64, len(ss))
+	for j := range ss {
+		base[j] = ss[j].Value
+	}
+	tr := NewTracker(VLLM, rate.Config{Span: 10})
+	tr.SetStepSpan(2)
+	ids := make([]int32, len(ss))
+	for j := range ss {
+		s := &ss[j]
+		ids[j] = tr.Key(Series{Family: s.Family, Type: s.Type, Name: s.Name, Labels: s.Labels})
+	}
+	vals := make([]float64, len(ss))
+	var dst Cells
+	poll := func(i int) {
+		advancePage(ss, base, i)
+		for j := range ss {
+			vals[j] = ss[j].Value
+		}
+		T := 1e9 + 2*float64(i) + 0.001*float64(i%3)
+		tr.Begin(T, T-0.01)
+		tr.SetAll(ids, vals)
+		dst = tr.End(dst)
+	}
+	i := 0
+	for ; i < 16; i++ { // warm: every key seen, histories at their steady length
+		poll(i)
+	}
+	if c, _ := dst.Get(TTFT + SuffixP50); !c.Value.Valid {
+		b.Fatalf("TTFT p50 is null (%s): the page does not move", c.Reason)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		poll(i)
+		i++
+	}
+	b.ReportMetric(float64(b.N*len(ss))/b.Elapsed().Seconds(), "samples/s")
+}
