@@ -20,6 +20,7 @@ type query struct {
 	// positions, by the order it makes them in (see package memo).
 	slots     memo.Seq[nameLookup]
 	pos, hpos memo.Seq[int]
+	h         rate.Hist // hist's answer
 }
 
 // start starts a poll's queries.
@@ -90,11 +91,14 @@ type hname struct{ base, bucket, count, sum string }
 func hn(base string) hname { return hname{base, base + "_bucket", base + "_count", base + "_sum"} }
 
 // putHist sets the five cells of canonical histogram base.
-func (q *query) putHist(base string, h rate.Hist) {
+func (q *query) putHist(base string, h *rate.Hist) {
 	i := at(&q.hpos, histIndex, base)
-	for k, c := range [5]rate.Cell{h.Count, h.Mean, h.P50, h.P95, h.P99} {
-		q.dst[i+k].Cell = Cell{Cell: c}
-	}
+	d := q.dst[i : i+5]
+	d[0].Cell = Cell{Cell: h.Count}
+	d[1].Cell = Cell{Cell: h.Mean}
+	d[2].Cell = Cell{Cell: h.P50}
+	d[3].Cell = Cell{Cell: h.P95}
+	d[4].Cell = Cell{Cell: h.P99}
 }
 
 // sel selects label sets by one label's value. The zero sel, and a nil one,
@@ -326,13 +330,15 @@ func (q *query) pickHist(hs ...hname) hname {
 	return hs[0]
 }
 
-// hist is the windowed histogram of the first present of hs.
-func (q *query) hist(hs ...hname) (rate.Hist, hname) {
+// hist is the windowed histogram of the first present of hs, in the
+// query's scratch: valid until the next call.
+func (q *query) hist(hs ...hname) (*rate.Hist, hname) {
 	for _, h := range hs {
 		q.fed(h.bucket, h.count, h.sum)
 	}
 	h := q.pickHist(hs...)
-	return q.est.Histogram(h.base, nil), h
+	q.est.HistogramTo(&q.h, h.base, nil)
+	return &q.h, h
 }
 
 // total is the lifetime value of the first present of names: its counters
@@ -408,7 +414,7 @@ func (q *query) diffRates(a, b Cell, an, bn string) Cell {
 }
 
 // perRequest is 1 / the mean of a windowed time-per-token histogram.
-func (q *query) perRequest(h rate.Hist, name hname) Cell {
+func (q *query) perRequest(h *rate.Hist, name hname) Cell {
 	m := h.Mean
 	c := Cell{Cell: rate.Cell{Source: q.src('i', name.base, ""), Derived: true, Window: m.Window}}
 	// No mean, no speed: the mean's reason is the cell's.

@@ -36,8 +36,17 @@ func (e *Estimator) addBucket(st *keyState, n float64) {
 // Prometheus' histogram_quantile does (BucketQuantile), each with the
 // bucket it fell in and its flags. Every gate but the jump gate applies.
 func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist {
+	var h Hist
+	e.HistogramTo(&h, base, match)
+	return h
+}
+
+// HistogramTo is Histogram written into *h, which it overwrites whole: a
+// Hist is five cells, and a caller that keeps one for every histogram
+// of every poll saves copying them.
+func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) bool) {
 	src := e.histSources(base)
-	h := Hist{
+	*h = Hist{
 		Count: Cell{Source: src.count, Derived: true},
 		Mean:  Cell{Source: src.mean, Derived: true},
 		P50:   Cell{Source: src.p50, Derived: true},
@@ -49,7 +58,7 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 		for _, c := range h.cells() {
 			c.Reason = ReasonOrder
 		}
-		return h
+		return
 	}
 	e.buckets = e.buckets[:0]
 	b := e.gather(src.bucket, match, modeBuckets)
@@ -61,10 +70,20 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 		bs, readable, mixed = e.prepareBuckets(src.bucket, e.buckets)
 		malformed = !readable
 	}
-	e.qles, e.qn = e.qles[:0], e.qn[:0]
-	for _, x := range bs {
-		e.qles, e.qn = append(e.qles, x.le), append(e.qn, x.n)
+	// The bounds and counts apart, for BucketQuantile, the counts made
+	// monotonic on the way: cumulative counts cannot fall with le; float
+	// noise across label sets can.
+	les, ns := e.qles[:0], e.qn[:0]
+	var prev float64
+	for i, x := range bs {
+		n := x.n
+		if i > 0 {
+			n = max(n, prev)
+		}
+		prev = n
+		les, ns = append(les, x.le), append(ns, n)
 	}
+	e.qles, e.qn = les, ns
 
 	// Count: Δ_count, or the +Inf bucket's Δ when the engine has no _count.
 	switch {
@@ -72,7 +91,7 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 		h.Count = cnt.cell(h.Count)
 	case readable:
 		h.Count.Source = src.countInf
-		h.Count.Value, h.Count.Window = Some(bs[len(bs)-1].n), Some(b.window)
+		h.Count.Value, h.Count.Window = Some(e.qn[len(e.qn)-1]), Some(b.window)
 	case malformed:
 		h.Count.Reason, h.Count.Window = ReasonBuckets, Some(b.window)
 	default:
@@ -107,7 +126,7 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 		case mixed:
 			// Label sets with different bounds: a seam no quantile crosses.
 			c.Reason, c.Window = ReasonEdges, Some(b.window)
-		case bs[len(bs)-1].n == 0:
+		case e.qn[len(e.qn)-1] == 0:
 			// A window with no new observations has no quantile, not a quantile of 0.
 			c.Reason, c.Window = ReasonEmpty, Some(b.window)
 		default:
@@ -115,13 +134,12 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 			c.Value, c.Window, c.Bucket = Some(v), Some(b.window), bk
 		}
 	}
-	return h
 }
 
 func (h *Hist) cells() []*Cell { return []*Cell{&h.Count, &h.Mean, &h.P50, &h.P95, &h.P99} }
 
 // prepareBuckets sorts the gathered bucket deltas of series, merges equal
-// bounds (one per label set) and makes the counts monotonic. It reports
+// bounds (one per label set); Histogram makes the counts monotonic. It reports
 // false when the buckets lack a +Inf bucket or a finite one, and mixed when
 // the label sets have different bounds (MixedEdges).
 func (e *Estimator) prepareBuckets(series *seriesState, bs []bucket) (out []bucket, ok, mixed bool) {
@@ -139,10 +157,6 @@ func (e *Estimator) prepareBuckets(series *seriesState, bs []bucket) (out []buck
 	// Quantiles need a +Inf bucket and a finite one to interpolate in.
 	if len(out) < 2 || !math.IsInf(out[len(out)-1].le, 1) {
 		return nil, false, mixed
-	}
-	// Cumulative counts cannot fall with le; float noise across sets can.
-	for i := 1; i < len(out); i++ {
-		out[i].n = max(out[i].n, out[i-1].n)
 	}
 	return out, true, mixed
 }

@@ -33,6 +33,10 @@ func (a *agg) note(reason, labels string) {
 // the poll just observed. It is the one place the label-set rules live.
 func (e *Estimator) gather(series *seriesState, match func(labels string) bool, mode gatherMode) agg {
 	var a agg
+	// The running sum, window and counts stay in registers: a's address
+	// is taken for its notes.
+	var sum, window float64
+	present, contributed := 0, 0
 	for _, slot := range series.keys {
 		st := &e.keys[slot]
 		if match != nil && !match(st.key.Labels) {
@@ -45,7 +49,7 @@ func (e *Estimator) gather(series *seriesState, match func(labels string) bool, 
 			}
 			continue
 		}
-		a.present++
+		present++
 		reason := st.reason
 		if reason == "" && mode == modeRate && st.jump {
 			reason = ReasonJump
@@ -75,18 +79,19 @@ func (e *Estimator) gather(series *seriesState, match func(labels string) bool, 
 			a.note(reason, st.key.Labels)
 			continue
 		}
-		a.contributed++
-		a.window = max(a.window, st.window)
+		contributed++
+		window = max(window, st.window)
 		switch mode {
 		case modeRate:
-			a.sum += st.delta / st.window
+			sum += st.delta / st.window
 		case modeBuckets:
 			e.addBucket(st, st.delta)
 			fallthrough
 		default:
-			a.sum += st.delta
+			sum += st.delta
 		}
 	}
+	a.sum, a.window, a.present, a.contributed = sum, window, present, contributed
 	return a
 }
 
