@@ -21,6 +21,8 @@ type query struct {
 	slots     memo.Seq[nameLookup]
 	pos, hpos memo.Seq[int]
 	h         rate.Hist // hist's answer
+	hseq      uint64    // the poll it answered, of histogram hbase
+	hbase     string
 }
 
 // start starts a poll's queries.
@@ -337,7 +339,14 @@ func (q *query) hist(hs ...hname) (*rate.Hist, hname) {
 		q.fed(h.bucket, h.count, h.sum)
 	}
 	h := q.pickHist(hs...)
+	// One histogram read as two cells' (vLLM's pre-0.11
+	// time_per_output_token_seconds, its ITL and its TPOT) is computed
+	// once a poll.
+	if q.hseq == q.t.seq && q.hbase == h.base {
+		return &q.h, h
+	}
 	q.est.HistogramTo(&q.h, h.base, nil)
+	q.hseq, q.hbase = q.t.seq, h.base
 	return &q.h, h
 }
 
