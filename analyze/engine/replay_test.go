@@ -147,3 +147,47 @@ func TestSeriesAppearsAfterAskedFor(t *testing.T) {
 		}
 	}
 }
+
+// A histogram two cells read (vLLM's pre-0.11 time_per_output_token_seconds,
+// as ITL and as TPOT) is computed once a poll: both cells carry the
+// estimator's answer for that poll, never the poll before's.
+func TestSharedHistogramEachPoll(t *testing.T) {
+	const body = `# TYPE vllm:time_per_output_token_seconds histogram
+vllm:time_per_output_token_seconds_bucket{le="0.01"} %d
+vllm:time_per_output_token_seconds_bucket{le="0.1"} %d
+vllm:time_per_output_token_seconds_bucket{le="+Inf"} %d
+vllm:time_per_output_token_seconds_count %d
+vllm:time_per_output_token_seconds_sum %g
+`
+	tr := NewTracker(VLLM, rate.Config{Span: 10})
+	// The same series, fed alone to an estimator of the same span.
+	ref := rate.New(rate.Config{Span: 10})
+	var last rate.Num
+	for i, n := range []int{0, 10, 40, 40, 100} {
+		T := 1000 + 2*float64(i)
+		cs := feed(t, tr, T, fmt.Sprintf(body, n/4, n/2, n, n, 0.05*float64(n)))
+		var p rate.Poll
+		p.T, p.Start = T, T-0.01
+		for _, s := range []struct {
+			name, labels string
+			v            float64
+		}{{"_bucket", rate.Labels("le", "0.01"), float64(n / 4)}, {"_bucket", rate.Labels("le", "0.1"), float64(n / 2)},
+			{"_bucket", rate.Labels("le", "+Inf"), float64(n)}, {"_count", "", float64(n)}, {"_sum", "", 0.05 * float64(n)}} {
+			p.Samples = append(p.Samples, rate.Sample{Key: rate.Key{Series: "vllm:time_per_output_token_seconds" + s.name, Labels: s.labels}, Value: s.v})
+		}
+		ref.Observe(p)
+		h := ref.Histogram("vllm:time_per_output_token_seconds", nil)
+		for k, c := range []rate.Cell{h.Count, h.Mean, h.P50, h.P95, h.P99} {
+			for _, base := range []string{ITL, TPOT} {
+				got := cell(t, cs, HistCells(base)[k])
+				if got.Value != c.Value || got.Window != c.Window || got.Reason != c.Reason || got.Source != c.Source {
+					t.Errorf("poll %d %s: %+v, want %+v", i, HistCells(base)[k], got.Cell, c)
+				}
+			}
+		}
+		if i == 2 && cell(t, cs, ITL+SuffixCount).Value == last {
+			t.Errorf("poll %d: ITL count %v did not move from the poll before", i, last)
+		}
+		last = cell(t, cs, ITL+SuffixCount).Value
+	}
+}
