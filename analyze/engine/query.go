@@ -20,9 +20,13 @@ type query struct {
 	// positions, by the order it makes them in (see package memo).
 	slots     memo.Seq[nameLookup]
 	pos, hpos memo.Seq[int]
-	h         rate.Hist // hist's answer
-	hseq      uint64    // the poll it answered, of histogram hbase
-	hbase     string
+	// The provenance strings and facts the reader asks for, by the order
+	// it asks in: one compare instead of a hash of two strings.
+	srcs  keySeq[srcKey, string]
+	facts keySeq[factKey, factVal]
+	h     rate.Hist // hist's answer
+	hseq  uint64    // the poll it answered, of histogram hbase
+	hbase string
 }
 
 // start starts a poll's queries.
@@ -30,6 +34,37 @@ func (q *query) start() {
 	q.slots.Start()
 	q.pos.Start()
 	q.hpos.Start()
+	q.srcs.next, q.facts.next = 0, 0
+}
+
+// keySeq is memo.Seq for a comparable key: the answers of a sequence of
+// questions asked in the same order poll after poll, recalled with one
+// compare each.
+type keySeq[K comparable, V any] struct {
+	asked []keyAnswer[K, V]
+	next  int
+}
+
+type keyAnswer[K comparable, V any] struct {
+	k K
+	v V
+}
+
+// ask returns the answer to k: the one noted at this point of the last
+// sequence when it was asked about k, else answer(k).
+func (s *keySeq[K, V]) ask(k K, answer func(K) V) V {
+	i := s.next
+	s.next++
+	if i < len(s.asked) && s.asked[i].k == k {
+		return s.asked[i].v
+	}
+	v := answer(k)
+	if i < len(s.asked) {
+		s.asked[i] = keyAnswer[K, V]{k, v}
+	} else {
+		s.asked = append(s.asked, keyAnswer[K, V]{k, v})
+	}
+	return v
 }
 
 // nameLookup is a name's slot, or -1 when it had none while the tracker
@@ -193,10 +228,15 @@ type srcKey struct {
 
 // src returns a provenance string built once per tracker.
 func (q *query) src(kind byte, a, b string) string {
-	k := srcKey{kind, a, b}
+	return q.srcs.ask(srcKey{kind, a, b}, q.newSrc)
+}
+
+// newSrc looks up or builds the provenance string k names.
+func (q *query) newSrc(k srcKey) string {
 	if s, ok := q.t.sources[k]; ok {
 		return s
 	}
+	kind, a, b := k.kind, k.a, k.b
 	var s string
 	switch kind {
 	case 'r': // a rate over selected sets
@@ -534,12 +574,14 @@ func (q *query) fact(agg int, name, kind string, fn func(label func(string) (str
 	var sum float64
 	n := 0
 	for _, id := range ids {
-		k := factKey{id, kind}
-		f, ok := q.t.facts[k]
-		if !ok {
-			f.v, f.ok = fn(func(l string) (string, bool) { return q.t.label(id, l) })
-			q.t.facts[k] = f
-		}
+		f := q.facts.ask(factKey{id, kind}, func(k factKey) factVal {
+			f, ok := q.t.facts[k]
+			if !ok {
+				f.v, f.ok = fn(func(l string) (string, bool) { return q.t.label(id, l) })
+				q.t.facts[k] = f
+			}
+			return f
+		})
 		if v, ok := f.v, f.ok; ok {
 			sum = aggregate(agg, n, sum, v)
 			n++
