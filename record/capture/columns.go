@@ -1218,8 +1218,10 @@ func (c *colCursor) appendStrs(dst []int32, n int) []int32 {
 	if c.idx != nil {
 		k := len(dst)
 		dst = slices.Grow(dst, n)[:k+n]
-		out, trans := dst[k:], c.trans
-		for j, i := range c.idx[c.vi : c.vi+n] {
+		// out as long as idx: its index needs no bounds check.
+		idx, trans := c.idx[c.vi:c.vi+n], c.trans
+		out := dst[k:][:len(idx)]
+		for j, i := range idx {
 			out[j] = trans[i]
 		}
 	} else {
