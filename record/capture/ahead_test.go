@@ -81,3 +81,61 @@ func TestAheadReadsAsWithout(t *testing.T) {
 		}
 	}
 }
+
+// A replay asks for the next file to be opened ahead before it reads the
+// one it asked for last (analyze.Analyze), and not for the first: the
+// files opened ahead stay through the reads before theirs, and each read
+// takes its own. Each file is removed once opened ahead: a read that
+// checked or opened it again would fail.
+func TestAheadKeepsTheFileReadNext(t *testing.T) {
+	var segs []string
+	var seals []Seals
+	for range 3 {
+		dir := t.TempDir()
+		w, err := NewWriter(dir, runR, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 30 {
+			if err := w.Append(row(runR, "a", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		run, err := Open(dir)
+		if err != nil || len(run.Segments) != 1 {
+			t.Fatalf("segments %v: %v", run, err)
+		}
+		s, err := ReadSeals(dir)
+		if err != nil || s[filepath.Base(run.Segments[0])] == nil {
+			t.Fatalf("seals %v: %v", s, err)
+		}
+		segs, seals = append(segs, run.Segments[0]), append(seals, s)
+	}
+	r := NewColumnReader(NewStrings())
+	defer r.dropAhead()
+	// removed waits for the files opened ahead and removes them.
+	removed := func() {
+		for _, a := range r.next {
+			<-a.done
+			if err := os.Remove(a.path); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i, seg := range segs {
+		if i+1 < len(segs) {
+			r.Ahead(seals[i+1], segs[i+1])
+		}
+		removed()
+		rows, err := r.ReadSealed(seals[i], seg, func(*Row) {})
+		if rows != 30 || err != nil {
+			t.Fatalf("file %d: %d rows, %v", i, rows, err)
+		}
+	}
+	if len(r.next) != 0 {
+		t.Errorf("%d files still opened ahead after the last read", len(r.next))
+	}
+}

@@ -230,8 +230,10 @@ type ColumnReader struct {
 	noHeaders bool
 	// sealed says the file being read matched its seal (ReadSealed).
 	sealed bool
-	// next is the segment being opened ahead of its read (Ahead).
-	next *opened
+	// next are the segments being opened ahead of their reads (Ahead),
+	// in the order asked for: at most the one read next and the one
+	// after it.
+	next []*opened
 }
 
 // opened is a segment checked against its seal and opened on a goroutine
@@ -249,19 +251,32 @@ type opened struct {
 	panic  any   // raised again by the read
 }
 
+// maxAhead is how many files are opened ahead at a time: the one a
+// replay reads next and the one after it. A replay asks for the file
+// after the one it is about to read, and the read of a file not opened
+// ahead let go the one opened ahead: every file was checked and opened
+// twice, the second time on the reading goroutine.
+const maxAhead = 2
+
 // Ahead starts checking the segment at path against its seal and opening
-// it on a goroutine of its own, for a ReadSealed of it that comes next:
+// it on a goroutine of its own, for a ReadSealed of it that comes later:
 // the check reads the whole file and the open checks every page's header,
-// work the replay's reading goroutine need not wait for. A read of
-// another file lets it go. Only one file is opened ahead at a time.
+// work the replay's reading goroutine need not wait for. A file asked for
+// before stays opened ahead for its read, unless maxAhead are already:
+// then the oldest is let go. A read of a file not opened ahead leaves
+// them; a read of one lets go those asked for before it.
 func (r *ColumnReader) Ahead(seals Seals, path string) {
-	r.dropAhead()
 	// SalvageHeaders opens with checks of its own.
 	if r.noHeaders {
+		r.dropAhead()
 		return
 	}
+	for len(r.next) >= maxAhead {
+		r.next[0].drop()
+		r.next = r.next[1:]
+	}
 	a := &opened{path: path, sealed: seals[filepath.Base(path)], done: make(chan struct{})}
-	r.next = a
+	r.next = append(r.next, a)
 	go func() {
 		defer close(a.done)
 		defer func() { a.panic = recover() }()
@@ -272,31 +287,45 @@ func (r *ColumnReader) Ahead(seals Seals, path string) {
 	}()
 }
 
-// takeAhead returns the file opened ahead when it is path, waiting for
-// it, else nil (any other is let go). When checked (ReadSealed), the
-// file must have been checked against the same seals too.
+// takeAhead hands over the file opened ahead when it is path, waiting
+// for it, else nil (the files opened ahead stay for their reads). The
+// files asked for before it are let go, those after it stay. When checked
+// (ReadSealed), the file must have been checked against the same seals
+// too, else it is let go and nil returned.
 func (r *ColumnReader) takeAhead(path string, seals Seals, checked bool) *opened {
-	a := r.next
-	if a == nil || a.path != path || (checked && !sameSeals(a.sealed, seals[filepath.Base(path)])) {
-		r.dropAhead()
+	i := slices.IndexFunc(r.next, func(a *opened) bool { return a.path == path })
+	if i < 0 {
 		return nil
 	}
+	for _, b := range r.next[:i] {
+		b.drop()
+	}
+	a := r.next[i]
+	r.next = slices.Delete(r.next, 0, i+1)
 	<-a.done
 	if a.panic != nil {
-		r.next = nil
 		a.close()
 		panic(a.panic)
+	}
+	if checked && !sameSeals(a.sealed, seals[filepath.Base(path)]) {
+		a.close()
+		return nil
 	}
 	return a
 }
 
-// dropAhead lets the file opened ahead go.
+// dropAhead lets every file opened ahead go.
 func (r *ColumnReader) dropAhead() {
-	if r.next != nil {
-		<-r.next.done
-		r.next.close()
-		r.next = nil
+	for _, a := range r.next {
+		a.drop()
 	}
+	r.next = nil
+}
+
+// drop lets a file opened ahead go once its goroutine is done.
+func (a *opened) drop() {
+	<-a.done
+	a.close()
 }
 
 // sameSeals says a and b are the same seals of a file (the same ledger's
@@ -340,19 +369,22 @@ func NewColumnReader(tab *Strings) *ColumnReader {
 // damage were delivered.
 func (r *ColumnReader) ReadSealed(seals Seals, path string, fn func(*Row)) (rows int64, err error) {
 	var seal *Seal
-	if a := r.takeAhead(path, seals, true); a != nil {
+	a := r.takeAhead(path, seals, true)
+	if a != nil {
 		seal, err = a.seal, a.verr
 	} else {
 		seal, err = seals.Verify(path)
 	}
 	if err != nil {
-		r.dropAhead()
+		if a != nil {
+			a.close()
+		}
 		return 0, err
 	}
 	// A file that matched its seal is as written, byte for byte.
 	r.sealed = seal != nil
 	defer func() { r.sealed = false }()
-	err = r.Read(path, func(w *Row) { rows++; fn(w) })
+	err = r.readFrom(path, a, func(w *Row) error { rows++; fn(w); return nil })
 	if err == nil {
 		err = seal.CheckRows(path, rows)
 	}
@@ -376,6 +408,12 @@ func (s *stopped) Error() string { return s.err.Error() }
 // read is Read with a fn that may stop the read with an error, returned
 // as it is.
 func (r *ColumnReader) read(path string, fn func(*Row) error) (err error) {
+	return r.readFrom(path, r.takeAhead(path, nil, false), fn)
+}
+
+// readFrom is read of the file a opened ahead (nil: none, or a file not
+// opened as the read would open it: it is let go).
+func (r *ColumnReader) readFrom(path string, a *opened, fn func(*Row) error) (err error) {
 	defer func() {
 		if s, ok := errors.AsType[*stopped](err); ok {
 			err = s.err
@@ -388,11 +426,12 @@ func (r *ColumnReader) read(path string, fn func(*Row) error) (err error) {
 	)
 	// The file opened ahead was opened as this read would open it: with
 	// the same seal, and the headers' checks (noHeaders never opens ahead).
-	if a := r.takeAhead(path, nil, false); a != nil && (a.seal != nil) == r.sealed && a.verr == nil {
-		r.next = nil
+	if a != nil && (a.seal != nil) == r.sealed && a.verr == nil {
 		f, pf, leaves, err = a.f, a.pf, a.leaves, a.err
 	} else {
-		r.dropAhead()
+		if a != nil {
+			a.close()
+		}
 		o := openOpts{sealed: r.sealed}
 		if r.noHeaders {
 			o.skip = columns[cHeaders]
@@ -961,11 +1000,7 @@ func (c *colCursor) loadStrings(p parquet.Page, data *encoding.Values, want int)
 		}
 		// The largest index, unsigned (a negative one is larger than any),
 		// is checked once; the one out of range is looked for only then.
-		hi := uint32(0)
-		for _, i := range idx {
-			hi = max(hi, uint32(i))
-		}
-		if int64(hi) >= int64(len(c.trans)) {
+		if int64(maxIndex(idx)) >= int64(len(c.trans)) {
 			for _, i := range idx {
 				if i < 0 || int(i) >= len(c.trans) {
 					return fmt.Errorf("dictionary index %d out of range [0,%d)", i, len(c.trans))
@@ -987,6 +1022,22 @@ func (c *colCursor) loadStrings(p parquet.Page, data *encoding.Values, want int)
 		c.ids = append(c.ids, c.tab.ID(vals[offs[i]:offs[i+1]]))
 	}
 	return nil
+}
+
+// maxIndex is the largest of idx, unsigned (a negative index is larger
+// than any). Four maxima taken side by side: one was a chain of
+// dependent steps, twice as slow.
+func maxIndex(idx []int32) uint32 {
+	var a, b, c, d uint32
+	for ; len(idx) >= 4; idx = idx[4:] {
+		x := idx[:4:4]
+		a, b = max(a, uint32(x[0])), max(b, uint32(x[1]))
+		c, d = max(c, uint32(x[2])), max(d, uint32(x[3]))
+	}
+	for _, i := range idx {
+		a = max(a, uint32(i))
+	}
+	return max(a, b, c, d)
 }
 
 // level advances one level and reports whether it carries a value.
@@ -1167,8 +1218,10 @@ func (c *colCursor) appendStrs(dst []int32, n int) []int32 {
 	if c.idx != nil {
 		k := len(dst)
 		dst = slices.Grow(dst, n)[:k+n]
-		out, trans := dst[k:], c.trans
-		for j, i := range c.idx[c.vi : c.vi+n] {
+		// out as long as idx: its index needs no bounds check.
+		idx, trans := c.idx[c.vi:c.vi+n], c.trans
+		out := dst[k:][:len(idx)]
+		for j, i := range idx {
 			out[j] = trans[i]
 		}
 	} else {
