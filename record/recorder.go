@@ -690,10 +690,17 @@ func joinPath(target, path string) string {
 // /version or /info; OpenAI-compatible servers /v1/models; llama.cpp /props.
 var engineInfoPaths = []string{"/version", "/v1/models", "/props", "/info"}
 
-// infoFetches bounds the engine-information requests in flight: with
-// thousands of targets, fetching all at once would bury the first ticks.
+// infoFetches bounds the targets whose engine information is being
+// fetched: with thousands of targets, fetching all at once would bury the
+// first ticks.
 const infoFetches = 16
 
+// engineInfo fetches each target's engineInfoPaths, at most infoFetches
+// targets at a time. A target's paths are asked one after another, so
+// they go over one connection (the one its scrapes use when it is idle):
+// asked together they opened a connection each, three more a target,
+// each kept idle for the run (MaxIdleConnsPerHost) with its two
+// goroutines and buffers.
 func engineInfo(ctx context.Context, clients []*http.Client, targets []Target) map[string][]capture.EngineInfo {
 	out := make(map[string][]capture.EngineInfo, len(targets))
 	slots := make(chan struct{}, infoFetches)
@@ -701,23 +708,27 @@ func engineInfo(ctx context.Context, clients []*http.Client, targets []Target) m
 	var wg sync.WaitGroup
 	for i := range targets {
 		t := &targets[i]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			infos := make([]capture.EngineInfo, len(engineInfoPaths))
-			var pw sync.WaitGroup
-			for j, p := range engineInfoPaths {
-				pw.Go(func() {
-					slots <- struct{}{}
-					defer func() { <-slots }()
-					infos[j] = fetchInfo(ctx, clients[i], t, p)
-				})
+		// The goroutines are started as slots free up, not all at once: a
+		// thousand goroutines waiting for a slot were a thousand stacks.
+		// After the run's end each is asked at once (and fails at once).
+		held := true
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			held = false
+		}
+		wg.Go(func() {
+			if held {
+				defer func() { <-slots }()
 			}
-			pw.Wait()
+			infos := make([]capture.EngineInfo, len(engineInfoPaths))
+			for j, p := range engineInfoPaths {
+				infos[j] = fetchInfo(ctx, clients[i], t, p)
+			}
 			mu.Lock()
 			out[t.Name] = infos
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	return out

@@ -191,3 +191,62 @@ func TestEngineInfoCapped(t *testing.T) {
 		t.Errorf("/version: %+v", info)
 	}
 }
+
+// A target's engine-information paths are asked one after another over one
+// connection: asked together they opened a connection each, kept idle for
+// the run (four a target, 4,000 at 1,000 targets). At most infoFetches
+// targets are asked at a time.
+func TestEngineInfoOneConnectionATarget(t *testing.T) {
+	const n = 3 * infoFetches
+	var mu sync.Mutex
+	conns := map[string]int{} // new connections by server
+	inFlight, most := 0, 0
+	var targets []Target
+	for i := range n {
+		name := fmt.Sprintf("t%d", i)
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond) // long enough for requests asked together to overlap
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			fmt.Fprint(w, `{"version":"0.1"}`)
+		}))
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				mu.Lock()
+				conns[name]++
+				mu.Unlock()
+			}
+		}
+		srv.Start()
+		defer srv.Close()
+		targets = append(targets, *target(srv.URL+"/metrics", time.Second))
+		targets[i].Name = name
+	}
+	client := newClient()
+	clients := make([]*http.Client, n)
+	for i := range clients {
+		clients[i] = client
+	}
+	out := engineInfo(context.Background(), clients, targets)
+	if len(out) != n {
+		t.Fatalf("engine information of %d targets, want %d", len(out), n)
+	}
+	for _, tg := range targets {
+		for _, info := range out[tg.Name] {
+			if string(info.JSON) != `{"version":"0.1"}` {
+				t.Errorf("%s %s: %+v", tg.Name, info.Path, info)
+			}
+		}
+		if conns[tg.Name] != 1 {
+			t.Errorf("%s: %d connections for its %d paths, want 1", tg.Name, conns[tg.Name], len(engineInfoPaths))
+		}
+	}
+	if most > infoFetches {
+		t.Errorf("%d requests in flight at once, want at most %d", most, infoFetches)
+	}
+}
