@@ -280,6 +280,11 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	}
 	defer holdStartHeap(len(targets), shortest)()
 
+	rec.scraped, rec.scrapedOnce = make([]chan struct{}, len(targets)), make([]sync.Once, len(targets))
+	for i := range rec.scraped {
+		rec.scraped[i] = make(chan struct{})
+	}
+
 	var manifestMu sync.Mutex
 	// Tick 0 is now: the clock starts as the loops do, and the manifest is
 	// written beside the first ticks.
@@ -307,12 +312,13 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	if disc != nil {
 		wg.Go(func() { ms.follow(ctx, disc, cfg.Interval.D(), opt.Dir, &m, &manifestMu) })
 	}
-	// What the engines say about themselves is fetched beside the first
-	// ticks, not before them, so a hung engine cannot delay the cadence.
+	// What the engines say about themselves is fetched after each one's
+	// first scrape, not before the first ticks, so a hung engine cannot
+	// delay the cadence.
 	infoDone := make(chan struct{})
 	go func() {
 		defer close(infoDone)
-		engines := engineInfo(ctx, hc.of, targets)
+		engines := engineInfo(ctx, hc.of, targets, rec.scraped)
 		manifestMu.Lock()
 		defer manifestMu.Unlock()
 		m.Engines = mergeInfo(engines, m.Engines)
@@ -395,6 +401,10 @@ type recorder struct {
 	// in the first second at 1,000 targets, where the pages of a fleet are
 	// mostly alike.
 	lastSize atomic.Int64
+	// scraped[ti] is closed when the first scrape of target ti (of those
+	// at the start) has finished: its engine information is asked then.
+	scraped     []chan struct{}
+	scrapedOnce []sync.Once
 
 	mu    sync.Mutex
 	stats []TargetStats
@@ -415,6 +425,9 @@ type endpointState struct {
 	interner expo.Interner
 	// lastSize is the size of the endpoint's last body (see bodyReader.read).
 	lastSize atomic.Int64
+	// scraped, when not nil, is called when a scrape of the endpoint has
+	// finished (recorder.scraped).
+	scraped func()
 }
 
 // maxParsesBehind is how many of an endpoint's pages may wait for their
@@ -427,6 +440,11 @@ const maxParsesBehind = 4
 
 func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Duration, k0 int64) {
 	eps := []*endpointState{r.endpoint(capture.EndpointMetrics, t.URL)}
+	if ti < len(r.scraped) {
+		// Once per target: a target that left and joined again has
+		// been scraped before.
+		eps[0].scraped = func() { r.scrapedOnce[ti].Do(func() { close(r.scraped[ti]) }) }
+	}
 	for _, e := range t.Endpoints {
 		// The endpoint is named as its path is written down: redacted as a
 		// URL (/slots?token=<redacted>).
@@ -520,6 +538,9 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 		}
 		r.put(queued{s: row, p: p})
 		ep.busy.Store(false)
+		if ep.scraped != nil {
+			ep.scraped()
+		}
 		if p != nil {
 			ep.parseMu.Lock()
 			r.slots.parse(q.parses, &row, q.interner, q.limits)
@@ -718,13 +739,25 @@ const infoFetches = 16
 // asked together they opened a connection each, three more a target,
 // each kept idle for the run (MaxIdleConnsPerHost) with its two
 // goroutines and buffers.
-func engineInfo(ctx context.Context, clients []*http.Client, targets []Target) map[string][]capture.EngineInfo {
+//
+// ready, when not nil, holds a channel per target closed when its first
+// scrape has finished: its paths are asked then, not before, so a
+// thousand targets' 4,000 requests follow their first ticks over the
+// interval (each on the connection its scrape just left idle) instead of
+// running as fast as the processors allow beside them.
+func engineInfo(ctx context.Context, clients []*http.Client, targets []Target, ready []chan struct{}) map[string][]capture.EngineInfo {
 	out := make(map[string][]capture.EngineInfo, len(targets))
 	slots := make(chan struct{}, infoFetches)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range targets {
 		t := &targets[i]
+		if ready != nil {
+			select {
+			case <-ready[i]:
+			case <-ctx.Done():
+			}
+		}
 		// The goroutines are started as slots free up, not all at once: a
 		// thousand goroutines waiting for a slot were a thousand stacks.
 		// After the run's end each is asked at once (and fails at once).

@@ -1,7 +1,9 @@
 package record
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -232,7 +234,7 @@ func TestEngineInfoOneConnectionATarget(t *testing.T) {
 	for i := range clients {
 		clients[i] = client
 	}
-	out := engineInfo(context.Background(), clients, targets)
+	out := engineInfo(context.Background(), clients, targets, nil)
 	if len(out) != n {
 		t.Fatalf("engine information of %d targets, want %d", len(out), n)
 	}
@@ -248,5 +250,63 @@ func TestEngineInfoOneConnectionATarget(t *testing.T) {
 	}
 	if most > infoFetches {
 		t.Errorf("%d requests in flight at once, want at most %d", most, infoFetches)
+	}
+}
+
+// A target's engine information is asked after its first scrape has
+// finished, not beside it: at 1,000 targets the requests then follow the
+// first ticks over the interval, each on the connection its scrape left
+// idle.
+func TestEngineInfoAfterFirstScrape(t *testing.T) {
+	var mu sync.Mutex
+	var scraped time.Time // when the first /metrics answer was written
+	var asked []time.Time // when each information request arrived
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			mu.Lock()
+			asked = append(asked, time.Now())
+			mu.Unlock()
+			fmt.Fprint(w, `{"version":"0.1"}`)
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // a first scrape long enough for a request beside it to arrive
+		fmt.Fprint(w, "up 1\n")
+		mu.Lock()
+		if scraped.IsZero() {
+			scraped = time.Now()
+		}
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	cfg := &Config{Interval: Duration(time.Second), Timeout: Duration(time.Second),
+		Targets: []Target{{Name: "t", URL: srv.URL + "/metrics"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Run(context.Background(), cfg, Options{Dir: dir, Duration: 400 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != len(engineInfoPaths) {
+		t.Fatalf("%d information requests, want %d", len(asked), len(engineInfoPaths))
+	}
+	for i, at := range asked {
+		if at.Before(scraped) {
+			t.Errorf("information request %d arrived %v before the first scrape's answer", i, scraped.Sub(at))
+		}
+	}
+	r, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos := r.Manifests[0].Engines["t"]
+	if len(infos) != len(engineInfoPaths) {
+		t.Fatalf("manifest's engine information %+v", infos)
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, infos[0].JSON); err != nil || c.String() != `{"version":"0.1"}` {
+		t.Errorf("manifest's %s: %q", infos[0].Path, infos[0].JSON)
 	}
 }
