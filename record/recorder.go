@@ -280,10 +280,7 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	}
 	defer holdStartHeap(len(targets), shortest)()
 
-	rec.scraped, rec.scrapedOnce = make([]chan struct{}, len(targets)), make([]sync.Once, len(targets))
-	for i := range rec.scraped {
-		rec.scraped[i] = make(chan struct{})
-	}
+	rec.scraped, rec.scrapedOnce = make(chan int, len(targets)), make([]sync.Once, len(targets))
 
 	var manifestMu sync.Mutex
 	// Tick 0 is now: the clock starts as the loops do, and the manifest is
@@ -401,9 +398,10 @@ type recorder struct {
 	// in the first second at 1,000 targets, where the pages of a fleet are
 	// mostly alike.
 	lastSize atomic.Int64
-	// scraped[ti] is closed when the first scrape of target ti (of those
-	// at the start) has finished: its engine information is asked then.
-	scraped     []chan struct{}
+	// scraped receives ti when the first scrape of target ti (of those
+	// at the start) has finished, once: its engine information is asked
+	// then (engineInfo). It holds one place a target.
+	scraped     chan int
 	scrapedOnce []sync.Once
 
 	mu    sync.Mutex
@@ -440,10 +438,10 @@ const maxParsesBehind = 4
 
 func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Duration, k0 int64) {
 	eps := []*endpointState{r.endpoint(capture.EndpointMetrics, t.URL)}
-	if ti < len(r.scraped) {
+	if ti < len(r.scrapedOnce) {
 		// Once per target: a target that left and joined again has
 		// been scraped before.
-		eps[0].scraped = func() { r.scrapedOnce[ti].Do(func() { close(r.scraped[ti]) }) }
+		eps[0].scraped = func() { r.scrapedOnce[ti].Do(func() { r.scraped <- ti }) }
 	}
 	for _, e := range t.Endpoints {
 		// The endpoint is named as its path is written down: redacted as a
@@ -740,24 +738,47 @@ const infoFetches = 16
 // each kept idle for the run (MaxIdleConnsPerHost) with its two
 // goroutines and buffers.
 //
-// ready, when not nil, holds a channel per target closed when its first
-// scrape has finished: its paths are asked then, not before, so a
-// thousand targets' 4,000 requests follow their first ticks over the
+// ready, when not nil, gives the index of each target whose first scrape
+// has finished, in that order: its paths are asked then, not before, so
+// a thousand targets' 4,000 requests follow their first ticks over the
 // interval (each on the connection its scrape just left idle) instead of
-// running as fast as the processors allow beside them.
-func engineInfo(ctx context.Context, clients []*http.Client, targets []Target, ready []chan struct{}) map[string][]capture.EngineInfo {
+// running as fast as the processors allow beside them; a target whose
+// first scrape hangs holds no other's. At the run's end the targets not
+// given yet are asked at once (and fail at once). Nil: every target now,
+// in order.
+func engineInfo(ctx context.Context, clients []*http.Client, targets []Target, ready <-chan int) map[string][]capture.EngineInfo {
 	out := make(map[string][]capture.EngineInfo, len(targets))
 	slots := make(chan struct{}, infoFetches)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for i := range targets {
-		t := &targets[i]
-		if ready != nil {
+	asked := make([]bool, len(targets))
+	// next is the next target to ask, false when every one was.
+	next := func() (int, bool) {
+		for ready != nil {
 			select {
-			case <-ready[i]:
+			case i := <-ready:
+				if asked[i] { // asked at the run's end before its scrape finished
+					continue
+				}
+				return i, true
 			case <-ctx.Done():
 			}
+			break
 		}
+		for i, a := range asked {
+			if !a {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	for {
+		i, ok := next()
+		if !ok {
+			break
+		}
+		asked[i] = true
+		t := &targets[i]
 		// The goroutines are started as slots free up, not all at once: a
 		// thousand goroutines waiting for a slot were a thousand stacks.
 		// After the run's end each is asked at once (and fails at once).

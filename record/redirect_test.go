@@ -310,3 +310,49 @@ func TestEngineInfoAfterFirstScrape(t *testing.T) {
 		t.Errorf("manifest's %s: %q", infos[0].Path, infos[0].JSON)
 	}
 }
+
+// A target whose first scrape hangs holds no other target's engine
+// information: each target's is asked when its own first scrape has
+// finished.
+func TestEngineInfoNotHeldByAHungTarget(t *testing.T) {
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			<-release
+		}
+		fmt.Fprint(w, `{"version":"hung"}`)
+	}))
+	defer hung.Close()
+	defer close(release)
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			fmt.Fprint(w, "up 1\n")
+			return
+		}
+		fmt.Fprint(w, `{"version":"fast"}`)
+	}))
+	defer fast.Close()
+	cfg := &Config{Interval: Duration(100 * time.Millisecond), Timeout: Duration(5 * time.Second),
+		Targets: []Target{{Name: "hung", URL: hung.URL + "/metrics"}, {Name: "fast", URL: fast.URL + "/metrics"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Run(context.Background(), cfg, Options{Dir: dir, Duration: 500 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos := r.Manifests[0].Engines["fast"]
+	if len(infos) != len(engineInfoPaths) {
+		t.Fatalf("fast target's engine information %+v", infos)
+	}
+	for _, info := range infos {
+		var c bytes.Buffer
+		if err := json.Compact(&c, info.JSON); err != nil || c.String() != `{"version":"fast"}` {
+			t.Errorf("fast target's %s: %d %q %s (asked after the hung target's first scrape?)", info.Path, info.Status, info.Error, info.JSON)
+		}
+	}
+}
