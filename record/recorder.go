@@ -45,6 +45,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -752,31 +753,25 @@ func engineInfo(ctx context.Context, clients []*http.Client, targets []Target, r
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	asked := make([]bool, len(targets))
-	// next is the next target to ask, false when every one was.
-	next := func() (int, bool) {
+	// next is the next target not asked yet.
+	next := func() int {
 		for ready != nil {
 			select {
 			case i := <-ready:
 				if asked[i] { // asked at the run's end before its scrape finished
 					continue
 				}
-				return i, true
+				return i
 			case <-ctx.Done():
 			}
 			break
 		}
-		for i, a := range asked {
-			if !a {
-				return i, true
-			}
-		}
-		return 0, false
+		return slices.Index(asked, false)
 	}
-	for {
-		i, ok := next()
-		if !ok {
-			break
-		}
+	// Every target once: the manifest is written with them as soon as
+	// the last answers, not at the run's end.
+	for range targets {
+		i := next()
 		asked[i] = true
 		t := &targets[i]
 		// The goroutines are started as slots free up, not all at once: a

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -354,5 +356,55 @@ func TestEngineInfoNotHeldByAHungTarget(t *testing.T) {
 		if err := json.Compact(&c, info.JSON); err != nil || c.String() != `{"version":"fast"}` {
 			t.Errorf("fast target's %s: %d %q %s (asked after the hung target's first scrape?)", info.Path, info.Status, info.Error, info.JSON)
 		}
+	}
+}
+
+// The manifest has the engine information once every target has
+// answered, while the run goes on (a live reader sees the model), not at
+// the run's end.
+func TestEngineInfoWrittenWhileRecording(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			fmt.Fprint(w, "up 1\n")
+			return
+		}
+		fmt.Fprint(w, `{"version":"0.1"}`)
+	}))
+	defer srv.Close()
+	cfg := &Config{Interval: Duration(100 * time.Millisecond), Timeout: Duration(time.Second),
+		Targets: []Target{{Name: "a", URL: srv.URL + "/metrics"}, {Name: "b", URL: srv.URL + "/metrics?b"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), cfg, Options{Dir: dir, Duration: 3 * time.Second})
+		done <- err
+	}()
+	deadline := time.After(2 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended (%v) before its manifest had the engine information", err)
+		case <-deadline:
+			t.Fatal("no engine information in the manifest 2 s into a 3 s run")
+		case <-time.After(20 * time.Millisecond):
+		}
+		paths, _ := filepath.Glob(filepath.Join(dir, "*.manifest.json"))
+		if len(paths) == 0 {
+			continue
+		}
+		data, err := os.ReadFile(paths[0])
+		if err != nil {
+			continue
+		}
+		var m capture.Manifest
+		if json.Unmarshal(data, &m) == nil && len(m.Engines["a"]) == len(engineInfoPaths) && len(m.Engines["b"]) == len(engineInfoPaths) {
+			break
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
