@@ -195,7 +195,7 @@ func (ms *members) follow(ctx context.Context, d *discovery, every time.Duration
 			for i := range joined {
 				hc[i], _ = clientFor(&joined[i], ms.shared)
 			}
-			infos := engineInfo(ctx, hc, joined)
+			infos := engineInfo(ctx, hc, joined, nil)
 			mu.Lock()
 			defer mu.Unlock()
 			m.Engines = mergeInfo(m.Engines, infos)

@@ -45,6 +45,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,6 +271,18 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 		writeErr <- err
 	}()
 
+	// The first seconds' heap grows from nothing: collected at a floor,
+	// not at each doubling from 4 MB.
+	shortest := time.Duration(0)
+	for _, t := range targets {
+		if d := t.Interval.D(); shortest == 0 || d < shortest {
+			shortest = d
+		}
+	}
+	defer holdStartHeap(len(targets), shortest)()
+
+	rec.scraped, rec.scrapedOnce = make(chan int, len(targets)), make([]sync.Once, len(targets))
+
 	var manifestMu sync.Mutex
 	// Tick 0 is now: the clock starts as the loops do, and the manifest is
 	// written beside the first ticks.
@@ -297,12 +310,13 @@ func Run(ctx context.Context, cfg *Config, opt Options) (*Summary, error) {
 	if disc != nil {
 		wg.Go(func() { ms.follow(ctx, disc, cfg.Interval.D(), opt.Dir, &m, &manifestMu) })
 	}
-	// What the engines say about themselves is fetched beside the first
-	// ticks, not before them, so a hung engine cannot delay the cadence.
+	// What the engines say about themselves is fetched after each one's
+	// first scrape, not before the first ticks, so a hung engine cannot
+	// delay the cadence.
 	infoDone := make(chan struct{})
 	go func() {
 		defer close(infoDone)
-		engines := engineInfo(ctx, hc.of, targets)
+		engines := engineInfo(ctx, hc.of, targets, rec.scraped)
 		manifestMu.Lock()
 		defer manifestMu.Unlock()
 		m.Engines = mergeInfo(engines, m.Engines)
@@ -379,6 +393,17 @@ type recorder struct {
 	shapes   *expo.Shapes
 	inflight sync.WaitGroup
 	written  atomic.Int64
+	// lastSize is the size of the last body any endpoint read: the size
+	// hint of an endpoint's first body (see bodyReader.read), which grew
+	// its buffer from 512 bytes, 175 KB allocated for a 47 KB page, 175 MB
+	// in the first second at 1,000 targets, where the pages of a fleet are
+	// mostly alike.
+	lastSize atomic.Int64
+	// scraped receives ti when the first scrape of target ti (of those
+	// at the start) has finished, once: its engine information is asked
+	// then (engineInfo). It holds one place a target.
+	scraped     chan int
+	scrapedOnce []sync.Once
 
 	mu    sync.Mutex
 	stats []TargetStats
@@ -399,6 +424,9 @@ type endpointState struct {
 	interner expo.Interner
 	// lastSize is the size of the endpoint's last body (see bodyReader.read).
 	lastSize atomic.Int64
+	// scraped, when not nil, is called when a scrape of the endpoint has
+	// finished (recorder.scraped).
+	scraped func()
 }
 
 // maxParsesBehind is how many of an endpoint's pages may wait for their
@@ -411,6 +439,11 @@ const maxParsesBehind = 4
 
 func (r *recorder) loop(ctx context.Context, ti int, t *Target, phase time.Duration, k0 int64) {
 	eps := []*endpointState{r.endpoint(capture.EndpointMetrics, t.URL)}
+	if ti < len(r.scrapedOnce) {
+		// Once per target: a target that left and joined again has
+		// been scraped before.
+		eps[0].scraped = func() { r.scrapedOnce[ti].Do(func() { r.scraped <- ti }) }
+	}
 	for _, e := range t.Endpoints {
 		// The endpoint is named as its path is written down: redacted as a
 		// URL (/slots?token=<redacted>).
@@ -485,10 +518,11 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 		defer r.inflight.Done()
 		q := request{target: t, endpoint: ep.name, url: ep.url, seq: k, scheduled: at, maxBody: r.maxBody,
 			limits: r.limits, runID: r.runID, interner: &ep.interner, bodies: r.bodies, parses: r.parses,
-			sizeHint: ep.lastSize.Load()}
+			sizeHint: cmp.Or(ep.lastSize.Load(), r.lastSize.Load())}
 		row := fetch(r.scrapeCtx, r.client(ti), r.clock, q)
 		if row.Body != nil {
 			ep.lastSize.Store(int64(len(row.Body)))
+			r.lastSize.Store(int64(len(row.Body)))
 		}
 		r.markShutdown(&row, t.Timeout.D())
 		// Journaled before it is parsed: a kill during a long parse loses
@@ -503,6 +537,9 @@ func (r *recorder) fire(ti int, t *Target, ep *endpointState, k int64, at time.T
 		}
 		r.put(queued{s: row, p: p})
 		ep.busy.Store(false)
+		if ep.scraped != nil {
+			ep.scraped()
+		}
 		if p != nil {
 			ep.parseMu.Lock()
 			r.slots.parse(q.parses, &row, q.interner, q.limits)
@@ -690,34 +727,74 @@ func joinPath(target, path string) string {
 // /version or /info; OpenAI-compatible servers /v1/models; llama.cpp /props.
 var engineInfoPaths = []string{"/version", "/v1/models", "/props", "/info"}
 
-// infoFetches bounds the engine-information requests in flight: with
-// thousands of targets, fetching all at once would bury the first ticks.
+// infoFetches bounds the targets whose engine information is being
+// fetched: with thousands of targets, fetching all at once would bury the
+// first ticks.
 const infoFetches = 16
 
-func engineInfo(ctx context.Context, clients []*http.Client, targets []Target) map[string][]capture.EngineInfo {
+// engineInfo fetches each target's engineInfoPaths, at most infoFetches
+// targets at a time. A target's paths are asked one after another, so
+// they go over one connection (the one its scrapes use when it is idle):
+// asked together they opened a connection each, three more a target,
+// each kept idle for the run (MaxIdleConnsPerHost) with its two
+// goroutines and buffers.
+//
+// ready, when not nil, gives the index of each target whose first scrape
+// has finished, in that order: its paths are asked then, not before, so
+// a thousand targets' 4,000 requests follow their first ticks over the
+// interval (each on the connection its scrape just left idle) instead of
+// running as fast as the processors allow beside them; a target whose
+// first scrape hangs holds no other's. At the run's end the targets not
+// given yet are asked at once (and fail at once). Nil: every target now,
+// in order.
+func engineInfo(ctx context.Context, clients []*http.Client, targets []Target, ready <-chan int) map[string][]capture.EngineInfo {
 	out := make(map[string][]capture.EngineInfo, len(targets))
 	slots := make(chan struct{}, infoFetches)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for i := range targets {
-		t := &targets[i]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			infos := make([]capture.EngineInfo, len(engineInfoPaths))
-			var pw sync.WaitGroup
-			for j, p := range engineInfoPaths {
-				pw.Go(func() {
-					slots <- struct{}{}
-					defer func() { <-slots }()
-					infos[j] = fetchInfo(ctx, clients[i], t, p)
-				})
+	asked := make([]bool, len(targets))
+	// next is the next target not asked yet.
+	next := func() int {
+		for ready != nil {
+			select {
+			case i := <-ready:
+				if asked[i] { // asked at the run's end before its scrape finished
+					continue
+				}
+				return i
+			case <-ctx.Done():
 			}
-			pw.Wait()
+			break
+		}
+		return slices.Index(asked, false)
+	}
+	// Every target once: the manifest is written with them as soon as
+	// the last answers, not at the run's end.
+	for range targets {
+		i := next()
+		asked[i] = true
+		t := &targets[i]
+		// The goroutines are started as slots free up, not all at once: a
+		// thousand goroutines waiting for a slot were a thousand stacks.
+		// After the run's end each is asked at once (and fails at once).
+		held := true
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			held = false
+		}
+		wg.Go(func() {
+			if held {
+				defer func() { <-slots }()
+			}
+			infos := make([]capture.EngineInfo, len(engineInfoPaths))
+			for j, p := range engineInfoPaths {
+				infos[j] = fetchInfo(ctx, clients[i], t, p)
+			}
 			mu.Lock()
 			out[t.Name] = infos
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	return out

@@ -1,11 +1,15 @@
 package record
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -189,5 +193,218 @@ func TestEngineInfoCapped(t *testing.T) {
 	}
 	if info := fetchInfo(context.Background(), newClient(), tg, "/version"); string(info.JSON) != `{"version":"0.1"}` || info.Error != "" {
 		t.Errorf("/version: %+v", info)
+	}
+}
+
+// A target's engine-information paths are asked one after another over one
+// connection: asked together they opened a connection each, kept idle for
+// the run (four a target, 4,000 at 1,000 targets). At most infoFetches
+// targets are asked at a time.
+func TestEngineInfoOneConnectionATarget(t *testing.T) {
+	const n = 3 * infoFetches
+	var mu sync.Mutex
+	conns := map[string]int{} // new connections by server
+	inFlight, most := 0, 0
+	var targets []Target
+	for i := range n {
+		name := fmt.Sprintf("t%d", i)
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond) // long enough for requests asked together to overlap
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			fmt.Fprint(w, `{"version":"0.1"}`)
+		}))
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				mu.Lock()
+				conns[name]++
+				mu.Unlock()
+			}
+		}
+		srv.Start()
+		defer srv.Close()
+		targets = append(targets, *target(srv.URL+"/metrics", time.Second))
+		targets[i].Name = name
+	}
+	client := newClient()
+	clients := make([]*http.Client, n)
+	for i := range clients {
+		clients[i] = client
+	}
+	out := engineInfo(context.Background(), clients, targets, nil)
+	if len(out) != n {
+		t.Fatalf("engine information of %d targets, want %d", len(out), n)
+	}
+	for _, tg := range targets {
+		for _, info := range out[tg.Name] {
+			if string(info.JSON) != `{"version":"0.1"}` {
+				t.Errorf("%s %s: %+v", tg.Name, info.Path, info)
+			}
+		}
+		if conns[tg.Name] != 1 {
+			t.Errorf("%s: %d connections for its %d paths, want 1", tg.Name, conns[tg.Name], len(engineInfoPaths))
+		}
+	}
+	if most > infoFetches {
+		t.Errorf("%d requests in flight at once, want at most %d", most, infoFetches)
+	}
+}
+
+// A target's engine information is asked after its first scrape has
+// finished, not beside it: at 1,000 targets the requests then follow the
+// first ticks over the interval, each on the connection its scrape left
+// idle.
+func TestEngineInfoAfterFirstScrape(t *testing.T) {
+	var mu sync.Mutex
+	var scraped time.Time // when the first /metrics answer was written
+	var asked []time.Time // when each information request arrived
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			mu.Lock()
+			asked = append(asked, time.Now())
+			mu.Unlock()
+			fmt.Fprint(w, `{"version":"0.1"}`)
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // a first scrape long enough for a request beside it to arrive
+		fmt.Fprint(w, "up 1\n")
+		mu.Lock()
+		if scraped.IsZero() {
+			scraped = time.Now()
+		}
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	cfg := &Config{Interval: Duration(time.Second), Timeout: Duration(time.Second),
+		Targets: []Target{{Name: "t", URL: srv.URL + "/metrics"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Run(context.Background(), cfg, Options{Dir: dir, Duration: 400 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != len(engineInfoPaths) {
+		t.Fatalf("%d information requests, want %d", len(asked), len(engineInfoPaths))
+	}
+	for i, at := range asked {
+		if at.Before(scraped) {
+			t.Errorf("information request %d arrived %v before the first scrape's answer", i, scraped.Sub(at))
+		}
+	}
+	r, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos := r.Manifests[0].Engines["t"]
+	if len(infos) != len(engineInfoPaths) {
+		t.Fatalf("manifest's engine information %+v", infos)
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, infos[0].JSON); err != nil || c.String() != `{"version":"0.1"}` {
+		t.Errorf("manifest's %s: %q", infos[0].Path, infos[0].JSON)
+	}
+}
+
+// A target whose first scrape hangs holds no other target's engine
+// information: each target's is asked when its own first scrape has
+// finished.
+func TestEngineInfoNotHeldByAHungTarget(t *testing.T) {
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			<-release
+		}
+		fmt.Fprint(w, `{"version":"hung"}`)
+	}))
+	defer hung.Close()
+	defer close(release)
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			fmt.Fprint(w, "up 1\n")
+			return
+		}
+		fmt.Fprint(w, `{"version":"fast"}`)
+	}))
+	defer fast.Close()
+	cfg := &Config{Interval: Duration(100 * time.Millisecond), Timeout: Duration(5 * time.Second),
+		Targets: []Target{{Name: "hung", URL: hung.URL + "/metrics"}, {Name: "fast", URL: fast.URL + "/metrics"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Run(context.Background(), cfg, Options{Dir: dir, Duration: 500 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos := r.Manifests[0].Engines["fast"]
+	if len(infos) != len(engineInfoPaths) {
+		t.Fatalf("fast target's engine information %+v", infos)
+	}
+	for _, info := range infos {
+		var c bytes.Buffer
+		if err := json.Compact(&c, info.JSON); err != nil || c.String() != `{"version":"fast"}` {
+			t.Errorf("fast target's %s: %d %q %s (asked after the hung target's first scrape?)", info.Path, info.Status, info.Error, info.JSON)
+		}
+	}
+}
+
+// The manifest has the engine information once every target has
+// answered, while the run goes on (a live reader sees the model), not at
+// the run's end.
+func TestEngineInfoWrittenWhileRecording(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			fmt.Fprint(w, "up 1\n")
+			return
+		}
+		fmt.Fprint(w, `{"version":"0.1"}`)
+	}))
+	defer srv.Close()
+	cfg := &Config{Interval: Duration(100 * time.Millisecond), Timeout: Duration(time.Second),
+		Targets: []Target{{Name: "a", URL: srv.URL + "/metrics"}, {Name: "b", URL: srv.URL + "/metrics?b"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), cfg, Options{Dir: dir, Duration: 3 * time.Second})
+		done <- err
+	}()
+	deadline := time.After(2 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended (%v) before its manifest had the engine information", err)
+		case <-deadline:
+			t.Fatal("no engine information in the manifest 2 s into a 3 s run")
+		case <-time.After(20 * time.Millisecond):
+		}
+		paths, _ := filepath.Glob(filepath.Join(dir, "*.manifest.json"))
+		if len(paths) == 0 {
+			continue
+		}
+		data, err := os.ReadFile(paths[0])
+		if err != nil {
+			continue
+		}
+		var m capture.Manifest
+		if json.Unmarshal(data, &m) == nil && len(m.Engines["a"]) == len(engineInfoPaths) && len(m.Engines["b"]) == len(engineInfoPaths) {
+			break
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

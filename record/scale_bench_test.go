@@ -19,11 +19,12 @@ import (
 var (
 	simTargetsN    = flag.Int("simtargets.n", 200, "BenchmarkSimTargets: how many simulated engines to record")
 	simTargetsHeap = flag.String("simtargets.heap", "", "BenchmarkSimTargets: write a heap profile (in use) to this file 8 s into the recording")
+	simTargetsD    = flag.Duration("simtargets.duration", 10*time.Second, "BenchmarkSimTargets: how long to record (a short one with -trace looks at the start)")
 )
 
 // BenchmarkSimTargets records 200 (-simtargets.n) simulated vLLM V1 engines (47 KB pages,
 // each its own loopback server, values changing every second) at 1 s for
-// 10 s in this process: a profile of the recorder's tick path at scale
+// 10 s (-simtargets.duration) in this process: a profile of the recorder's tick path at scale
 // (run with -cpuprofile; the servers' share is theirs, under
 // net/http.(*conn).serve). BenchmarkScale in cmd/llmrec is the measure of
 // reach; this is for looking inside.
@@ -75,14 +76,14 @@ func BenchmarkSimTargets(b *testing.B) {
 		defer t.Stop()
 	}
 	for b.Loop() {
-		sum, err := Run(context.Background(), cfg, Options{Dir: b.TempDir(), Duration: 10 * time.Second})
+		sum, err := Run(context.Background(), cfg, Options{Dir: b.TempDir(), Duration: *simTargetsD})
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, t := range sum.Targets {
 			ok, failed, missed, unparsed = ok+t.OK, failed+t.Failed, missed+t.Missed, unparsed+t.Unparsed
 		}
-		stop += sum.Elapsed - 10*time.Second
+		stop += sum.Elapsed - *simTargetsD
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(ok)/n, "ok/op")

@@ -231,8 +231,10 @@ func recordFleet(b *testing.B, bin string, urls []string, d time.Duration) scale
 	}
 	hwm := watchHWM(cmd.Process.Pid)
 	host := watchHost()
+	cpuAt := watchCPU(cmd.Process.Pid)
 	err := cmd.Wait()
 	res.rssKiB = hwm()
+	cpuQuarters, simQuarters, fdsAt := cpuAt()
 	res.hostP99, res.hostWorst = host()
 	if err != nil {
 		b.Fatalf("recorder: %v\n%s", err, stderr.Bytes())
@@ -240,6 +242,7 @@ func recordFleet(b *testing.B, bin string, urls []string, d time.Duration) scale
 	res.elapsed = time.Since(start)
 	res.simCPU = selfCPU(b) - before
 	res.recorderCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	errText := slices.Clone(stderr.Bytes()) // the scanner below drains stderr
 	sc := bufio.NewScanner(&stderr)
 	said := 0
 	for sc.Scan() {
@@ -346,11 +349,17 @@ func recordFleet(b *testing.B, bin string, urls []string, d time.Duration) scale
 				b.Logf("%.2f s: max lag %.1f ms", float64(k)/4, float64(bucket[k])/1e6)
 			}
 		}
-		for _, l := range strings.Split(stderr.String(), "\n") {
+		for _, l := range strings.Split(string(errText), "\n") {
 			if strings.HasPrefix(l, "gc ") {
 				b.Logf("%s", l)
 			}
 		}
+		var cpu []string
+		for i, c := range cpuQuarters {
+			cpu = append(cpu, fmt.Sprintf("%.2f s: %d+%d ms", float64(i+1)/4, c.Milliseconds(), simQuarters[i].Milliseconds()))
+		}
+		b.Logf("CPU by quarter second of the process, recorder+simulators: %s", strings.Join(cpu, ", "))
+		b.Logf("recorder's open files by quarter second: %v", fdsAt)
 	}
 	slices.SortFunc(worst, func(a, b scaleRow) int { return cmp.Compare(b.StartNs-b.ScheduledNs, a.StartNs-a.ScheduledNs) })
 	for _, s := range worst[:min(5, len(worst))] {
@@ -429,6 +438,63 @@ func watchHWM(pid int) func() int64 {
 	}
 }
 
+// watchCPU reads the user + system CPU of process pid (/proc/PID/stat,
+// in clock ticks of 10 ms) every 250 ms until the returned function is
+// called, which returns the CPU spent in each quarter second since the
+// call: where in the run the recorder's work is (SCALE_DEBUG), and the
+// same of this process (the simulators'), and the recorder's open files
+// (its connections) at each reading.
+func watchCPU(pid int) func() (recorder, self []time.Duration, fds []int) {
+	path := fmt.Sprintf("/proc/%d/stat", pid)
+	read := func() (time.Duration, bool) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return 0, false // exited
+		}
+		// The fields after the command name, which is in parentheses.
+		_, rest, _ := bytes.Cut(data, []byte(") "))
+		f := strings.Fields(string(rest))
+		if len(f) < 13 {
+			return 0, false
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		return time.Duration(u+s) * 10 * time.Millisecond, true
+	}
+	var quarters, selfQuarters []time.Duration
+	var fdsAt []int
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		last, selfLast := time.Duration(0), selfCPU(nil)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			c, ok := read()
+			if !ok {
+				return
+			}
+			self := selfCPU(nil)
+			quarters, selfQuarters = append(quarters, c-last), append(selfQuarters, self-selfLast)
+			if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
+				fdsAt = append(fdsAt, len(fds))
+			}
+			last, selfLast = c, self
+		}
+	}()
+	return func() ([]time.Duration, []time.Duration, []int) {
+		close(stop)
+		<-done
+		return quarters, selfQuarters, fdsAt
+	}
+}
+
 // watchHost measures the host's own noise while the recorder runs: a
 // goroutine of this process (the simulators', which are mostly idle) sleeps
 // to every 10 ms boundary and notes how late it woke. The returned
@@ -467,10 +533,11 @@ func watchHost() func() (p99, worst time.Duration) {
 	}
 }
 
-// selfCPU is this process's CPU time so far (the simulators').
+// selfCPU is this process's CPU time so far (the simulators'); b nil:
+// an error reads as 0.
 func selfCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil && b != nil {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
