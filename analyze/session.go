@@ -38,6 +38,10 @@ type Session struct {
 	// after it (resumed), or read again from its first row (plain).
 	resumed map[string]*resumed
 	plain   map[string]bool
+	// maxLater bounds the rows a resumed file keeps copied: a file whose
+	// rows are that far out of order is read again from its first row
+	// instead. 0 resumes no file.
+	maxLater int
 
 	follow findings.Follow
 	// The last update's findings, and what it had read: rows replayed and
@@ -61,7 +65,7 @@ func NewSession(opts Options) (*Session, error) {
 	an.r.Headers = true
 	an.seen = map[[3]int32]int64{}
 	return &Session{opts: opts, an: an, done: map[string]bool{}, offs: map[string]int64{},
-		resumed: map[string]*resumed{}, plain: map[string]bool{}}, nil
+		resumed: map[string]*resumed{}, plain: map[string]bool{}, maxLater: 4096}, nil
 }
 
 // SetUntil moves the instant rows are read up to (Options.Until): only
@@ -199,10 +203,6 @@ type laterRow struct {
 	k int64
 }
 
-// maxLater bounds the rows a resumed file keeps copied: a file whose rows
-// are that far out of order is read again from its first row instead.
-const maxLater = 4096
-
 // closeUnlisted closes the resumed files no longer listed.
 func (s *Session) closeUnlisted(files []file) {
 	for path, rf := range s.resumed {
@@ -240,7 +240,7 @@ func (s *Session) resume(f file, res *Result) bool {
 		rf = nil
 	}
 	// Read up to no instant, a file is read whole at once.
-	if rf == nil && (s.opts.Until == 0 || s.plain[f.path]) {
+	if rf == nil && (s.opts.Until == 0 || s.plain[f.path] || s.maxLater == 0) {
 		return false
 	}
 	if rf == nil {
@@ -304,7 +304,7 @@ func (s *Session) resume(f file, res *Result) bool {
 		}
 		// Too many rows out of order: the file is read from its first row
 		// at every update (the rows delivered are passed over as seen).
-		if len(rf.later) == maxLater {
+		if len(rf.later) >= s.maxLater {
 			rf.cur.Close()
 			delete(s.resumed, f.path)
 			s.plain[f.path] = true
