@@ -19,7 +19,13 @@ import (
 func TestSessionResumesAsReread(t *testing.T) {
 	const d = 3 * time.Minute
 	dir := t.TempDir()
-	generate(t, sim.LongScenario(6, d, 3), dir, sim.GenerateOptions{Interval: time.Second, Duration: d, Seed: 3})
+	sc := sim.LongScenario(6, d, 3)
+	// llama.cpp restarts twice, answering 503 Loading model for 5 s: the
+	// body a replay reads.
+	for _, at := range []time.Duration{70 * time.Second, 130 * time.Second} {
+		sc.Engines[3].Events = append(sc.Engines[3].Events, sim.Event{At: at, Kind: sim.EventRestart, For: 5 * time.Second})
+	}
+	generate(t, sc, dir, sim.GenerateOptions{Interval: time.Second, Duration: d, Seed: 3})
 	type run struct {
 		name string
 		s    *Session
@@ -45,7 +51,7 @@ func TestSessionResumesAsReread(t *testing.T) {
 		runs = append(runs, r)
 		defer s.Close()
 	}
-	resumedAt := 0
+	resumedAt, loading := 0, false
 	for at := time.Second; at <= d+3*time.Second; at += time.Second {
 		until := sim.DefaultStart.Add(at).UnixNano()
 		var want string
@@ -69,12 +75,16 @@ func TestSessionResumesAsReread(t *testing.T) {
 				resumedAt++
 			}
 		}
+		loading = loading || strings.Contains(want, "503 Loading model")
 		if !strings.Contains(want, `"cells":`) && at > 10*time.Second {
 			t.Fatalf("at %v no poll delivered: the test compares nothing", at)
 		}
 	}
 	// The resumed session held files open at most instants, and let them
 	// all go at the end.
+	if !loading {
+		t.Error("no restart told by a 503 Loading model body: the bodies read later are not compared")
+	}
 	if resumedAt < int(d/time.Second)/2 || len(runs[1].s.resumed) != 0 || len(runs[2].s.plain) == 0 {
 		t.Errorf("files held open at %d instants (%d at the end); %d read again from their first row with one row copied",
 			resumedAt, len(runs[1].s.resumed), len(runs[2].s.plain))
