@@ -313,6 +313,7 @@ func (s *Session) resume(f file, res *Result) bool {
 		rf.later = append(rf.later, laterRow{cloneRow(w), k - 1})
 	}
 	if len(rf.later) == 0 && rf.held == nil {
+		rf.cur.Close() // the file BodyAt opened again
 		delete(s.resumed, f.path)
 		s.done[f.path] = true
 	}

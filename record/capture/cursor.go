@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -24,6 +25,9 @@ type Cursor struct {
 	stop func()
 	rows int64
 	err  error // the read's end: nil until it ended
+	// body is the file opened again for BodyAt, kept until Close.
+	body   *os.File
+	bodyPF *parquet.File
 }
 
 // errCursorClosed ends the read of a Cursor closed before its end.
@@ -84,11 +88,12 @@ func (c *Cursor) Next() (*Row, error) {
 // null or the file has no body column, as WantBody reads it: for a row
 // Next returned without its body, whose body turns out to matter later.
 func (c *Cursor) BodyAt(k int64) (body []byte, err error) {
-	f, pf, _, err := openSegment(c.path, openOpts{sealed: c.seal != nil})
-	if err != nil {
-		return nil, err
+	if c.body == nil {
+		if c.body, c.bodyPF, _, err = openSegment(c.path, openOpts{sealed: c.seal != nil}); err != nil {
+			return nil, err
+		}
 	}
-	defer f.Close()
+	pf := c.bodyPF
 	leaf, ok := pf.Schema().Lookup("body")
 	if !ok || leaf.Node.Type().Kind() != parquet.ByteArray || leaf.MaxRepetitionLevel != 0 {
 		return nil, nil
@@ -110,7 +115,13 @@ func (c *Cursor) BodyAt(k int64) (body []byte, err error) {
 func (c *Cursor) Rows() int64 { return c.rows }
 
 // Close ends the read and closes the file.
-func (c *Cursor) Close() { c.stop() }
+func (c *Cursor) Close() {
+	c.stop()
+	if c.body != nil {
+		c.body.Close()
+		c.body, c.bodyPF = nil, nil
+	}
+}
 
 // ReadKeys calls fn with each row of the segment at path without its
 // samples, body or headers: its key columns (run, target, engine,

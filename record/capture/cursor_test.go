@@ -88,13 +88,14 @@ func TestCursorReadsAsReadSealed(t *testing.T) {
 			}
 		}
 	}
-	c.Close()
 	if !slices.Equal(got, want) || c.Rows() != n {
 		t.Fatalf("the cursor's %d rows differ from ReadSealed's %d", len(got), len(want))
 	}
 	if _, err := c.BodyAt(n); !errors.Is(err, ErrDamaged) {
 		t.Errorf("BodyAt past the last row: %v", err)
 	}
+	c.Close()
+	c.Close() // a second Close does nothing
 
 	var keys []string
 	samples := 0
