@@ -181,9 +181,9 @@ func readProblem(path string, err error, rowsRead int64) Problem {
 // llmrec top replaying a finished recording decodes the seconds since the
 // last frame, not the whole file again.
 type resumed struct {
-	cur   *capture.Cursor
-	ended bool           // the cursor was read to the file's end
-	seals []capture.Seal // the file's seals it was opened with
+	cur   *capture.Cursor // nil until a row of the file is due
+	ended bool            // the cursor was read to the file's end
+	seals []capture.Seal  // the file's seals it was opened with
 	// after[k] is the earliest instant (scheduled, else start) of the
 	// file's rows from row k on: where it is after the instant read up
 	// to, every row left is.
@@ -194,6 +194,13 @@ type resumed struct {
 	// order. Neither has its body read.
 	held  *laterRow
 	later []laterRow
+}
+
+// close lets the file go (a cursor not opened yet has none).
+func (rf *resumed) close() {
+	if rf.cur != nil {
+		rf.cur.Close()
+	}
 }
 
 // laterRow is a row taken from a file's cursor, to deliver later, and its
@@ -207,7 +214,7 @@ type laterRow struct {
 func (s *Session) closeUnlisted(files []file) {
 	for path, rf := range s.resumed {
 		if !slices.ContainsFunc(files, func(f file) bool { return f.path == path }) {
-			rf.cur.Close()
+			rf.close()
 			delete(s.resumed, path)
 		}
 	}
@@ -216,7 +223,7 @@ func (s *Session) closeUnlisted(files []file) {
 // Close closes the files a session holds open.
 func (s *Session) Close() {
 	for path, rf := range s.resumed {
-		rf.cur.Close()
+		rf.close()
 		delete(s.resumed, path)
 	}
 }
@@ -235,7 +242,7 @@ func (s *Session) resume(f file, res *Result) bool {
 	// A file whose seals changed is opened again (its rows delivered
 	// before are passed over as seen).
 	if rf != nil && !slices.Equal(rf.seals, f.seals[filepath.Base(f.path)]) {
-		rf.cur.Close()
+		rf.close()
 		delete(s.resumed, f.path)
 		rf = nil
 	}
@@ -250,12 +257,26 @@ func (s *Session) resume(f file, res *Result) bool {
 		}
 		s.resumed[f.path] = rf
 	}
+	// A file whose rows are all after the instant is not opened yet.
+	if rf.cur == nil && a.opts.Until != 0 && rf.after[0] > a.opts.Until {
+		return true
+	}
+	if rf.cur == nil {
+		var err error
+		// A file that no longer matches its seal is read from its first
+		// row, which reports its damage.
+		if rf.cur, err = s.cursor(f); err != nil {
+			delete(s.resumed, f.path)
+			s.plain[f.path] = true
+			return false
+		}
+	}
 	before := a.rows
 	// A failed read is reported as Analyze's would be, and the file is
 	// read from its first row at every update from then on.
 	failed := func(err error) bool {
 		res.Problems = append(res.Problems, readProblem(f.path, err, a.rows-before))
-		rf.cur.Close()
+		rf.close()
 		delete(s.resumed, f.path)
 		s.plain[f.path] = true
 		return true
@@ -285,7 +306,7 @@ func (s *Session) resume(f file, res *Result) bool {
 	for !rf.ended {
 		w, err := rf.cur.Next()
 		if err == io.EOF {
-			rf.cur.Close()
+			rf.close()
 			rf.ended = true
 			break
 		}
@@ -305,7 +326,7 @@ func (s *Session) resume(f file, res *Result) bool {
 		// Too many rows out of order: the file is read from its first row
 		// at every update (the rows delivered are passed over as seen).
 		if len(rf.later) >= s.maxLater {
-			rf.cur.Close()
+			rf.close()
 			delete(s.resumed, f.path)
 			s.plain[f.path] = true
 			return false
@@ -313,21 +334,40 @@ func (s *Session) resume(f file, res *Result) bool {
 		rf.later = append(rf.later, laterRow{cloneRow(w), k - 1})
 	}
 	if len(rf.later) == 0 && rf.held == nil {
-		rf.cur.Close() // the file BodyAt opened again
+		rf.close() // the file BodyAt opened again
 		delete(s.resumed, f.path)
 		s.done[f.path] = true
 	}
 	return true
 }
 
-// open opens f for reading on at the next update, or returns nil when it
-// is not a file that matches its seal (one that does not is read from its
-// first row, as Analyze reads it, and reports its damage there).
+// open prepares f for reading on at the next update: it reads the
+// instants of its rows. It returns nil when f is not a file that matches
+// its seal (one that does not is read from its first row, as Analyze
+// reads it, and reports its damage there).
 func (s *Session) open(f file) *resumed {
+	seal, err := f.seals.Verify(f.path)
+	var at []int64
+	if seal != nil && err == nil {
+		err = capture.ReadKeys(s.an.tab, f.path, func(w *capture.Row) { at = append(at, rowInstant(w)) })
+	}
+	if seal == nil || err != nil || int64(len(at)) != seal.Rows {
+		return nil
+	}
+	after := make([]int64, len(at)+1)
+	after[len(at)] = math.MaxInt64
+	for i := len(at) - 1; i >= 0; i-- {
+		after[i] = min(at[i], after[i+1])
+	}
+	return &resumed{seals: slices.Clone(f.seals[filepath.Base(f.path)]), after: after}
+}
+
+// cursor opens f's rows for the analyzer. Of a row after the instant, the
+// family and type are decoded (it is delivered later, when what Known
+// said may have changed); its body is read at its delivery, if WantBody
+// asks for it then.
+func (s *Session) cursor(f file) (*capture.Cursor, error) {
 	a := s.an
-	// Of a row after the instant, the family and type are decoded (it is
-	// delivered later, when what Known said may have changed); its body
-	// is read at its delivery, if WantBody asks for it then.
 	known := func(w *capture.Row) bool {
 		if a.opts.Until != 0 && rowInstant(w) > a.opts.Until {
 			a.looked = nil
@@ -341,25 +381,7 @@ func (s *Session) open(f file) *resumed {
 		}
 		return a.wantBody(w)
 	}
-	cur, err := capture.OpenCursor(a.tab, f.seals, f.path, a.r.Headers, known, wantBody)
-	if err != nil {
-		return nil
-	}
-	seal := cur.Sealed()
-	var at []int64
-	if seal != nil {
-		err = capture.ReadKeys(a.tab, f.path, func(w *capture.Row) { at = append(at, rowInstant(w)) })
-	}
-	if seal == nil || err != nil || int64(len(at)) != seal.Rows {
-		cur.Close()
-		return nil
-	}
-	after := make([]int64, len(at)+1)
-	after[len(at)] = math.MaxInt64
-	for i := len(at) - 1; i >= 0; i-- {
-		after[i] = min(at[i], after[i+1])
-	}
-	return &resumed{cur: cur, seals: slices.Clone(f.seals[filepath.Base(f.path)]), after: after}
+	return capture.OpenCursor(a.tab, f.seals, f.path, a.r.Headers, known, wantBody)
 }
 
 // deliverLater replays a row taken from a file's cursor at an update
