@@ -184,9 +184,12 @@ type resumed struct {
 	cur   *capture.Cursor // nil until a row of the file is due
 	ended bool            // the cursor was read to the file's end
 	seals []capture.Seal  // the file's seals it was opened with
-	// after[k] is the earliest instant (scheduled, else start) of the
-	// file's rows from row k on: where it is after the instant read up
-	// to, every row left is.
+	// first is the earliest instant (scheduled, else start) of the
+	// file's rows; once it is opened, after[k] is that of its rows from
+	// row k on: where it is after the instant read up to, every row left
+	// is.
+	first int64
+	rows  int // the file's rows, as sealed
 	after []int64
 	// held is the row the cursor stopped at (after the instant), not
 	// delivered yet; later are rows taken from the cursor after the
@@ -212,8 +215,12 @@ type laterRow struct {
 
 // closeUnlisted closes the resumed files no longer listed.
 func (s *Session) closeUnlisted(files []file) {
+	listed := make(map[string]bool, len(files))
+	for _, f := range files {
+		listed[f.path] = true
+	}
 	for path, rf := range s.resumed {
-		if !slices.ContainsFunc(files, func(f file) bool { return f.path == path }) {
+		if !listed[path] {
 			rf.close()
 			delete(s.resumed, path)
 		}
@@ -258,14 +265,18 @@ func (s *Session) resume(f file, res *Result) bool {
 		s.resumed[f.path] = rf
 	}
 	// A file whose rows are all after the instant is not opened yet.
-	if rf.cur == nil && a.opts.Until != 0 && rf.after[0] > a.opts.Until {
+	if rf.cur == nil && a.opts.Until != 0 && rf.first > a.opts.Until {
 		return true
 	}
 	if rf.cur == nil {
 		var err error
-		// A file that no longer matches its seal is read from its first
-		// row, which reports its damage.
-		if rf.cur, err = s.cursor(f); err != nil {
+		rf.after, err = s.instants(f, rf.rows)
+		if err == nil {
+			rf.cur, err = s.cursor(f)
+		}
+		// A file that no longer reads as it did, or no longer matches its
+		// seal, is read from its first row, which reports its damage.
+		if err != nil {
 			delete(s.resumed, f.path)
 			s.plain[f.path] = true
 			return false
@@ -341,25 +352,38 @@ func (s *Session) resume(f file, res *Result) bool {
 	return true
 }
 
-// open prepares f for reading on at the next update: it reads the
-// instants of its rows. It returns nil when f is not a file that matches
-// its seal (one that does not is read from its first row, as Analyze
-// reads it, and reports its damage there).
+// open prepares f for reading on at the next update. It returns nil
+// when f is not a file that matches its seal (one that does not is read
+// from its first row, as Analyze reads it, and reports its damage there).
 func (s *Session) open(f file) *resumed {
 	seal, err := f.seals.Verify(f.path)
-	var at []int64
-	if seal != nil && err == nil {
-		err = capture.ReadKeys(s.an.tab, f.path, func(w *capture.Row) { at = append(at, rowInstant(w)) })
-	}
-	if seal == nil || err != nil || int64(len(at)) != seal.Rows {
+	if seal == nil || err != nil {
 		return nil
 	}
-	after := make([]int64, len(at)+1)
-	after[len(at)] = math.MaxInt64
-	for i := len(at) - 1; i >= 0; i-- {
-		after[i] = min(at[i], after[i+1])
+	after, err := s.instants(f, int(seal.Rows))
+	if err != nil {
+		return nil
 	}
-	return &resumed{seals: slices.Clone(f.seals[filepath.Base(f.path)]), after: after}
+	// Only the first instant is kept until the file is opened.
+	return &resumed{seals: slices.Clone(f.seals[filepath.Base(f.path)]), first: after[0], rows: int(seal.Rows)}
+}
+
+// instants reads the instants of f's rows, which must be n, and returns
+// the earliest of each row onwards (resumed.after).
+func (s *Session) instants(f file, n int) ([]int64, error) {
+	at := make([]int64, 0, n+1)
+	err := capture.ReadKeys(s.an.tab, f.path, func(w *capture.Row) { at = append(at, rowInstant(w)) })
+	if err == nil && len(at) != n {
+		err = fmt.Errorf("segment %s: %d rows, sealed with %d", f.path, len(at), n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	at = append(at, math.MaxInt64)
+	for i := n - 1; i >= 0; i-- {
+		at[i] = min(at[i], at[i+1])
+	}
+	return at, nil
 }
 
 // cursor opens f's rows for the analyzer. Of a row after the instant, the
