@@ -4,6 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
+	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -31,6 +34,14 @@ type Session struct {
 	an   *analyzer
 	done map[string]bool  // sealed files read whole
 	offs map[string]int64 // journals: bytes read
+	// Sealed files read up to an instant: each held open at the first row
+	// after it (resumed), or read again from its first row (plain).
+	resumed map[string]*resumed
+	plain   map[string]bool
+	// maxLater bounds the rows a resumed file keeps copied: a file whose
+	// rows are that far out of order is read again from its first row
+	// instead. 0 resumes no file.
+	maxLater int
 
 	follow findings.Follow
 	// The last update's findings, and what it had read: rows replayed and
@@ -53,7 +64,8 @@ func NewSession(opts Options) (*Session, error) {
 	an := newAnalyzer(opts)
 	an.r.Headers = true
 	an.seen = map[[3]int32]int64{}
-	return &Session{opts: opts, an: an, done: map[string]bool{}, offs: map[string]int64{}}, nil
+	return &Session{opts: opts, an: an, done: map[string]bool{}, offs: map[string]int64{},
+		resumed: map[string]*resumed{}, plain: map[string]bool{}, maxLater: 4096}, nil
 }
 
 // SetUntil moves the instant rows are read up to (Options.Until): only
@@ -105,12 +117,16 @@ func (s *Session) Update() (*Result, error) {
 		return cmp.Or(cmp.Compare(x.start, y.start), strings.Compare(x.run, y.run), cmp.Compare(x.seg, y.seg),
 			cmp.Compare(boolInt(x.live), boolInt(y.live)))
 	})
+	s.closeUnlisted(files)
 	for _, f := range files {
 		if s.done[f.path] {
 			continue
 		}
 		var err error
 		before := a.rows
+		if !f.live && s.resume(f, res) {
+			continue
+		}
 		if f.live {
 			var rows []capture.Scrape
 			rows, s.offs[f.path], err = capture.ReadJournalFrom(f.path, s.offs[f.path])
@@ -157,4 +173,260 @@ func readProblem(path string, err error, rowsRead int64) Problem {
 		p.Kind = ProblemPartial
 	}
 	return p
+}
+
+// resumed is a sealed file read up to the instant of an update and held
+// open at the first row after it (capture.Cursor), so that the next
+// update reads on from there instead of from its first row: a frame of
+// llmrec top replaying a finished recording decodes the seconds since the
+// last frame, not the whole file again.
+type resumed struct {
+	cur   *capture.Cursor // nil until a row of the file is due
+	ended bool            // the cursor was read to the file's end
+	seals []capture.Seal  // the file's seals it was opened with
+	// first is the earliest instant (scheduled, else start) of the
+	// file's rows; once it is opened, after[k] is that of its rows from
+	// row k on: where it is after the instant read up to, every row left
+	// is.
+	first int64
+	rows  int // the file's rows, as sealed
+	after []int64
+	// held is the row the cursor stopped at (after the instant), not
+	// delivered yet; later are rows taken from the cursor after the
+	// instant while a row behind them was not, copied, in the file's
+	// order. Neither has its body read.
+	held  *laterRow
+	later []laterRow
+}
+
+// close lets the file go (a cursor not opened yet has none).
+func (rf *resumed) close() {
+	if rf.cur != nil {
+		rf.cur.Close()
+	}
+}
+
+// laterRow is a row taken from a file's cursor, to deliver later, and its
+// place in the file.
+type laterRow struct {
+	w *capture.Row
+	k int64
+}
+
+// closeUnlisted closes the resumed files no longer listed.
+func (s *Session) closeUnlisted(files []file) {
+	listed := make(map[string]bool, len(files))
+	for _, f := range files {
+		listed[f.path] = true
+	}
+	for path, rf := range s.resumed {
+		if !listed[path] {
+			rf.close()
+			delete(s.resumed, path)
+		}
+	}
+}
+
+// Close closes the files a session holds open.
+func (s *Session) Close() {
+	for path, rf := range s.resumed {
+		rf.close()
+		delete(s.resumed, path)
+	}
+}
+
+// rowInstant is the instant Options.Until compares a row with.
+func rowInstant(w *capture.Row) int64 { return cmp.Or(w.Scheduled, w.Start) }
+
+// resume reads the sealed file f up to the instant through a file held
+// open from the update before, and reports whether it did; false leaves
+// the file to be read from its first row. The rows delivered, and their
+// order, are a read from the first row's: the rows up to the instant not
+// delivered before, in the file's order.
+func (s *Session) resume(f file, res *Result) bool {
+	a := s.an
+	rf := s.resumed[f.path]
+	// A file whose seals changed is opened again (its rows delivered
+	// before are passed over as seen).
+	if rf != nil && !slices.Equal(rf.seals, f.seals[filepath.Base(f.path)]) {
+		rf.close()
+		delete(s.resumed, f.path)
+		rf = nil
+	}
+	// Read up to no instant, a file is read whole at once.
+	if rf == nil && (s.opts.Until == 0 || s.plain[f.path] || s.maxLater == 0) {
+		return false
+	}
+	if rf == nil {
+		if rf = s.open(f); rf == nil {
+			s.plain[f.path] = true
+			return false
+		}
+		s.resumed[f.path] = rf
+	}
+	// A file whose rows are all after the instant is not opened yet.
+	if rf.cur == nil && a.opts.Until != 0 && rf.first > a.opts.Until {
+		return true
+	}
+	if rf.cur == nil {
+		var err error
+		rf.after, err = s.instants(f, rf.rows)
+		if err == nil {
+			rf.cur, err = s.cursor(f)
+		}
+		// A file that no longer reads as it did, or no longer matches its
+		// seal, is read from its first row, which reports its damage.
+		if err != nil {
+			delete(s.resumed, f.path)
+			s.plain[f.path] = true
+			return false
+		}
+	}
+	before := a.rows
+	// A failed read is reported as Analyze's would be, and the file is
+	// read from its first row at every update from then on.
+	failed := func(err error) bool {
+		res.Problems = append(res.Problems, readProblem(f.path, err, a.rows-before))
+		rf.close()
+		delete(s.resumed, f.path)
+		s.plain[f.path] = true
+		return true
+	}
+	due := func(w *capture.Row) bool { return a.opts.Until == 0 || rowInstant(w) <= a.opts.Until }
+	later := rf.later[:0]
+	for _, l := range rf.later {
+		if !due(l.w) {
+			later = append(later, l)
+			continue
+		}
+		if err := s.deliverLater(rf, l); err != nil {
+			return failed(err)
+		}
+	}
+	clear(rf.later[len(later):])
+	rf.later = later
+	if rf.held != nil {
+		if !due(rf.held.w) {
+			return true
+		}
+		if err := s.deliverLater(rf, *rf.held); err != nil {
+			return failed(err)
+		}
+		rf.held = nil
+	}
+	for !rf.ended {
+		w, err := rf.cur.Next()
+		if err == io.EOF {
+			rf.close()
+			rf.ended = true
+			break
+		}
+		if err != nil {
+			return failed(err)
+		}
+		if due(w) {
+			a.row(w)
+			continue
+		}
+		// Every row left is after the instant: the file stops here.
+		k := rf.cur.Rows()
+		if k >= int64(len(rf.after)) || rf.after[k] > a.opts.Until {
+			rf.held = &laterRow{w, k - 1}
+			return true
+		}
+		// Too many rows out of order: the file is read from its first row
+		// at every update (the rows delivered are passed over as seen).
+		if len(rf.later) >= s.maxLater {
+			rf.close()
+			delete(s.resumed, f.path)
+			s.plain[f.path] = true
+			return false
+		}
+		rf.later = append(rf.later, laterRow{cloneRow(w), k - 1})
+	}
+	if len(rf.later) == 0 && rf.held == nil {
+		rf.close() // the file BodyAt opened again
+		delete(s.resumed, f.path)
+		s.done[f.path] = true
+	}
+	return true
+}
+
+// open prepares f for reading on at the next update. It returns nil
+// when f is not a file that matches its seal (one that does not is read
+// from its first row, as Analyze reads it, and reports its damage there).
+func (s *Session) open(f file) *resumed {
+	seal, err := f.seals.Verify(f.path)
+	if seal == nil || err != nil {
+		return nil
+	}
+	after, err := s.instants(f, int(seal.Rows))
+	if err != nil {
+		return nil
+	}
+	// Only the first instant is kept until the file is opened.
+	return &resumed{seals: slices.Clone(f.seals[filepath.Base(f.path)]), first: after[0], rows: int(seal.Rows)}
+}
+
+// instants reads the instants of f's rows, which must be n, and returns
+// the earliest of each row onwards (resumed.after).
+func (s *Session) instants(f file, n int) ([]int64, error) {
+	at := make([]int64, 0, n+1)
+	err := capture.ReadKeys(s.an.tab, f.path, func(w *capture.Row) { at = append(at, rowInstant(w)) })
+	if err == nil && len(at) != n {
+		err = fmt.Errorf("segment %s: %d rows, sealed with %d", f.path, len(at), n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	at = append(at, math.MaxInt64)
+	for i := n - 1; i >= 0; i-- {
+		at[i] = min(at[i], at[i+1])
+	}
+	return at, nil
+}
+
+// cursor opens f's rows for the analyzer. Of a row after the instant, the
+// family and type are decoded (it is delivered later, when what Known
+// said may have changed); its body is read at its delivery, if WantBody
+// asks for it then.
+func (s *Session) cursor(f file) (*capture.Cursor, error) {
+	a := s.an
+	known := func(w *capture.Row) bool {
+		if a.opts.Until != 0 && rowInstant(w) > a.opts.Until {
+			a.looked = nil
+			return false
+		}
+		return a.known(w)
+	}
+	wantBody := func(w *capture.Row) bool {
+		if a.opts.Until != 0 && rowInstant(w) > a.opts.Until {
+			return false
+		}
+		return a.wantBody(w)
+	}
+	return capture.OpenCursor(a.tab, f.seals, f.path, a.r.Headers, known, wantBody)
+}
+
+// deliverLater replays a row taken from a file's cursor at an update
+// before: its body is read when the analyzer asks for it now, as a read
+// of the file from its first row would have read it.
+func (s *Session) deliverLater(rf *resumed, l laterRow) (err error) {
+	a := s.an
+	if a.wantBody(l.w) {
+		if l.w.Body, err = rf.cur.BodyAt(l.k); err != nil {
+			return err
+		}
+	}
+	a.row(l.w)
+	return nil
+}
+
+// cloneRow copies a row out of the reader's buffers.
+func cloneRow(w *capture.Row) *capture.Row {
+	c := *w
+	c.Name, c.Labels, c.Value = slices.Clone(w.Name), slices.Clone(w.Labels), slices.Clone(w.Value)
+	c.Family, c.Type = slices.Clone(w.Family), slices.Clone(w.Type)
+	c.Headers = slices.Clone(w.Headers)
+	return &c
 }

@@ -59,6 +59,7 @@ func BenchmarkRefresh(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		defer r.Close()
 		at := start.Add(*benchDuration - time.Minute)
 		if _, err := r.Frame(at.UnixNano()); err != nil {
 			b.Fatal(err)
@@ -77,6 +78,7 @@ func BenchmarkRefresh(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		defer r.Close()
 		if _, err := r.Frame(0); err != nil {
 			b.Fatal(err)
 		}

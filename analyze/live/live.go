@@ -232,6 +232,9 @@ func (r *Reader) Frame(until int64) (*Frame, error) {
 	return r.st.frame(res, until), nil
 }
 
+// Close lets go of the files the reader holds open between frames.
+func (r *Reader) Close() { r.s.Close() }
+
 // frameState is what frames keep of each target's polls and rows, fed by
 // analyze's hooks.
 type frameState struct {

@@ -169,6 +169,7 @@ func TestReaderEqualsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
 	for _, at := range []time.Duration{2 * time.Second, 7 * time.Second, 13500 * time.Millisecond, 16 * time.Second, 21 * time.Second, 25 * time.Second, 40 * time.Second} {
 		until := sim.DefaultStart.Add(at).UnixNano()
 		got, err := r.Frame(until)
@@ -222,6 +223,7 @@ func TestReaderEqualsReadLong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
 	kinds, levels := map[string]bool{}, map[string]bool{}
 	compared := 0
 	for at := time.Second; at <= d+5*time.Second; at += time.Second {
