@@ -197,6 +197,7 @@ func topLoop(ctx context.Context, stdout io.Writer, opts live.Options, interval 
 	replay := !first.Recording && !follow
 	if replay {
 		next = time.Time{} // the replay's first frame is its start, at once
+		rd.Close()         // no read is running: the first frame has returned
 		rd = nil           // a reader goes forward only: the replay's starts over
 	}
 	began := time.Now()
