@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/internal/par"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
@@ -17,13 +18,15 @@ func Analyze(run *Run) *Findings {
 		Seams: []Seam{}, Facts: []TargetFacts{}, Drift: []TargetDrift{},
 	}
 	gates := run.Gates.WithDefaults()
-	views := make([]*view, 0, len(run.Targets))
-	for _, t := range run.Targets {
-		views = append(views, newView(t, gates))
-	}
+	// Each target's view and edges are its own: built on every core.
+	views := make([]*view, len(run.Targets))
+	par.For(len(views), func(i int) {
+		v := newView(run.Targets[i], gates)
+		v.findEdges(run.Spans, v.decodeSpan())
+		views[i] = v
+	})
 	slices.SortFunc(views, func(a, b *view) int { return strings.Compare(a.t.Name, b.t.Name) })
 	for _, v := range views {
-		v.findEdges(run.Spans, v.decodeSpan())
 		f.Edges = append(f.Edges, v.edges...)
 	}
 	f.Settle = settle(f.Edges, gates.Span, run.Spans)
