@@ -20,7 +20,7 @@ func Analyze(run *Run) *Findings {
 	gates := run.Gates.WithDefaults()
 	// Each target's view and edges are its own: built on every core.
 	views := make([]*view, len(run.Targets))
-	par.For(len(views), func(i int) {
+	par.For(len(views), func(_, i int) {
 		v := newView(run.Targets[i], gates)
 		v.findEdges(run.Spans, v.decodeSpan())
 		views[i] = v

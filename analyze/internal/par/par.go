@@ -9,31 +9,36 @@ import (
 	"sync/atomic"
 )
 
-// For calls f(i) for every i in [0, n), on up to GOMAXPROCS goroutines,
-// and returns when every call has. Each call must touch only what is its
-// own (index i of slices made before); With one call or one core, f runs
-// on the caller's goroutine in order.
-func For(n int, f func(i int)) {
-	workers := min(n, runtime.GOMAXPROCS(0))
+// For calls f(w, i) for every i in [0, n), on Workers(n) goroutines, and
+// returns when every call has; w in [0, Workers(n)) is the goroutine's, so
+// that what a call reuses (scratch space) can be had once a worker. Each
+// call must touch only what is its own (index i of slices made before, its
+// worker's w). With one worker f runs on the caller's goroutine in order.
+func For(n int, f func(w, i int)) {
+	workers := Workers(n)
 	// Nothing to share: no goroutine.
 	if workers <= 1 {
 		for i := range n {
-			f(i)
+			f(0, i)
 		}
 		return
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
+	for w := range workers {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n {
 					return
 				}
-				f(i)
+				f(w, i)
 			}
 		})
 	}
 	wg.Wait()
 }
+
+// Workers is how many goroutines For runs n calls on: GOMAXPROCS, at most
+// n, at least 1.
+func Workers(n int) int { return max(1, min(n, runtime.GOMAXPROCS(0))) }

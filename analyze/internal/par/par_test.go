@@ -13,7 +13,15 @@ func TestForEachIndexOnce(t *testing.T) {
 		old := runtime.GOMAXPROCS(procs)
 		for _, n := range []int{0, 1, 2, 7, 100} {
 			hits := make([]atomic.Int32, n)
-			For(n, func(i int) { hits[i].Add(1) })
+			busy := make([]atomic.Int32, Workers(n))
+			For(n, func(w, i int) {
+				// A worker's calls come one after another.
+				if busy[w].Add(1) != 1 {
+					t.Errorf("worker %d runs two calls at once", w)
+				}
+				hits[i].Add(1)
+				busy[w].Add(-1)
+			})
 			for i := range hits {
 				if got := hits[i].Load(); got != 1 {
 					t.Errorf("GOMAXPROCS %d, n %d: index %d ran %d times", procs, n, i, got)
@@ -30,7 +38,12 @@ func TestForOneCoreInOrder(t *testing.T) {
 	old := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(old)
 	var got []int
-	For(5, func(i int) { got = append(got, i) })
+	For(5, func(w, i int) {
+		if w != 0 {
+			t.Errorf("worker %d of 1", w)
+		}
+		got = append(got, i)
+	})
 	for i, x := range got {
 		if x != i {
 			t.Fatalf("order %v", got)
