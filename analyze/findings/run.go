@@ -31,18 +31,36 @@ func Analyze(run *Run) *Findings {
 	}
 	f.Settle = settle(f.Edges, gates.Span, run.Spans)
 	f.Incidents = incidents(views, gates, run.Spans)
-	for _, v := range views {
-		if v.t.Engine == engine.Generic {
-			continue
-		}
-		f.Rollups = append(f.Rollups, v.rollups(run.Caps)...)
+	// The fleet, and each target's rollups, facts and drift, read the
+	// views only: on every core (the fleet, the longest, first), then
+	// merged in the views' order.
+	type own struct {
+		rollups []Rollup
+		facts   TargetFacts
+		drift   *TargetDrift
 	}
-	f.Fleet = fleet(views, run.KeepPolls)
-	f.Seams = seams(views)
-	for _, v := range views {
-		f.Facts = append(f.Facts, v.facts())
+	per := make([]own, len(views))
+	par.For(1+len(views), func(_, i int) {
+		if i == 0 {
+			f.Fleet = fleet(views, run.KeepPolls)
+			return
+		}
+		v, o := views[i-1], &per[i-1]
 		if v.t.Engine != engine.Generic {
-			f.Drift = append(f.Drift, v.drift())
+			o.rollups = v.rollups(run.Caps)
+			d := v.drift()
+			o.drift = &d
+		}
+		o.facts = v.facts()
+	})
+	for _, o := range per {
+		f.Rollups = append(f.Rollups, o.rollups...)
+	}
+	f.Seams = seams(views)
+	for _, o := range per {
+		f.Facts = append(f.Facts, o.facts)
+		if o.drift != nil {
+			f.Drift = append(f.Drift, *o.drift)
 		}
 	}
 	f.Energy = energy(views)
