@@ -124,8 +124,19 @@ type Progress struct {
 // and the rest is analysed. Each segment is checked against its seal
 // first (capture.Seals.Verify): one that differs is skipped whole.
 func Analyze(opts Options) (*Result, error) {
+	an, res, err := replay(opts)
+	if err != nil {
+		return nil, err
+	}
+	an.tail(res)
+	return res, nil
+}
+
+// replay reads and replays the run folders (Analyze up to its serial
+// tail): the result holds the inputs, problems and targets.
+func replay(opts Options) (*analyzer, *Result, error) {
 	if len(opts.Dirs) == 0 {
-		return nil, errors.New("analyze: no run folder")
+		return nil, nil, errors.New("analyze: no run folder")
 	}
 	cfg := opts.Gates.WithDefaults()
 	res := &Result{
@@ -142,7 +153,7 @@ func Analyze(opts Options) (*Result, error) {
 	for _, dir := range opts.Dirs {
 		run, err := capture.Open(dir)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		seals, err := capture.ReadSeals(dir)
 		if err != nil {
@@ -213,15 +224,21 @@ func Analyze(opts Options) (*Result, error) {
 	// A poll that could not be spooled would be missing from the document.
 	if an.err != nil {
 		res.Close()
-		return nil, an.err
+		return nil, nil, an.err
 	}
+	an.marks, an.markProblems = marks, markProblems
+	return an, res, nil
+}
+
+// tail is Analyze after the replay: the findings, the phases, the answer
+// and the sweep, from what the replay left in the analyzer.
+func (an *analyzer) tail(res *Result) {
 	res.Findings = *findings.Analyze(an.run())
-	an.phases(res, marks, markProblems)
+	an.phases(res, an.marks, an.markProblems)
 	res.Answer = res.answer()
 	res.Sweep = an.sweep(res)
 	res.Spans = append([]float64{}, an.spans...)
-	res.Caps = append([]findings.Cap{}, opts.Caps...)
-	return res, nil
+	res.Caps = append([]findings.Cap{}, an.opts.Caps...)
 }
 
 func boolInt(b bool) int {
@@ -329,6 +346,11 @@ type analyzer struct {
 	// over since it was last cleared.
 	seen         map[[3]int32]int64
 	untilSkipped bool
+
+	// marks and markProblems are the run folders' phase marks and the
+	// lines that could not be read, for the tail.
+	marks        []capture.Mark
+	markProblems []string
 }
 
 func newAnalyzer(opts Options) *analyzer {

@@ -10,6 +10,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/clientcmp"
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/internal/par"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/record/capture"
 )
@@ -41,12 +42,19 @@ func (a *analyzer) phases(res *Result, marks []capture.Mark, problems []string) 
 	}
 	// A file and marks naming the same phases are one set.
 	named := phases.OneSet(a.opts.Phases, marked)
-	found := map[string][]phases.Phase{}
+	// Each engine's phases are cut at its own edges, on every core.
+	var engines []*findings.Target
 	for _, st := range a.targets {
 		// A target that is not an engine has no load to cut phases at.
 		if t := st.fw.t; t.Engine != engine.Generic {
-			found[t.Name] = phases.Found(t, res.Edges)
+			engines = append(engines, t)
 		}
+	}
+	cut := make([][]phases.Phase, len(engines))
+	par.For(len(engines), func(_, i int) { cut[i] = phases.Found(engines[i], res.Edges) })
+	found := map[string][]phases.Phase{}
+	for i, t := range engines {
+		found[t.Name] = cut[i]
 	}
 	lo, hi, why := runBounds(a, found)
 	clients := clientPhases(a.withinRecording(a.opts.Clients), named, lo, hi, why)

@@ -19,7 +19,7 @@ func energy(views []*view) *Energy {
 	var sources []*view
 	var eng []*view
 	for _, v := range views {
-		if v.publishes(func(p *Poll) bool { return p.Energy.Valid || p.Power.Valid }) {
+		if v.publishes(func(ps *PollList, i int) bool { return ps.Energy(i).Valid || ps.Power(i).Valid }) {
 			sources = append(sources, v)
 		}
 		if v.t.Engine != engine.Generic {
@@ -34,7 +34,7 @@ func energy(views []*view) *Energy {
 	counter := false
 	for _, s := range sources {
 		e.Sources = append(e.Sources, s.t.Name)
-		counter = counter || s.publishes(func(p *Poll) bool { return p.Energy.Valid })
+		counter = counter || s.publishes(func(ps *PollList, i int) bool { return ps.Energy(i).Valid })
 		for _, src := range EnergySources {
 			if slices.Contains(s.t.Families, src.Series) {
 				e.Series = append(e.Series, src.Series)
@@ -107,11 +107,12 @@ func names(vs []*view) []string {
 	return out
 }
 
-// publishes reports whether any poll satisfies fn.
-func (v *view) publishes(fn func(*Poll) bool) bool {
-	p := new(Poll) // one for every poll: fn may keep it
-	for i := range v.t.Polls.Len() {
-		if v.t.Polls.Get(i, p); fn(p) {
+// publishes reports whether any poll satisfies fn, which reads poll i of
+// ps by its numbers alone (no poll decoded whole).
+func (v *view) publishes(fn func(ps *PollList, i int) bool) bool {
+	ps := &v.t.Polls
+	for i := range ps.Len() {
+		if fn(ps, i) {
 			return true
 		}
 	}

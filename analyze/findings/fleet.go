@@ -71,6 +71,17 @@ func fleet(views []*view, keep bool) Fleet {
 		}
 		f.Polls = make([]FleetPoint, 0, n)
 	}
+	// Each engine's latest poll is read once, when it becomes the latest:
+	// the ticks after it until the next reuse what it gave.
+	type reading struct {
+		poll                                 int
+		decode, prompt, running, waiting, kv rate.Num
+		missing                              string
+	}
+	got := make([]reading, len(eng))
+	for i := range got {
+		got[i].poll = -1
+	}
 	for i := 0; i < len(ticks); {
 		t := ticks[i].t
 		for ; i < len(ticks) && ticks[i].t == t; i++ {
@@ -90,25 +101,33 @@ func fleet(views []*view, keep bool) Fleet {
 				continue
 			}
 			p.Live++
-			ps, q := &v.t.Polls, l.poll
-			if d := ps.Rate(q, Decode); d.Valid {
+			r := &got[vi]
+			if r.poll != l.poll {
+				ps, q := &v.t.Polls, l.poll
+				*r = reading{poll: q, decode: ps.Rate(q, Decode), prompt: ps.Rate(q, Prompt), running: ps.Running(q),
+					waiting: ps.Waiting(q), kv: ps.KV(q)}
+				if !r.decode.Valid {
+					r.missing = fmt.Sprintf("%s (%s)", v.t.Name, ps.Reasons(q)[Decode])
+				}
+			}
+			if d := r.decode; d.Valid {
 				p.Decode = addNum(p.Decode, d.V)
 				p.DecodeOf++
 			} else {
-				p.Missing = append(p.Missing, fmt.Sprintf("%s (%s)", v.t.Name, ps.Reasons(q)[Decode]))
+				p.Missing = append(p.Missing, r.missing)
 			}
-			if x := ps.Rate(q, Prompt); x.Valid {
+			if x := r.prompt; x.Valid {
 				p.Prompt = addNum(p.Prompt, x.V)
 				p.PromptOf++
 			}
-			if x := ps.Running(q); x.Valid {
+			if x := r.running; x.Valid {
 				p.Running = addNum(p.Running, x.V)
 			}
-			if x := ps.Waiting(q); x.Valid {
+			if x := r.waiting; x.Valid {
 				p.Waiting = addNum(p.Waiting, x.V)
 			}
 			// KV pressure is the fullest engine's, never a sum.
-			if x := ps.KV(q); x.Valid {
+			if x := r.kv; x.Valid {
 				p.KVMax = maxNum(p.KVMax, x.V)
 			}
 			if x := v.lifetime[l.poll]; x.Valid {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmrec/llmrec/analyze/internal/par"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
@@ -163,19 +164,39 @@ type span struct {
 // incidents finds every incident of the run, in time order.
 func incidents(views []*view, gates rate.Config, cfSpans []float64) []Incident {
 	out := []Incident{}
-	var all []*hole
-	var spans []span
-	looseOf := map[*view][]looseRun{}
-	firstAfter := map[*view]map[int]bool{}
-	for _, v := range views {
+	// Each target's holes, and its incidents that no other target's
+	// decide, are found on every core; the host stalls, which read every
+	// target's holes, after. The incidents are gathered in the order of
+	// one target after another (the sort below is stable).
+	type own struct {
+		holes []*hole
+		inc   []Incident
+	}
+	per := make([]own, len(views))
+	par.For(len(views), func(_, i int) {
+		v, o := views[i], &per[i]
 		hs, loose := v.holes()
-		looseOf[v] = loose
-		firstAfter[v] = map[int]bool{}
+		o.holes = hs
+		firstAfter := map[int]bool{}
 		for _, h := range hs {
-			all = append(all, h)
 			if h.before >= 0 {
-				firstAfter[v][h.before] = true
+				firstAfter[h.before] = true
 			}
+		}
+		for _, l := range loose {
+			o.inc = append(o.inc, v.looseRows(l)...)
+		}
+		slow, inc := v.slowScrapes(gates)
+		o.inc = append(o.inc, inc...)
+		o.inc = append(o.inc, v.refusals(gates, firstAfter, slow)...)
+		o.inc = append(o.inc, v.restarts()...)
+		o.inc = append(o.inc, v.labelSets()...)
+		o.inc = append(o.inc, v.engineStalls(cfSpans)...)
+		o.inc = append(o.inc, v.presence()...)
+	})
+	var spans []span
+	for _, o := range per {
+		for _, h := range o.holes {
 			switch {
 			case h.stalled > 0:
 				spans = append(spans, span{h, h.stallA, h.stallB})
@@ -185,23 +206,16 @@ func incidents(views []*view, gates rate.Config, cfSpans []float64) []Incident {
 		}
 	}
 	out = append(out, hostStalls(views, spans)...)
-	for _, h := range all {
-		if h.explained {
-			continue
+	for _, o := range per {
+		for _, h := range o.holes {
+			if h.explained {
+				continue
+			}
+			out = append(out, h.incidents()...)
 		}
-		out = append(out, h.incidents()...)
 	}
-	for _, v := range views {
-		for _, l := range looseOf[v] {
-			out = append(out, v.looseRows(l)...)
-		}
-		slow, inc := v.slowScrapes(gates)
-		out = append(out, inc...)
-		out = append(out, v.refusals(gates, firstAfter[v], slow)...)
-		out = append(out, v.restarts()...)
-		out = append(out, v.labelSets()...)
-		out = append(out, v.engineStalls(cfSpans)...)
-		out = append(out, v.presence()...)
+	for _, o := range per {
+		out = append(out, o.inc...)
 	}
 	slices.SortStableFunc(out, incidentOrder)
 	return out

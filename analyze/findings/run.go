@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/internal/par"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
@@ -17,29 +18,49 @@ func Analyze(run *Run) *Findings {
 		Seams: []Seam{}, Facts: []TargetFacts{}, Drift: []TargetDrift{},
 	}
 	gates := run.Gates.WithDefaults()
-	views := make([]*view, 0, len(run.Targets))
-	for _, t := range run.Targets {
-		views = append(views, newView(t, gates))
-	}
+	// Each target's view and edges are its own: built on every core.
+	views := make([]*view, len(run.Targets))
+	par.For(len(views), func(_, i int) {
+		v := newView(run.Targets[i], gates)
+		v.findEdges(run.Spans, v.decodeSpan())
+		views[i] = v
+	})
 	slices.SortFunc(views, func(a, b *view) int { return strings.Compare(a.t.Name, b.t.Name) })
 	for _, v := range views {
-		v.findEdges(run.Spans, v.decodeSpan())
 		f.Edges = append(f.Edges, v.edges...)
 	}
 	f.Settle = settle(f.Edges, gates.Span, run.Spans)
 	f.Incidents = incidents(views, gates, run.Spans)
-	for _, v := range views {
-		if v.t.Engine == engine.Generic {
-			continue
-		}
-		f.Rollups = append(f.Rollups, v.rollups(run.Caps)...)
+	// The fleet, and each target's rollups, facts and drift, read the
+	// views only: on every core (the fleet, the longest, first), then
+	// merged in the views' order.
+	type own struct {
+		rollups []Rollup
+		facts   TargetFacts
+		drift   *TargetDrift
 	}
-	f.Fleet = fleet(views, run.KeepPolls)
-	f.Seams = seams(views)
-	for _, v := range views {
-		f.Facts = append(f.Facts, v.facts())
+	per := make([]own, len(views))
+	par.For(1+len(views), func(_, i int) {
+		if i == 0 {
+			f.Fleet = fleet(views, run.KeepPolls)
+			return
+		}
+		v, o := views[i-1], &per[i-1]
 		if v.t.Engine != engine.Generic {
-			f.Drift = append(f.Drift, v.drift())
+			o.rollups = v.rollups(run.Caps)
+			d := v.drift()
+			o.drift = &d
+		}
+		o.facts = v.facts()
+	})
+	for _, o := range per {
+		f.Rollups = append(f.Rollups, o.rollups...)
+	}
+	f.Seams = seams(views)
+	for _, o := range per {
+		f.Facts = append(f.Facts, o.facts)
+		if o.drift != nil {
+			f.Drift = append(f.Drift, *o.drift)
 		}
 	}
 	f.Energy = energy(views)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmrec/llmrec/analyze/internal/par"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
@@ -79,41 +80,43 @@ func Compute(named []Phase, found map[string][]Phase, inputs []*Input, problems 
 	}
 	ins := slices.Clone(inputs)
 	slices.SortFunc(ins, func(a, b *Input) int { return strings.Compare(a.Target.Name, b.Target.Name) })
-	sc := &scratch{}
-	for _, in := range ins {
-		if in.sc == nil {
-			in.sc = sc
-		}
-	}
 	ns := slices.Clone(named)
 	slices.SortStableFunc(ns, func(a, b Phase) int { return cmp.Compare(a.Start, b.Start) })
-	for _, p := range ns {
+	// Each target is measured on its own, on every core; a worker's
+	// targets share its scratch.
+	type measured struct {
+		named []Figures  // by named phase
+		found []Measured // its found phases
+		busy  Figures
+	}
+	per := make([]measured, len(ins))
+	scs := make([]*scratch, par.Workers(len(ins)))
+	for w := range scs {
+		scs[w] = &scratch{}
+	}
+	par.For(len(ins), func(w, i int) {
+		in, m := ins[i], &per[i]
+		in.sc = scs[w]
+		for _, p := range ns {
+			m.named = append(m.named, Measure(in, []Phase{p}))
+		}
+		m.found, m.busy = in.foundAndBusy(found[in.Target.Name])
+	})
+	// The inputs are read again after (the sweep), on one goroutine.
+	for _, in := range ins {
+		in.sc = scs[0]
+	}
+	for k, p := range ns {
 		m := Measured{Phase: p, Targets: []Figures{}}
-		for _, in := range ins {
-			m.Targets = append(m.Targets, Measure(in, []Phase{p}))
+		for i := range ins {
+			m.Targets = append(m.Targets, per[i].named[k])
 		}
 		m.Fleet = fleet(m.Targets)
 		out.Phases = append(out.Phases, m)
 	}
-	for _, in := range ins {
-		steady := in.sum(nil)
-		n := 0
-		for _, p := range found[in.Target.Name] {
-			s := in.sumWith([]Phase{p}, p.Kind == KindSteady)
-			if p.Kind == KindSteady {
-				steady.merge(s)
-				n++
-			}
-			out.Phases = append(out.Phases, Measured{Phase: p, Targets: []Figures{in.figures(s)}})
-		}
-		busy := in.figures(steady)
-		if n == 0 {
-			busy.Bounds.Reason = ReasonNoSteady
-			for k := range busy.Figures {
-				busy.Figures[k].Value, busy.Figures[k].Reason, busy.Figures[k].Bucket = rate.Num{}, ReasonNoSteady, rate.Bucket{}
-			}
-		}
-		out.Busy = append(out.Busy, busy)
+	for i := range ins {
+		out.Phases = append(out.Phases, per[i].found...)
+		out.Busy = append(out.Busy, per[i].busy)
 	}
 	out.FleetBusy = fleetBusy(out.Busy)
 	for _, m := range out.Phases {
@@ -133,6 +136,30 @@ func Compute(named []Phase, found map[string][]Phase, inputs []*Input, problems 
 		}
 	}
 	return out
+}
+
+// foundAndBusy measures the target's found phases, and its busy headline
+// over the steady ones among them.
+func (in *Input) foundAndBusy(found []Phase) ([]Measured, Figures) {
+	var out []Measured
+	steady := in.sum(nil)
+	n := 0
+	for _, p := range found {
+		s := in.sumWith([]Phase{p}, p.Kind == KindSteady)
+		if p.Kind == KindSteady {
+			steady.merge(s)
+			n++
+		}
+		out = append(out, Measured{Phase: p, Targets: []Figures{in.figures(s)}})
+	}
+	busy := in.figures(steady)
+	if n == 0 {
+		busy.Bounds.Reason = ReasonNoSteady
+		for k := range busy.Figures {
+			busy.Figures[k].Value, busy.Figures[k].Reason, busy.Figures[k].Bucket = rate.Num{}, ReasonNoSteady, rate.Bucket{}
+		}
+	}
+	return out, busy
 }
 
 // fleet adds the targets' fleetSums: the sum over the targets that have a

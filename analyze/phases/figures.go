@@ -62,7 +62,7 @@ type Input struct {
 	unsure  []float64  // by poll: first byte − request start, 0 unknown
 	cadence float64    // seconds
 	restart []bool     // by poll: the interval ending at it crosses a restart
-	sc      *scratch   // shared by the inputs Compute measures one by one
+	sc      *scratch   // its worker's while Compute measures, shared by the inputs after
 }
 
 // scratch is the values of the published distributions while they are

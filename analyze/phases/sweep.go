@@ -62,8 +62,13 @@ func (in *Input) Buckets(p Phase, base string) Histogram {
 // polls inside phase p, with their stamps: what a slope is fitted to.
 func (in *Input) Waiting(p Phase) (ts, vs []float64) {
 	ps := &in.Target.Polls
+	end := searchT(ps, p.End)
 	for i := searchT(ps, p.Start); i < ps.Len() && ps.T(i) < p.End; i++ {
 		if w := ps.Waiting(i); w.Valid {
+			// Sized once, at the first value, to the polls left in the phase.
+			if ts == nil {
+				ts, vs = make([]float64, 0, max(1, end-i)), make([]float64, 0, max(1, end-i))
+			}
 			ts, vs = append(ts, ps.T(i)), append(vs, w.V)
 		}
 	}

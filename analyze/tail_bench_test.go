@@ -1,0 +1,34 @@
+package analyze
+
+import (
+	"testing"
+	"time"
+
+	"github.com/llmrec/llmrec/record/sim"
+)
+
+// BenchmarkTail times Analyze's serial tail alone (findings, phases, the
+// answer and the sweep, see analyzer.tail) on a recording replayed once
+// before the loop: -replay.dir names one (a day of 8 targets: `llmrec sim
+// -generate DIR -engines 8 -duration 24h`), else one of -replay.duration
+// is generated as BenchmarkReplay does. The options are llmrec analyze's
+// without --json (SkipPolls).
+func BenchmarkTail(b *testing.B) {
+	dir := *replayDir
+	if dir == "" {
+		dir = b.TempDir()
+		generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
+	}
+	t0 := time.Now()
+	an, res, err := replay(Options{Dirs: []string{dir}, SkipPolls: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%s replayed in %v: %d targets, %d samples", dir, time.Since(t0).Round(time.Millisecond), len(res.Targets), an.samples)
+	b.ReportAllocs()
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		an.tail(res)
+	}
+	b.ReportMetric((cpuTime(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+}
