@@ -61,9 +61,10 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 		return
 	}
 	e.buckets = e.buckets[:0]
-	b := e.gather(src.bucket, match, modeBuckets)
-	cnt := e.gather(src.countName, match, modeDelta)
-	sum := e.gather(src.sumName, match, modeDelta)
+	var b, cnt, sum agg
+	e.gather(&b, src.bucket, match, modeBuckets)
+	e.gather(&cnt, src.countName, match, modeDelta)
+	e.gather(&sum, src.sumName, match, modeDelta)
 	var bs []bucket
 	readable, malformed, mixed := false, false, false
 	if b.usable() {
@@ -88,14 +89,14 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 	// Count: Δ_count, or the +Inf bucket's Δ when the engine has no _count.
 	switch {
 	case cnt.present > 0:
-		h.Count = cnt.cell(h.Count)
+		cnt.cellTo(&h.Count)
 	case readable:
 		h.Count.Source = src.countInf
 		h.Count.Value, h.Count.Window = Some(e.qn[len(e.qn)-1]), Some(b.window)
 	case malformed:
 		h.Count.Reason, h.Count.Window = ReasonBuckets, Some(b.window)
 	default:
-		h.Count = b.cell(h.Count)
+		b.cellTo(&h.Count)
 	}
 
 	// Mean: Δsum over the count, when both can be read.
@@ -103,7 +104,7 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 	case !h.Count.Value.Valid:
 		h.Mean.Reason, h.Mean.Window, h.Mean.Notes = h.Count.Reason, h.Count.Window, h.Count.Notes
 	case !sum.usable():
-		h.Mean = sum.cell(h.Mean)
+		sum.cellTo(&h.Mean)
 	case h.Count.Value.V == 0:
 		// A window with no new observations has no mean, not a mean of 0.
 		h.Mean.Reason, h.Mean.Window = ReasonEmpty, Some(max(h.Count.Window.V, sum.window))
@@ -119,7 +120,7 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 		c := q.c
 		switch {
 		case !b.usable():
-			*c = b.cell(*c)
+			b.cellTo(c)
 		case malformed:
 			// Quantiles need a +Inf bucket and a finite one to interpolate in.
 			c.Reason, c.Window = ReasonBuckets, Some(b.window)
