@@ -81,7 +81,7 @@ func (e *Estimator) gather(a *agg, series *seriesState, match func(labels string
 			continue
 		}
 		contributed++
-		window = max(window, st.window)
+		window = maxOf(window, st.window)
 		switch mode {
 		case modeRate:
 			sum += st.delta / st.window
