@@ -95,13 +95,8 @@ func (e *Estimator) gather(a *agg, series *seriesState, match func(labels string
 	a.sum, a.window, a.present, a.contributed = sum, window, present, contributed
 }
 
-// cell finishes c from a: the value and window, or the reason there is none.
-func (a *agg) cell(c Cell) Cell {
-	a.cellTo(&c)
-	return c
-}
-
-// cellTo is cell written into *c.
+// cellTo finishes *c from a: the value and window, or the reason there is
+// none. In place: a cell passed and returned by value was copied twice.
 func (a *agg) cellTo(c *Cell) {
 	c.Notes = a.notes
 	switch {
@@ -141,7 +136,8 @@ func (e *Estimator) Rate(series string, match func(labels string) bool) Cell {
 	}
 	var a agg
 	e.gather(&a, ss, match, modeRate)
-	return a.cell(c)
+	a.cellTo(&c)
+	return c
 }
 
 // Ratio returns ΣΔnum / ΣΔden over the window of the poll just observed,
@@ -162,10 +158,12 @@ func (e *Estimator) Ratio(num, den string, match func(labels string) bool) Cell 
 	e.gather(&d, ds, match, modeDelta)
 	// The side that cannot be read decides the cell, numerator first.
 	if !n.usable() {
-		return n.cell(c)
+		n.cellTo(&c)
+		return c
 	}
 	if !d.usable() {
-		return d.cell(c)
+		d.cellTo(&c)
+		return c
 	}
 	c.Notes = append(n.notes, d.notes...)
 	c.Window = Some(max(n.window, d.window))
