@@ -61,9 +61,10 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 		return
 	}
 	e.buckets = e.buckets[:0]
-	b := e.gather(src.bucket, match, modeBuckets)
-	cnt := e.gather(src.countName, match, modeDelta)
-	sum := e.gather(src.sumName, match, modeDelta)
+	var b, cnt, sum agg
+	e.gather(&b, src.bucket, match, modeBuckets)
+	e.gather(&cnt, src.countName, match, modeDelta)
+	e.gather(&sum, src.sumName, match, modeDelta)
 	var bs []bucket
 	readable, malformed, mixed := false, false, false
 	if b.usable() {
@@ -78,7 +79,7 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 	for i, x := range bs {
 		n := x.n
 		if i > 0 {
-			n = max(n, prev)
+			n = maxOf(n, prev)
 		}
 		prev = n
 		les, ns = append(les, x.le), append(ns, n)
@@ -88,14 +89,14 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 	// Count: Δ_count, or the +Inf bucket's Δ when the engine has no _count.
 	switch {
 	case cnt.present > 0:
-		h.Count = cnt.cell(h.Count)
+		cnt.cellTo(&h.Count)
 	case readable:
 		h.Count.Source = src.countInf
 		h.Count.Value, h.Count.Window = Some(e.qn[len(e.qn)-1]), Some(b.window)
 	case malformed:
 		h.Count.Reason, h.Count.Window = ReasonBuckets, Some(b.window)
 	default:
-		h.Count = b.cell(h.Count)
+		b.cellTo(&h.Count)
 	}
 
 	// Mean: Δsum over the count, when both can be read.
@@ -103,7 +104,7 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 	case !h.Count.Value.Valid:
 		h.Mean.Reason, h.Mean.Window, h.Mean.Notes = h.Count.Reason, h.Count.Window, h.Count.Notes
 	case !sum.usable():
-		h.Mean = sum.cell(h.Mean)
+		sum.cellTo(&h.Mean)
 	case h.Count.Value.V == 0:
 		// A window with no new observations has no mean, not a mean of 0.
 		h.Mean.Reason, h.Mean.Window = ReasonEmpty, Some(max(h.Count.Window.V, sum.window))
@@ -119,7 +120,7 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 		c := q.c
 		switch {
 		case !b.usable():
-			*c = b.cell(*c)
+			b.cellTo(c)
 		case malformed:
 			// Quantiles need a +Inf bucket and a finite one to interpolate in.
 			c.Reason, c.Window = ReasonBuckets, Some(b.window)
@@ -230,4 +231,19 @@ func sameBounds(les []float64, bs []bucket) bool {
 		}
 	}
 	return true
+}
+
+// maxOf is max(a, b), the builtin's rules included (NaN wins; +0 is
+// above −0), with the common case, b ≤ a and no NaN, in one compare:
+// the builtin spends a branch on each of its rules every call, and the
+// monotonic pass over a histogram's buckets calls it for every bucket.
+func maxOf(a, b float64) float64 {
+	if b > a || b != b {
+		return b
+	}
+	// Equal zeros: +0 is the larger.
+	if a == 0 && b == 0 && math.Signbit(a) && !math.Signbit(b) {
+		return b
+	}
+	return a
 }

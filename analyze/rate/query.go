@@ -31,10 +31,11 @@ func (a *agg) note(reason, labels string) {
 
 // gather sums series over the label sets match accepts (nil accepts all), on
 // the poll just observed. It is the one place the label-set rules live.
-func (e *Estimator) gather(series *seriesState, match func(labels string) bool, mode gatherMode) agg {
-	var a agg
-	// The running sum, window and counts stay in registers: a's address
-	// is taken for its notes.
+// It writes into *a, which it overwrites whole: an agg is 120 bytes, and
+// returning it by value copied it once a call.
+func (e *Estimator) gather(a *agg, series *seriesState, match func(labels string) bool, mode gatherMode) {
+	*a = agg{}
+	// The running sum, window and counts stay in registers, not in *a.
 	var sum, window float64
 	present, contributed := 0, 0
 	for _, slot := range series.keys {
@@ -80,7 +81,7 @@ func (e *Estimator) gather(series *seriesState, match func(labels string) bool, 
 			continue
 		}
 		contributed++
-		window = max(window, st.window)
+		window = maxOf(window, st.window)
 		switch mode {
 		case modeRate:
 			sum += st.delta / st.window
@@ -92,11 +93,11 @@ func (e *Estimator) gather(series *seriesState, match func(labels string) bool, 
 		}
 	}
 	a.sum, a.window, a.present, a.contributed = sum, window, present, contributed
-	return a
 }
 
-// cell finishes c from a: the value and window, or the reason there is none.
-func (a *agg) cell(c Cell) Cell {
+// cellTo finishes *c from a: the value and window, or the reason there is
+// none. In place: a cell passed and returned by value was copied twice.
+func (a *agg) cellTo(c *Cell) {
 	c.Notes = a.notes
 	switch {
 	case a.present == 0:
@@ -114,7 +115,6 @@ func (a *agg) cell(c Cell) Cell {
 	default:
 		c.Value, c.Window = Some(a.sum), Some(a.window)
 	}
-	return c
 }
 
 // usable reports whether a yields a value.
@@ -134,8 +134,10 @@ func (e *Estimator) Rate(series string, match func(labels string) bool) Cell {
 		c.Reason = ReasonOrder
 		return c
 	}
-	a := e.gather(ss, match, modeRate)
-	return a.cell(c)
+	var a agg
+	e.gather(&a, ss, match, modeRate)
+	a.cellTo(&c)
+	return c
 }
 
 // Ratio returns ΣΔnum / ΣΔden over the window of the poll just observed,
@@ -151,14 +153,17 @@ func (e *Estimator) Ratio(num, den string, match func(labels string) bool) Cell 
 		c.Reason = ReasonOrder
 		return c
 	}
-	n := e.gather(ns, match, modeDelta)
-	d := e.gather(ds, match, modeDelta)
+	var n, d agg
+	e.gather(&n, ns, match, modeDelta)
+	e.gather(&d, ds, match, modeDelta)
 	// The side that cannot be read decides the cell, numerator first.
 	if !n.usable() {
-		return n.cell(c)
+		n.cellTo(&c)
+		return c
 	}
 	if !d.usable() {
-		return d.cell(c)
+		d.cellTo(&c)
+		return c
 	}
 	c.Notes = append(n.notes, d.notes...)
 	c.Window = Some(max(n.window, d.window))
