@@ -545,7 +545,7 @@ func (fs *findingsState) end(cells engine.Cells) {
 		c := cellAt(cells, atRate[k])
 		p.Rates[k] = findings.Value{V: c.Value, Window: c.Window, Reason: c.Reason}
 		if k == findings.Decode && len(c.Notes) > 0 {
-			p.DecodeNotes = slices.Clone(c.Notes)
+			p.DecodeNotes = c.Notes // the polls' list keeps a copy (PollList.Append)
 		}
 		if atTotal[k] >= 0 {
 			p.Totals[k] = cellAt(cells, atTotal[k]).Value
