@@ -284,7 +284,7 @@ type findingsState struct {
 	busy   []bool
 	series []engine.Series
 	feed   []feedSample // this poll's samples for the replays
-	slab   []rate.Num   // backing of the polls' Spans
+	slab   []rate.Num   // backing of the poll's Spans, reused
 	cfg    rate.Config
 	spans  []float64
 	nspans int
@@ -545,7 +545,7 @@ func (fs *findingsState) end(cells engine.Cells) {
 		c := cellAt(cells, atRate[k])
 		p.Rates[k] = findings.Value{V: c.Value, Window: c.Window, Reason: c.Reason}
 		if k == findings.Decode && len(c.Notes) > 0 {
-			p.DecodeNotes = slices.Clone(c.Notes)
+			p.DecodeNotes = c.Notes // the polls' list keeps a copy (PollList.Append)
 		}
 		if atTotal[k] >= 0 {
 			p.Totals[k] = cellAt(cells, atTotal[k]).Value
@@ -615,12 +615,13 @@ func (fs *findingsState) end(cells engine.Cells) {
 func (fs *findingsState) replay() {
 	p := &fs.p
 	if fs.nspans > 0 {
-		// One allocation for many polls' spans.
-		if len(fs.slab)+fs.nspans > cap(fs.slab) {
-			fs.slab = make([]rate.Num, 0, 1024*fs.nspans)
+		// The polls' list copies a poll's spans (PollList.Append): one
+		// array serves every poll, null again at each.
+		if fs.slab == nil {
+			fs.slab = make([]rate.Num, fs.nspans)
 		}
-		fs.slab = fs.slab[:len(fs.slab)+fs.nspans]
-		p.Spans = fs.slab[len(fs.slab)-fs.nspans : len(fs.slab) : len(fs.slab)]
+		clear(fs.slab)
+		p.Spans = fs.slab[:fs.nspans:fs.nspans]
 	}
 	if len(fs.extra) == 0 {
 		id, how := fs.main.Engine()

@@ -22,19 +22,39 @@ import (
 type PollList struct {
 	n      int
 	t, st  []float64          // T and Start, by poll
-	off    []uint32           // poll i's record starts at off[i] in chunk i/pollChunk
-	chunks [][]byte           // records of pollChunk polls each
-	bases  []*[nNums]rate.Num // by chunk, its first poll's numbers: a record leaves out those it shares
+	off    []uint64           // poll i's record is in chunk off[i]>>32 from offset uint32(off[i])
+	chunks [][]byte           // records; a chunk is never grown: the next starts when it lacks room for the longest
+	bases  []*[nNums]rate.Num // by pollChunk polls, the first's numbers: a record leaves out those it shares
 	spans  []rate.Num         // nspans numbers a poll (Poll.Spans)
 	nspans int                // len(Poll.Spans) of every poll: the first's
+	hint   int                // the polls Grow made room for
 	notes  map[int][]string
 	strs   []string
 	sid    map[string]uint32
+	// last is, by text position, the last string given an id and its id:
+	// a poll's reasons are mostly the poll's before, compared faster than
+	// hashed.
+	last [nTexts]struct {
+		s  string
+		id uint32
+	}
 }
 
-// pollChunk is how many polls' records share a chunk: chunks are never
-// copied to grow past it.
+// pollChunk is how many polls share a base (their first's numbers).
 const pollChunk = 1024
+
+// Chunk sizes: the first's, and the most one grows to by doubling.
+const (
+	firstPollChunk = 16 << 10
+	maxPollChunk   = 256 << 10
+)
+
+// maxRecord is the longest record: three masks, every number, the row, the
+// strings' mask and ids.
+const maxRecord = 12 + 8*nNums + binary.MaxVarintLen64 + 1 + nTexts*binary.MaxVarintLen32
+
+// A record's masks are 32 bits wide.
+var _ [32 - nNums]struct{}
 
 // Len is the number of polls.
 func (l *PollList) Len() int { return l.n }
@@ -79,6 +99,7 @@ func (l *PollList) Grow(n int) {
 	l.t = growCap(l.t, n)
 	l.st = growCap(l.st, n)
 	l.off = growCap(l.off, n)
+	l.hint = l.n + n
 }
 
 func growCap[T any](s []T, n int) []T {
@@ -162,6 +183,9 @@ func (l *PollList) Append(p *Poll) {
 	i := l.n
 	if l.n == 0 {
 		l.nspans = len(p.Spans)
+		if l.hint > 0 && cap(l.spans) == 0 {
+			l.spans = make([]rate.Num, 0, l.hint*l.nspans)
+		}
 	}
 	// Every poll of a target has the run's spans (Run.Spans); one with
 	// other is kept padded with nulls or cut to the first's count.
@@ -176,60 +200,67 @@ func (l *PollList) Append(p *Poll) {
 	}
 	l.t = append(l.t, p.T)
 	l.st = append(l.st, p.Start)
-	if i/pollChunk == len(l.chunks) {
-		c := 16 << 10
-		if k := len(l.chunks); k > 0 {
-			// A full chunk is kept at its length (it grew by doubling);
-			// the next is sized to it, a little more.
-			prev := l.chunks[k-1]
-			if cap(prev)-len(prev) > len(prev)/32 {
-				l.chunks[k-1] = append(make([]byte, 0, len(prev)), prev...)
-			}
-			c = len(prev) + len(prev)/16
-		}
-		l.chunks = append(l.chunks, make([]byte, 0, c))
-		base := numsOf(p)
+	nums := numsOf(p)
+	if i%pollChunk == 0 {
+		base := nums
 		l.bases = append(l.bases, &base)
 	}
-	c := &l.chunks[i/pollChunk]
-	l.off = append(l.off, uint32(len(*c)))
-	b := *c
-	var valid, same, stored uint64
-	nums, base := numsOf(p), l.bases[i/pollChunk]
-	for k, n := range nums {
-		if n.Valid {
+	ci := len(l.chunks) - 1
+	if ci < 0 || cap(l.chunks[ci])-len(l.chunks[ci]) < maxRecord {
+		c := firstPollChunk
+		if ci >= 0 {
+			c = min(maxPollChunk, 2*cap(l.chunks[ci]))
+		}
+		l.chunks = append(l.chunks, make([]byte, 0, c))
+		ci++
+	}
+	c := l.chunks[ci]
+	l.off = append(l.off, uint64(ci)<<32|uint64(len(c)))
+	// The record is written in place: the chunk has room for the longest.
+	b, n := c[:cap(c)], len(c)
+	var valid, same, stored uint32
+	base := l.bases[i/pollChunk]
+	for k := range nums {
+		x, y := &nums[k], &base[k]
+		if x.Valid {
 			valid |= 1 << k
 		}
 		switch {
-		case n.Valid == base[k].Valid && math.Float64bits(n.V) == math.Float64bits(base[k].V):
+		case x.Valid == y.Valid && math.Float64bits(x.V) == math.Float64bits(y.V):
 			same |= 1 << k
-		case n.Valid || math.Float64bits(n.V) != 0:
+		case x.Valid || math.Float64bits(x.V) != 0:
 			stored |= 1 << k
 		}
 	}
-	b = binary.AppendUvarint(b, valid)
-	b = binary.AppendUvarint(b, same)
-	b = binary.AppendUvarint(b, stored)
-	for k, n := range nums {
-		if stored&(1<<k) != 0 {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(n.V))
-		}
+	binary.LittleEndian.PutUint32(b[n:], valid)
+	binary.LittleEndian.PutUint32(b[n+4:], same)
+	binary.LittleEndian.PutUint32(b[n+8:], stored)
+	n += 12
+	for m := stored; m != 0; m &= m - 1 {
+		binary.LittleEndian.PutUint64(b[n:], math.Float64bits(nums[bits.TrailingZeros32(m)].V))
+		n += 8
 	}
-	b = binary.AppendVarint(b, int64(p.Row))
-	var tm uint64
+	n += binary.PutVarint(b[n:], int64(p.Row))
 	texts := textsOf(p)
+	var tm byte
 	for k, s := range texts {
 		if s != "" {
 			tm |= 1 << k
 		}
 	}
-	b = binary.AppendUvarint(b, tm)
-	for _, s := range texts {
-		if s != "" {
-			b = binary.AppendUvarint(b, uint64(l.id(s)))
+	b[n] = tm
+	n++
+	for k, s := range texts {
+		if s == "" {
+			continue
 		}
+		last := &l.last[k]
+		if s != last.s {
+			last.s, last.id = s, l.id(s)
+		}
+		n += binary.PutUvarint(b[n:], uint64(last.id))
 	}
-	*c = b
+	l.chunks[ci] = c[:n]
 	l.n++
 }
 
@@ -245,7 +276,7 @@ func (l *PollList) Get(i int, p *Poll) {
 	var xs [nNums]rate.Num
 	// Only the numbers the record names are visited: the rest are null 0.
 	for m := valid | same | stored; m != 0; m &= m - 1 {
-		k := bits.TrailingZeros64(m)
+		k := bits.TrailingZeros32(m)
 		switch {
 		case same&(1<<k) != 0:
 			xs[k].V = base[k].V
@@ -259,10 +290,10 @@ func (l *PollList) Get(i int, p *Poll) {
 	row, n := binary.Varint(b)
 	b = b[n:]
 	p.Row = int(row)
-	tm, n := binary.Uvarint(b)
-	b = b[n:]
+	tm := b[0]
+	b = b[1:]
 	for ; tm != 0; tm &= tm - 1 {
-		k := bits.TrailingZeros64(tm)
+		k := bits.TrailingZeros8(tm)
 		id, n := binary.Uvarint(b)
 		b = b[n:]
 		s := l.strs[id]
@@ -281,11 +312,9 @@ func (l *PollList) Get(i int, p *Poll) {
 // bytes of their ids.
 func (l *PollList) texts(i int) (uint64, []byte) {
 	_, _, stored, b := l.head(i)
-	b = b[8*bits.OnesCount64(stored):]
+	b = b[8*bits.OnesCount32(stored):]
 	_, n := binary.Varint(b)
-	b = b[n:]
-	tm, n := binary.Uvarint(b)
-	return tm, b[n:]
+	return uint64(b[n]), b[n+1:]
 }
 
 // Reasons are poll i's rate cells' reasons (Rates[k].Reason), read alone.
@@ -355,7 +384,7 @@ func (l *PollList) Power(i int) rate.Num { return l.num(i, 3*NRates+2+11) }
 // Row is poll i's Row, read alone.
 func (l *PollList) Row(i int) int {
 	_, _, stored, b := l.head(i)
-	row, _ := binary.Varint(b[8*bits.OnesCount64(stored):])
+	row, _ := binary.Varint(b[8*bits.OnesCount32(stored):])
 	return int(row)
 }
 
@@ -368,14 +397,10 @@ func (l *PollList) Restarted(i int) bool {
 // head is poll i's record's masks of its numbers (valid, the same as its
 // chunk's first poll's, stored) and the bytes after them: the stored
 // numbers, then the row and the strings.
-func (l *PollList) head(i int) (valid, same, stored uint64, b []byte) {
-	b = l.chunks[i/pollChunk][l.off[i]:]
-	valid, n := binary.Uvarint(b)
-	b = b[n:]
-	same, n = binary.Uvarint(b)
-	b = b[n:]
-	stored, n = binary.Uvarint(b)
-	return valid, same, stored, b[n:]
+func (l *PollList) head(i int) (valid, same, stored uint32, b []byte) {
+	o := l.off[i]
+	b = l.chunks[o>>32][uint32(o):]
+	return binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]), binary.LittleEndian.Uint32(b[8:]), b[12:]
 }
 
 // num is poll i's number k of numsOf's order.
@@ -386,7 +411,7 @@ func (l *PollList) num(i, k int) rate.Num {
 	case same&(1<<k) != 0:
 		x.V = l.bases[i/pollChunk][k].V
 	case stored&(1<<k) != 0:
-		j := bits.OnesCount64(stored & (1<<k - 1))
+		j := bits.OnesCount32(stored & (1<<k - 1))
 		x.V = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
 	}
 	return x
@@ -394,7 +419,7 @@ func (l *PollList) num(i, k int) rate.Num {
 
 // Bytes is what the list holds, in bytes (its slices' capacities).
 func (l *PollList) Bytes() int {
-	n := 8*(cap(l.t)+cap(l.st)) + 4*cap(l.off) + 16*cap(l.spans) + 24*cap(l.chunks) + (8+16*nNums)*len(l.bases)
+	n := 8*(cap(l.t)+cap(l.st)) + 8*cap(l.off) + 16*cap(l.spans) + 24*cap(l.chunks) + (8+16*nNums)*len(l.bases)
 	for _, c := range l.chunks {
 		n += cap(c)
 	}

@@ -280,11 +280,16 @@ func encode(dst []byte, n int, pos []logged, vals, prev []float64, fromZero bool
 	last, lastInc := int32(-1), 0.0
 	for _, at := range pos {
 		x, v := at.x, vals[at.k]
+		p := prev[x]
+		// An idle series (most, each poll) adds nothing and leaves prev as
+		// it is; across a restart it counts from 0.
+		if v == p && !fromZero {
+			continue
+		}
 		// A value that is not a number is no reading.
 		if v-v != 0 { // NaN or ±Inf
 			continue
 		}
-		p := prev[x]
 		prev[x] = v
 		var inc float64
 		switch {
