@@ -13,30 +13,7 @@ import (
 // opened ahead and never read, or one that cannot be opened, changes
 // nothing for the read that follows.
 func TestAheadReadsAsWithout(t *testing.T) {
-	dir := t.TempDir()
-	w, err := NewWriter(dir, runR, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 60 {
-		for _, target := range []string{"a", "b"} {
-			if err := w.Append(row(runR, target, i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	run, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seals, err := ReadSeals(dir)
-	if err != nil || len(run.Segments) == 0 {
-		t.Fatalf("segments %v, seals: %v", run.Segments, err)
-	}
-	seg := run.Segments[0]
+	dir, seg, seals := sealedSegment(t, 60, "a", "b")
 	// read reads seg after ahead (nil: none) and says what it delivered.
 	read := func(seals Seals, ahead func(*ColumnReader)) string {
 		tab := NewStrings()
@@ -91,28 +68,8 @@ func TestAheadKeepsTheFileReadNext(t *testing.T) {
 	var segs []string
 	var seals []Seals
 	for range 3 {
-		dir := t.TempDir()
-		w, err := NewWriter(dir, runR, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 30 {
-			if err := w.Append(row(runR, "a", i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		run, err := Open(dir)
-		if err != nil || len(run.Segments) != 1 {
-			t.Fatalf("segments %v: %v", run, err)
-		}
-		s, err := ReadSeals(dir)
-		if err != nil || s[filepath.Base(run.Segments[0])] == nil {
-			t.Fatalf("seals %v: %v", s, err)
-		}
-		segs, seals = append(segs, run.Segments[0]), append(seals, s)
+		_, seg, s := sealedSegment(t, 30, "a")
+		segs, seals = append(segs, seg), append(seals, s)
 	}
 	r := NewColumnReader(NewStrings())
 	defer r.dropAhead()
@@ -138,4 +95,35 @@ func TestAheadKeepsTheFileReadNext(t *testing.T) {
 	if len(r.next) != 0 {
 		t.Errorf("%d files still opened ahead after the last read", len(r.next))
 	}
+}
+
+// sealedSegment writes rounds rows of each target into a new folder, one
+// segment, and returns the folder, the segment and the folder's seals.
+func sealedSegment(t *testing.T, rounds int, targets ...string) (dir, seg string, seals Seals) {
+	t.Helper()
+	dir = t.TempDir()
+	w, err := NewWriter(dir, runR, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rounds {
+		for _, target := range targets {
+			if err := w.Append(row(runR, target, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	run, err := Open(dir)
+	if err != nil || len(run.Segments) != 1 {
+		t.Fatalf("segments %v: %v", run, err)
+	}
+	seg = run.Segments[0]
+	seals, err = ReadSeals(dir)
+	if err != nil || seals[filepath.Base(seg)] == nil {
+		t.Fatalf("seals %v: %v", seals, err)
+	}
+	return dir, seg, seals
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"testing"
-	"time"
 )
 
 // A Cursor delivers ReadSealed's rows, in its order, with the same Known
@@ -16,30 +15,7 @@ import (
 // at the open as ReadSealed refuses it; and a cursor closed halfway lets
 // the file go.
 func TestCursorReadsAsReadSealed(t *testing.T) {
-	dir := t.TempDir()
-	w, err := NewWriter(dir, runR, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 90 {
-		for _, target := range []string{"a", "b", "c"} {
-			if err := w.Append(row(runR, target, i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	run, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seals, err := ReadSeals(dir)
-	if err != nil || len(run.Segments) == 0 {
-		t.Fatalf("segments %v, seals: %v", run.Segments, err)
-	}
-	seg := run.Segments[0]
+	_, seg, seals := sealedSegment(t, 90, "a", "b", "c")
 	tab := NewStrings()
 	// Known says a row of b is known (its family and type not read), a
 	// body is wanted every seventh row.
