@@ -326,13 +326,7 @@ func TestEngineInfoNotHeldByAHungTarget(t *testing.T) {
 	}))
 	defer hung.Close()
 	defer close(release)
-	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/metrics" {
-			fmt.Fprint(w, "up 1\n")
-			return
-		}
-		fmt.Fprint(w, `{"version":"fast"}`)
-	}))
+	fast := infoServer("fast")
 	defer fast.Close()
 	cfg := &Config{Interval: Duration(100 * time.Millisecond), Timeout: Duration(5 * time.Second),
 		Targets: []Target{{Name: "hung", URL: hung.URL + "/metrics"}, {Name: "fast", URL: fast.URL + "/metrics"}}}
@@ -363,13 +357,7 @@ func TestEngineInfoNotHeldByAHungTarget(t *testing.T) {
 // answered, while the run goes on (a live reader sees the model), not at
 // the run's end.
 func TestEngineInfoWrittenWhileRecording(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/metrics" {
-			fmt.Fprint(w, "up 1\n")
-			return
-		}
-		fmt.Fprint(w, `{"version":"0.1"}`)
-	}))
+	srv := infoServer("0.1")
 	defer srv.Close()
 	cfg := &Config{Interval: Duration(100 * time.Millisecond), Timeout: Duration(time.Second),
 		Targets: []Target{{Name: "a", URL: srv.URL + "/metrics"}, {Name: "b", URL: srv.URL + "/metrics?b"}}}
@@ -407,4 +395,16 @@ func TestEngineInfoWrittenWhileRecording(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// infoServer answers /metrics with one sample and every other path (the
+// engine information) with {"version":VERSION}.
+func infoServer(version string) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			fmt.Fprint(w, "up 1\n")
+			return
+		}
+		fmt.Fprintf(w, `{"version":%q}`, version)
+	}))
 }
