@@ -31,14 +31,7 @@ func TestAheadReadsAsWithout(t *testing.T) {
 	}
 	for _, damaged := range []bool{false, true} {
 		if damaged {
-			b, err := os.ReadFile(seg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b[len(b)/2] ^= 0x40
-			if err := os.WriteFile(seg, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			flipMiddle(t, seg)
 		}
 		want, unverified := read(seals, nil), read(nil, nil)
 		if !damaged && (want[:4] != "120 " || unverified != want) {
@@ -126,4 +119,17 @@ func sealedSegment(t *testing.T, rounds int, targets ...string) (dir, seg string
 		t.Fatalf("seals %v: %v", seals, err)
 	}
 	return dir, seg, seals
+}
+
+// flipMiddle damages a file: one bit of its middle byte flipped.
+func flipMiddle(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x40
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

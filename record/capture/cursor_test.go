@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"testing"
 )
@@ -97,14 +96,7 @@ func TestCursorReadsAsReadSealed(t *testing.T) {
 	}
 	c.Close()
 
-	b, err := os.ReadFile(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0x40
-	if err := os.WriteFile(seg, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	flipMiddle(t, seg)
 	_, want1 := NewColumnReader(tab).ReadSealed(seals, seg, func(*Row) {})
 	if _, err := OpenCursor(tab, seals, seg, true, known, wantBody); err == nil || err.Error() != want1.Error() || !errors.Is(err, ErrDamaged) {
 		t.Errorf("a damaged segment opened as %v, read as %v", err, want1)
