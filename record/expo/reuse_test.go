@@ -149,11 +149,19 @@ func FuzzReuse(f *testing.F) {
 // scrape after the second: through the target's Interner, its values
 // changed (each page's differ from the page before's).
 func BenchmarkParseVLLMV1Reused(b *testing.B) {
+	benchAlternating(b, func(body []byte) []byte { return withValues(body, bump) })
+}
+
+// benchAlternating parses the real vLLM V1 page and next(page) in turn
+// through one Interner, as the recorder parses a target's successive
+// pages, and fails unless every page after the first two was read by its
+// values alone.
+func benchAlternating(b *testing.B, next func(body []byte) []byte) {
 	body, err := os.ReadFile(filepath.Join(realDir, "vllm-v1-armandossrecife-vllm-server-api-chat.txt"))
 	if err != nil {
 		b.Skipf("real capture absent: %v", err)
 	}
-	pages := [2][]byte{body, withValues(body, bump)}
+	pages := [2][]byte{body, next(body)}
 	var in Interner
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()

@@ -157,28 +157,12 @@ func BenchmarkParseVLLMV1Shaped(b *testing.B) {
 // scrape after the second when one value in ten moved from the page before
 // (a real engine's page: most gauges and buckets stay).
 func BenchmarkParseVLLMV1FewMoved(b *testing.B) {
-	body, err := os.ReadFile(filepath.Join(realDir, "vllm-v1-armandossrecife-vllm-server-api-chat.txt"))
-	if err != nil {
-		b.Skipf("real capture absent: %v", err)
-	}
-	tenth := withValues(body, func(i int, old []byte) []byte {
-		if i%10 != 0 {
-			return old
-		}
-		return bump(i, old)
+	benchAlternating(b, func(body []byte) []byte {
+		return withValues(body, func(i int, old []byte) []byte {
+			if i%10 != 0 {
+				return old
+			}
+			return bump(i, old)
+		})
 	})
-	pages := [2][]byte{body, tenth}
-	var in Interner
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	k := 0
-	for b.Loop() {
-		if _, err := in.Parse(pages[k%2], "text/plain"); err != nil {
-			b.Fatal(err)
-		}
-		k++
-	}
-	if in.reused < k-2 {
-		b.Fatalf("%d of %d pages read by their values alone", in.reused, k)
-	}
 }
