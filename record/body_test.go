@@ -166,16 +166,9 @@ func TestParseSlots(t *testing.T) {
 	g := newParseGate()
 	var in expo.Interner
 	big := capture.Scrape{Endpoint: capture.EndpointMetrics, Outcome: capture.OutcomeOK, Body: page(smallBody + 1)}
-	bigDone := make(chan struct{})
-	go func() {
-		defer close(bigDone)
+	within(t, 10*time.Second, "a page over smallBody, every parse slot taken", func() {
 		s.parse(g, &big, &in, capture.DefaultLimits)
-	}()
-	select {
-	case <-bigDone:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a page over smallBody waited for a parse slot")
-	}
+	})
 	if big.Outcome != capture.OutcomeOK || len(big.Samples) == 0 {
 		t.Fatalf("page over smallBody while every slot is taken: %s %v, %d samples", big.Outcome, big.ParseError, len(big.Samples))
 	}
