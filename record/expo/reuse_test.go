@@ -134,13 +134,7 @@ func FuzzReuse(f *testing.F) {
 		if len(picks) == 0 {
 			return
 		}
-		changed := withValues(page, func(i int, old []byte) []byte {
-			p := int(picks[i%len(picks)])
-			if p >= len(oddValues) {
-				return old
-			}
-			return []byte(oddValues[p])
-		})
+		changed := pickValues(page, picks)
 		checkSequence(t, page, page, changed, page, changed)
 	})
 }
@@ -175,4 +169,16 @@ func benchAlternating(b *testing.B, next func(body []byte) []byte) {
 	if in.reused < k-2 {
 		b.Fatalf("%d of %d pages read by their values alone", in.reused, k)
 	}
+}
+
+// pickValues is page with its i-th value replaced by
+// oddValues[picks[i%len(picks)]] where that names one (picks not empty).
+func pickValues(page, picks []byte) []byte {
+	return withValues(page, func(i int, old []byte) []byte {
+		p := int(picks[i%len(picks)])
+		if p >= len(oddValues) {
+			return old
+		}
+		return []byte(oddValues[p])
+	})
 }

@@ -118,13 +118,7 @@ func FuzzShapes(f *testing.F) {
 		if len(picks) == 0 {
 			return
 		}
-		changed := withValues(page, func(i int, old []byte) []byte {
-			p := int(picks[i%len(picks)])
-			if p >= len(oddValues) {
-				return old
-			}
-			return []byte(oddValues[p])
-		})
+		changed := pickValues(page, picks)
 		var sh Shapes
 		checkWith(t, &Interner{Shapes: &sh}, page)
 		checkWith(t, &Interner{Shapes: &sh}, changed, page, changed)
