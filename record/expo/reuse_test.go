@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 )
@@ -56,26 +55,12 @@ var oddValues = []string{"7", "1.5", "-1", "-0", "0", "NaN", "+Inf", "-Inf", "1e
 	"18446744073709551615", "1.8446744073709552e19", "9.3e18", "0x1p3", "0x10", "1_000", "", "1 1712345678000",
 	"1\t2", "inf", "nan", "+1", ".5", "5.", "1e", "abc", "1\r", "Infinity", "-1.5"}
 
-// checkSequence parses pages in turn through one Interner and each alone
-// with Parse, and fails on any difference (samples or error).
+// checkSequence parses pages in turn through one new Interner and each
+// alone with Parse, and fails on any difference (samples or error).
 func checkSequence(t *testing.T, pages ...[]byte) *Interner {
 	t.Helper()
 	var in Interner
-	for k, page := range pages {
-		got, gerr := in.Parse(page, "text/plain")
-		want, werr := Parse(page, "text/plain")
-		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
-			t.Fatalf("page %d: interned error %v, Parse's %v", k, gerr, werr)
-		}
-		if !slices.EqualFunc(got, want, sameSample) {
-			for i := range min(len(got), len(want)) {
-				if !sameSample(got[i], want[i]) {
-					t.Fatalf("page %d: sample %d: interned %+v, Parse's %+v", k, i, got[i], want[i])
-				}
-			}
-			t.Fatalf("page %d: %d samples interned, %d by Parse", k, len(got), len(want))
-		}
-	}
+	checkWith(t, &in, pages...)
 	return &in
 }
 

@@ -20,7 +20,12 @@ func checkWith(t *testing.T, in *Interner, pages ...[]byte) {
 			t.Fatalf("page %d: interned error %v, Parse's %v", k, gerr, werr)
 		}
 		if !slices.EqualFunc(got, want, sameSample) {
-			t.Fatalf("page %d: %d samples interned differ from Parse's %d", k, len(got), len(want))
+			for i := range min(len(got), len(want)) {
+				if !sameSample(got[i], want[i]) {
+					t.Fatalf("page %d: sample %d: interned %+v, Parse's %+v", k, i, got[i], want[i])
+				}
+			}
+			t.Fatalf("page %d: %d samples interned, %d by Parse", k, len(got), len(want))
 		}
 	}
 }
