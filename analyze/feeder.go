@@ -38,7 +38,7 @@ type feeder struct {
 	fill    []*batch
 	free    chan *batch
 	targets map[int32]*seen
-	next    int          // the worker the next new target goes to
+	load    []int        // by worker: the samples of its targets' first polls
 	looked  *capture.Row // the row known looked at, as in analyzer
 	same    bool         // known found looked's series all where the target's last poll had them
 	wg      sync.WaitGroup
@@ -51,13 +51,14 @@ type feeder struct {
 // poll's by position.
 type seen struct {
 	worker int
+	polled bool // its first poll was delivered (and counted in load)
 	keys   map[uint64]struct{}
 	prevK  []uint64
 	prevIn []bool
 }
 
 func newFeeder(an *analyzer, n int) *feeder {
-	f := &feeder{an: an, targets: map[int32]*seen{}, free: make(chan *batch, 4*n), panics: make([]any, n)}
+	f := &feeder{an: an, targets: map[int32]*seen{}, free: make(chan *batch, 4*n), panics: make([]any, n), load: make([]int, n)}
 	an.r.Known = f.known
 	an.r.WantBody = f.wantBody
 	wopts := an.opts
@@ -207,12 +208,15 @@ func (f *feeder) row(w *capture.Row) {
 	a.rows++
 	s, ok := f.targets[w.Target]
 	if !ok {
-		s = &seen{worker: f.next, keys: map[uint64]struct{}{}}
-		f.next = (f.next + 1) % len(f.workers)
+		s = &seen{worker: f.lightest(), keys: map[uint64]struct{}{}}
 		f.targets[w.Target] = s
 	}
 	same := false
 	if a.isPoll(w) {
+		if !s.polled {
+			s.polled = true
+			f.load[s.worker] += len(w.Name)
+		}
 		a.samples += int64(len(w.Name))
 		// A row known found in place changes nothing; else (a changed
 		// poll, or one known was not asked of) it is looked up here.
@@ -244,6 +248,21 @@ func (f *feeder) row(w *capture.Row) {
 		f.in[s.worker] <- b
 		f.fill[s.worker] = nil
 	}
+}
+
+// lightest is the worker a new target goes to: the one whose targets'
+// first polls held the fewest samples (the lowest index of equals). A
+// target's replay costs about its samples a poll, and engines differ
+// tenfold (a vLLM page against a llama.cpp one): dealt in turn, one worker
+// could get the heavy ones and the replay wait for it alone.
+func (f *feeder) lightest() int {
+	i := 0
+	for j, l := range f.load {
+		if l < f.load[i] {
+			i = j
+		}
+	}
+	return i
 }
 
 // finish hands over the last batches, waits for the workers and merges
