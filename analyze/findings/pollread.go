@@ -22,6 +22,9 @@ const (
 	FieldDeferred
 )
 
+// FieldSteps is the poll's Steps.
+const FieldSteps Field = 3*NRates + 2 + 9
+
 // FieldInterval is the poll's Interval.V.
 const FieldInterval Field = 2 * NRates
 

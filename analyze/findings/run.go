@@ -136,13 +136,14 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 		v.signal = c.signal(t.Engine)
 	}
 	v.stepDecode = decodeMoves[t.Engine] == everyStep
-	// Each poll decoded once: the one before is kept.
+	// Each poll read once, only what signal.read reads: the one before is
+	// kept.
 	var p, q Poll
 	for i := 1; i < t.Polls.Len(); i++ {
 		if i == 1 {
-			t.Polls.Get(0, &p)
+			readSignal(&t.Polls, 0, &p)
 		}
-		t.Polls.Get(i, &q)
+		readSignal(&t.Polls, i, &q)
 		dt := q.T - p.T
 		v.state[i], v.pace[i] = v.signal.read(&p, &q, dt > 1.5*v.interval)
 		p = q
@@ -272,6 +273,17 @@ func signalOf(t *Target) signal {
 		return signalRunning
 	}
 	return signalDecode
+}
+
+// signalFields are the numbers of a poll signal.read reads, besides T.
+var signalFields = [...]Field{FieldInterval, FieldSteps, FieldRunning}
+
+// readSignal sets p's T, Interval.V, Steps and Running to poll i's (what
+// signal.read reads; the rest of p is left as it was).
+func readSignal(l *PollList, i int, p *Poll) {
+	var xs [len(signalFields)]rate.Num
+	l.Read(i, signalFields[:], xs[:])
+	p.T, p.Interval.V, p.Steps, p.Running = l.T(i), xs[0], xs[1], xs[2]
 }
 
 // read is the state of the interval from poll p to poll q, and its rate of
