@@ -31,6 +31,9 @@ const FieldInterval Field = 2 * NRates
 // FieldRate is the poll's Rates[k].V.
 func FieldRate(k int) Field { return Field(k) }
 
+// FieldTotal is the poll's Totals[k].
+func FieldTotal(k int) Field { return Field(2*NRates + 2 + k) }
+
 // Read sets dst[j] to poll i's number fs[j] (as Get would set it), the
 // record's head read once for all of them; dst holds at least len(fs).
 func (l *PollList) Read(i int, fs []Field, dst []rate.Num) {

@@ -18,13 +18,13 @@ func TestPollListRead(t *testing.T) {
 		l.Append(&p)
 	}
 	fields := []Field{FieldDeferred, FieldRate(0), FieldInterval, FieldRunning, FieldWaiting, FieldKV, FieldCapacity,
-		FieldTokensTotal, FieldSteps, FieldRate(NRates - 1), FieldRate(Decode)}
+		FieldTokensTotal, FieldSteps, FieldRate(NRates - 1), FieldRate(Decode), FieldTotal(0), FieldTotal(NRates - 1)}
 	got := make([]rate.Num, len(fields))
 	var p Poll
 	for i := range l.Len() {
 		l.Get(i, &p)
 		want := []rate.Num{p.Deferred, p.Rates[0].V, p.Interval.V, p.Running, p.Waiting, p.KV, p.Capacity,
-			p.TokensTotal, p.Steps, p.Rates[NRates-1].V, p.Rates[Decode].V}
+			p.TokensTotal, p.Steps, p.Rates[NRates-1].V, p.Rates[Decode].V, p.Totals[0], p.Totals[NRates-1]}
 		l.Read(i, fields, got)
 		for j := range fields {
 			if got[j].Valid != want[j].Valid || math.Float64bits(got[j].V) != math.Float64bits(want[j].V) {
