@@ -411,12 +411,18 @@ func (v *view) levelEdges() []Edge {
 	const k = levelPolls
 	var out []Edge
 	var at []int // the poll of each edge
-	busy := func(i int) bool { return i >= 1 && i < ps.Len() && v.state[i] == grow && ps.IntervalV(i).Valid }
+	// Each poll's interval rate is read once: every candidate reads the
+	// 2k around it. A poll is busy when it grew and has a rate.
+	rates, busy := make([]float64, ps.Len()), make([]bool, ps.Len())
+	for i := 1; i < ps.Len(); i++ {
+		x := ps.IntervalV(i)
+		rates[i], busy[i] = x.V, v.state[i] == grow && x.Valid
+	}
 	for i := 1 + k; i+k < ps.Len(); i++ {
 		best, bestLn := -1, 0.0
 		// Candidates run while each side stays busy and steady; keep the largest.
 		for ; i+k < ps.Len(); i++ {
-			ln, ok := v.levelChange(i, k, busy)
+			ln, ok := levelChange(rates, busy, i, k)
 			if !ok {
 				break
 			}
@@ -442,18 +448,18 @@ func (v *view) levelEdges() []Edge {
 	return out
 }
 
-// levelChange is |ln(after/before)| at poll i over k polls each side; ok
-// when it is a level edge by the rule of levelEdges.
-func (v *view) levelChange(i, k int, busy func(int) bool) (float64, bool) {
-	ps := &v.t.Polls
+// levelChange is |ln(after/before)| at poll i over k polls each side of
+// the polls' rates, where each is busy; ok when it is a level edge by the
+// rule of levelEdges.
+func levelChange(rates []float64, busy []bool, i, k int) (float64, bool) {
 	// On the stack: this runs at every busy poll.
 	var bs, as, tmp [levelPolls]float64
 	before, after := bs[:0:k], as[:0:k]
 	for j := 1; j <= k; j++ {
-		if !busy(i-j) || !busy(i+j) {
+		if !busy[i-j] || !busy[i+j] {
 			return 0, false
 		}
-		before, after = append(before, ps.IntervalV(i-j).V), append(after, ps.IntervalV(i+j).V)
+		before, after = append(before, rates[i-j]), append(after, rates[i+j])
 	}
 	b, a := medianIn(tmp[:0], before), medianIn(tmp[:0], after)
 	if !b.Valid || !a.Valid || b.V <= 0 || a.V <= 0 {

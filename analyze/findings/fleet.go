@@ -12,6 +12,10 @@ import (
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
+// fleetFields are the numbers of a poll the fleet adds up: decode,
+// prompt, running, waiting, KV.
+var fleetFields = [...]Field{FieldRate(Decode), FieldRate(Prompt), FieldRunning, FieldWaiting, FieldKV}
+
 // fleet totals the engine targets at every tick of the recording.
 func fleet(views []*view, keep bool) Fleet {
 	f := Fleet{Targets: []string{}, Other: []string{}, Polls: []FleetPoint{}}
@@ -40,17 +44,30 @@ func fleet(views []*view, keep bool) Fleet {
 		n += len(v.t.Rows)
 	}
 	ticks := make([]tick, 0, n)
+	ends := make([]int, len(eng)) // engine vi's ticks end at ends[vi]
+	sorted := true
 	for vi, v := range eng {
+		from := len(ticks)
 		for i := range v.t.Rows {
 			t := rowTime(&v.t.Rows[i])
 			// A row without any time cannot be placed.
 			if t <= 0 {
 				continue
 			}
-			ticks = append(ticks, tick{math.Round(t*1e3) / 1e3, vi, v.rowPoll[i]})
+			t = math.Round(t*1e3) / 1e3
+			sorted = sorted && (len(ticks) == from || !cmp.Less(t, ticks[len(ticks)-1].t))
+			ticks = append(ticks, tick{t, vi, v.rowPoll[i]})
 		}
+		ends[vi] = len(ticks)
 	}
-	slices.SortStableFunc(ticks, func(a, b tick) int { return cmp.Compare(a.t, b.t) })
+	cmpT := func(a, b tick) int { return cmp.Compare(a.t, b.t) }
+	if sorted {
+		// Each engine's ticks are in order (its rows are, but for a clock
+		// that stepped back): merged, they are what the stable sort makes.
+		ticks = mergeTicks(ticks, ends, cmpT)
+	} else {
+		slices.SortStableFunc(ticks, cmpT)
+	}
 	last := make([]tick, len(eng))
 	for i := range last {
 		last[i].poll = -1
@@ -104,8 +121,9 @@ func fleet(views []*view, keep bool) Fleet {
 			r := &got[vi]
 			if r.poll != l.poll {
 				ps, q := &v.t.Polls, l.poll
-				*r = reading{poll: q, decode: ps.Rate(q, Decode), prompt: ps.Rate(q, Prompt), running: ps.Running(q),
-					waiting: ps.Waiting(q), kv: ps.KV(q)}
+				var xs [len(fleetFields)]rate.Num
+				ps.Read(q, fleetFields[:], xs[:])
+				*r = reading{poll: q, decode: xs[0], prompt: xs[1], running: xs[2], waiting: xs[3], kv: xs[4]}
 				if !r.decode.Valid {
 					r.missing = fmt.Sprintf("%s (%s)", v.t.Name, ps.Reasons(q)[Decode])
 				}
@@ -186,6 +204,33 @@ func fleet(views []*view, keep bool) Fleet {
 		s.TokensRun = rate.Num{}
 	}
 	return f
+}
+
+// mergeTicks merges the runs of xs that end at ends, each in order by
+// cmp, into one in order by cmp: of equal ones, the earlier run's first,
+// as a stable sort of xs orders them. It returns a new slice.
+func mergeTicks[T any](xs []T, ends []int, cmp func(a, b T) int) []T {
+	out := make([]T, 0, len(xs))
+	heads := make([]int, len(ends))
+	for r := range heads {
+		if r > 0 {
+			heads[r] = ends[r-1]
+		}
+	}
+	for {
+		best := -1
+		for r, h := range heads {
+			if h < ends[r] && (best < 0 || cmp(xs[h], xs[heads[best]]) < 0) {
+				best = r
+			}
+		}
+		// Every run is used up.
+		if best < 0 {
+			return out
+		}
+		out = append(out, xs[heads[best]])
+		heads[best]++
+	}
 }
 
 func addNum(n rate.Num, x float64) rate.Num { return rate.Some(n.V + x) }

@@ -100,8 +100,21 @@ func (v *view) rollups(caps []Cap) []Rollup {
 				m.Mean = rate.Some(sum / float64(m.N))
 			}
 		}
+		// Each poll is read once a cell: its value and total, the total
+		// kept for the next poll's naive rate (naive).
+		fs := [2]Field{FieldRate(k), FieldTotal(k)}
+		var xs [2]rate.Num
+		var prev rate.Num
 		for i := range ps.Len() {
-			x, n := ps.Rate(i, k), v.naive(i, k)
+			ps.Read(i, fs[:], xs[:])
+			x, n := xs[0], rate.Num{}
+			if a, b := prev, xs[1]; i >= 1 && a.Valid && b.Valid {
+				// As naive: some time between the polls.
+				if dt := ps.T(i) - ps.T(i-1); !(dt <= 0) {
+					n = rate.Some((b.V - a.V) / dt)
+				}
+			}
+			prev = xs[1]
 			// Neither a value nor a naive one: nothing to roll up.
 			if !x.Valid && !n.Valid {
 				continue

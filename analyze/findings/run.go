@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/analyze/internal/order"
 	"github.com/llmrec/llmrec/analyze/internal/par"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
@@ -96,6 +97,9 @@ type view struct {
 	// stalled are the engine stalls: the progress counter frozen while
 	// requests ran (see stalls).
 	stalled []stall
+	// ivs are the polls' progress intervals while stalls reads them; nil
+	// otherwise.
+	ivs []progIv
 }
 
 // state is what a poll interval's busy signal did (see signal).
@@ -136,13 +140,14 @@ func newViewFrom(t *Target, gates rate.Config, c *carry) *view {
 		v.signal = c.signal(t.Engine)
 	}
 	v.stepDecode = decodeMoves[t.Engine] == everyStep
-	// Each poll decoded once: the one before is kept.
+	// Each poll read once, only what signal.read reads: the one before is
+	// kept.
 	var p, q Poll
 	for i := 1; i < t.Polls.Len(); i++ {
 		if i == 1 {
-			t.Polls.Get(0, &p)
+			readSignal(&t.Polls, 0, &p)
 		}
-		t.Polls.Get(i, &q)
+		readSignal(&t.Polls, i, &q)
 		dt := q.T - p.T
 		v.state[i], v.pace[i] = v.signal.read(&p, &q, dt > 1.5*v.interval)
 		p = q
@@ -274,6 +279,17 @@ func signalOf(t *Target) signal {
 	return signalDecode
 }
 
+// signalFields are the numbers of a poll signal.read reads, besides T.
+var signalFields = [...]Field{FieldInterval, FieldSteps, FieldRunning}
+
+// readSignal sets p's T, Interval.V, Steps and Running to poll i's (what
+// signal.read reads; the rest of p is left as it was).
+func readSignal(l *PollList, i int, p *Poll) {
+	var xs [len(signalFields)]rate.Num
+	l.Read(i, signalFields[:], xs[:])
+	p.T, p.Interval.V, p.Steps, p.Running = l.T(i), xs[0], xs[1], xs[2]
+}
+
 // read is the state of the interval from poll p to poll q, and its rate of
 // the signal; hole says the interval is longer than 1.5 cadences.
 func (s signal) read(p, q *Poll, hole bool) (state, float64) {
@@ -366,18 +382,27 @@ func cadence(t *Target) float64 {
 // median of xs (copied); null for none.
 func median(xs []float64) rate.Num { return medianIn(nil, xs) }
 
-// medianIn is median, sorting a copy of xs in buf's storage where it fits.
+// medianIn is median, selecting in a copy of xs in buf's storage where it
+// fits: the ranks slices.Sort would put in the middle, without sorting.
 func medianIn(buf, xs []float64) rate.Num {
 	if len(xs) == 0 {
 		return rate.Num{}
 	}
 	s := append(buf[:0], xs...)
-	slices.Sort(s)
 	n := len(s)
+	hi := order.Nth(s, n/2)
 	if n%2 == 1 {
-		return rate.Some(s[n/2])
+		return rate.Some(hi)
 	}
-	return rate.Some((s[n/2-1] + s[n/2]) / 2)
+	// Nothing before n/2 is greater: the rank below is the greatest of
+	// them, in cmp.Compare's order (NaN least) as slices.Sort's.
+	lo := s[0]
+	for _, x := range s[1 : n/2] {
+		if cmp.Less(lo, x) {
+			lo = x
+		}
+	}
+	return rate.Some((lo + hi) / 2)
 }
 
 // gateReasons are the estimator's refusals that are gates (as opposed to a

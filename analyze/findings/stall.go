@@ -52,6 +52,21 @@ func (v *view) progressName() string {
 // interval is poll i's interval of the progress counter: its rise and
 // length; ok is false across a restart, a hole or a missing reading.
 func (v *view) progressInterval(i int) (d, dt float64, ok bool) {
+	if v.ivs != nil {
+		x := &v.ivs[i]
+		return x.d, x.dt, x.ok
+	}
+	return v.readInterval(i)
+}
+
+// progIv is a poll's progressInterval, and whether requests ran at it.
+type progIv struct {
+	d, dt       float64
+	ok, running bool
+}
+
+// readInterval is progressInterval read from the polls.
+func (v *view) readInterval(i int) (d, dt float64, ok bool) {
 	ps := &v.t.Polls
 	if i < 1 || ps.Restarted(i) {
 		return 0, 0, false
@@ -74,7 +89,17 @@ func (v *view) stalls() []stall {
 		return nil
 	}
 	var out []stall
-	running := func(i int) bool { return ps.Running(i).Valid && ps.Running(i).V > 0 }
+	// Each poll's interval is read once: a poll's pace looks back over a
+	// few. They are dropped after.
+	v.ivs = make([]progIv, ps.Len())
+	defer func() { v.ivs = nil }()
+	for i := range v.ivs {
+		x := &v.ivs[i]
+		x.d, x.dt, x.ok = v.readInterval(i)
+		r := ps.Running(i)
+		x.running = r.Valid && r.V > 0
+	}
+	running := func(i int) bool { return v.ivs[i].running }
 	for i := 1; i < ps.Len(); i++ {
 		// No requests running, or no interval to freeze: no stall, and no
 		// pace to look back for (a dozen intervals a poll).

@@ -418,7 +418,7 @@ func (in *Input) zeroFrom(p, lo int, wStart float64) float64 {
 	if ps.Start(p-1) > 0 {
 		prev = ps.Start(p - 1)
 	}
-	if st := ps.At(p).ProcessStart; st.Valid {
+	if st := ps.ProcessStart(p); st.Valid {
 		// One second of slack for the engine's clock against the recorder's.
 		if st.V < prev-1 || st.V > ps.T(p) {
 			return 0
@@ -759,10 +759,9 @@ var gauges = [...]gauge{
 	{engine.KVCacheUsageRatio, engine.KVCacheUsageRatio, []string{"max"}},
 }
 
-// gaugeValues are a poll's values of the gauges.
-func gaugeValues(p *findings.Poll) [len(gauges)]rate.Num {
-	return [...]rate.Num{p.Running, p.Waiting, p.Capacity, p.Deferred, p.KV}
-}
+// gaugeFields are the polls' fields of the gauges.
+var gaugeFields = [len(gauges)]findings.Field{findings.FieldRunning, findings.FieldWaiting, findings.FieldCapacity,
+	findings.FieldDeferred, findings.FieldKV}
 
 // gaugeFigures are the mean and max of the gauges over the polls inside
 // the windows: every poll counts the same (the cadence is fixed). The
@@ -774,8 +773,10 @@ func gaugeFigures(out []Figure, ps *findings.PollList, idx runs, sources bool) [
 	for g := range hi {
 		hi[g] = math.Inf(-1)
 	}
+	var vs [len(gauges)]rate.Num
 	for i := range idx.all() {
-		for g, v := range gaugeValues(ps.At(i)) {
+		ps.Read(i, gaugeFields[:], vs[:])
+		for g, v := range vs {
 			if !v.Valid {
 				continue
 			}
@@ -826,6 +827,15 @@ func (in *Input) published(name string, k int, idx runs) *Published {
 	return out
 }
 
+// rateFields are the polls' fields of the rate cells, by findings rate
+// index.
+var rateFields = func() (fs [findings.NRates]findings.Field) {
+	for k := range fs {
+		fs[k] = findings.FieldRate(k)
+	}
+	return fs
+}()
+
 // publishedRates are the distributions of the findings' rate cells over
 // idx, gathered in one pass over the polls.
 func (in *Input) publishedRates(idx runs) [findings.NRates]*Published {
@@ -841,20 +851,29 @@ func (in *Input) publishedRates(idx runs) [findings.NRates]*Published {
 		reason string
 		n      int
 	}
+	ps := &in.Target.Polls
+	var vs [findings.NRates]rate.Num
 	for i := range idx.all() {
-		p := in.Target.Polls.At(i)
-		for k := range out {
-			r := &p.Rates[k]
-			if !r.V.Valid {
-				if run[k].n > 0 && run[k].reason != r.Reason {
+		ps.Read(i, rateFields[:], vs[:])
+		// The reasons are decoded only for a poll with a null cell.
+		var reasons [findings.NRates]string
+		for _, v := range vs {
+			if !v.Valid {
+				reasons = ps.Reasons(i)
+				break
+			}
+		}
+		for k, v := range vs {
+			if !v.Valid {
+				if run[k].n > 0 && run[k].reason != reasons[k] {
 					out[k].Nulls[run[k].reason] += run[k].n
 					run[k].n = 0
 				}
-				run[k].reason = r.Reason
+				run[k].reason = reasons[k]
 				run[k].n++
 				continue
 			}
-			rxs[k] = append(rxs[k], r.V.V)
+			rxs[k] = append(rxs[k], v.V)
 		}
 	}
 	for k := range out {
@@ -950,14 +969,15 @@ func disagrees(f *Figure, ps *findings.PollList, idx runs, tw twin) string {
 	}
 	if tw.rate == findings.Decode && refused > 0 {
 		below, above := 0, 0
+		fs, xs := [2]findings.Field{findings.FieldRate(findings.Decode), findings.FieldInterval}, [2]rate.Num{}
 		for i := range idx.all() {
-			p := ps.At(i)
-			if p.Rates[findings.Decode].V.Valid || !p.Interval.V.Valid {
+			ps.Read(i, fs[:], xs[:])
+			if d, iv := xs[0], xs[1]; d.Valid || !iv.Valid {
 				continue
 			}
-			if p.Interval.V.V < v {
+			if iv := xs[1].V; iv < v {
 				below++
-			} else if p.Interval.V.V > v {
+			} else if iv > v {
 				above++
 			}
 		}

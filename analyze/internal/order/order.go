@@ -3,7 +3,6 @@
 package order
 
 import (
-	"cmp"
 	"math/bits"
 	"slices"
 )
@@ -14,6 +13,24 @@ import (
 // three pivot; a range that shrinks too slowly is sorted instead, so the
 // worst case stays O(n log n).
 func Nth(xs []float64, k int) float64 {
+	// NaN is the least: the NaNs are moved to the front, and the rest is
+	// selected from by < alone, which orders them as cmp.Less does.
+	m := 0
+	for i, x := range xs {
+		if x != x {
+			xs[i], xs[m] = xs[m], xs[i]
+			m++
+		}
+	}
+	// The rank is a NaN's.
+	if k < m {
+		return xs[k]
+	}
+	return nth(xs[m:], k-m)
+}
+
+// nth is Nth of xs holding no NaN.
+func nth(xs []float64, k int) float64 {
 	lo, hi := 0, len(xs)-1
 	for budget := 2 * bits.Len(uint(len(xs))); hi-lo > 16; budget-- {
 		// Too many bad pivots: sorting the rest bounds the cost.
@@ -21,22 +38,22 @@ func Nth(xs []float64, k int) float64 {
 			break
 		}
 		m := lo + (hi-lo)/2
-		if cmp.Less(xs[m], xs[lo]) {
+		if xs[m] < xs[lo] {
 			xs[m], xs[lo] = xs[lo], xs[m]
 		}
-		if cmp.Less(xs[hi], xs[lo]) {
+		if xs[hi] < xs[lo] {
 			xs[hi], xs[lo] = xs[lo], xs[hi]
 		}
-		if cmp.Less(xs[hi], xs[m]) {
+		if xs[hi] < xs[m] {
 			xs[hi], xs[m] = xs[m], xs[hi]
 		}
 		p := xs[m]
 		i, j := lo, hi
 		for i <= j {
-			for cmp.Less(xs[i], p) {
+			for xs[i] < p {
 				i++
 			}
-			for cmp.Less(p, xs[j]) {
+			for p < xs[j] {
 				j--
 			}
 			if i <= j {
