@@ -18,6 +18,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/internal/order"
+	"github.com/llmrec/llmrec/analyze/internal/prefault"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/analyze/sweep"
@@ -423,6 +424,9 @@ type headStat struct {
 	// poll was a jump hold, judged by the next poll.
 	withheld, normal map[string]int
 	held             bool
+	// vdone and wdone are how many values and windows are faulted in, of
+	// their arrays (growFaulted).
+	vdone, wdone int
 }
 
 var headIndex = func() []int {
@@ -781,9 +785,9 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) error
 			}
 			continue
 		}
-		h.values = grow(h.values, c.Value.V)
+		h.values = growFaulted(h.values, c.Value.V, &h.vdone)
 		if c.Window.Valid {
-			h.windows = grow(h.windows, c.Window.V)
+			h.windows = growFaulted(h.windows, c.Window.V, &h.wdone)
 		}
 	}
 	if skip {
@@ -938,6 +942,17 @@ func grow[T any](s []T, v T) []T {
 		s = slices.Grow(s, max(len(s), 16))
 	}
 	return append(s, v)
+}
+
+// growFaulted is grow for the per-poll records of a replay: the pages of
+// s's capacity are faulted in a step ahead of their first writes (package
+// prefault), done counting the elements of s's array faulted in.
+func growFaulted[T any](s []T, v T, done *int) []T {
+	if len(s) >= *done && len(s) < cap(s) {
+		*done = len(s) + prefault.Elems[T]()
+		prefault.Range(s, len(s), *done)
+	}
+	return grow(s, v)
 }
 
 // floorFor is the floor of a target polled every interval seconds when no

@@ -301,6 +301,9 @@ type findingsState struct {
 	errText map[int32]string   // error text by string id, redacted
 	// counts is Target.Cells by canonical position, until the run ends.
 	counts []findings.CellCount
+	// rowsDone is how many rows are faulted in, of t.Rows' array
+	// (growFaulted).
+	rowsDone int
 }
 
 // intervalGates replay each poll over the interval since the previous one
@@ -362,7 +365,7 @@ func (fs *findingsState) row(tab *capture.Strings, w *capture.Row) {
 	if w.Err >= 0 {
 		r.Error = fs.errorText(tab, w.Err)
 	}
-	fs.t.Rows = grow(fs.t.Rows, r)
+	fs.t.Rows = growFaulted(fs.t.Rows, r, &fs.rowsDone)
 }
 
 // errorText is the error column's text as the analysis may show it: a
