@@ -425,7 +425,7 @@ type headStat struct {
 	withheld, normal map[string]int
 	held             bool
 	// vdone and wdone are how many values and windows are faulted in, of
-	// their arrays (growFaulted).
+	// their arrays (faultAhead).
 	vdone, wdone int
 }
 
@@ -785,9 +785,15 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) error
 			}
 			continue
 		}
-		h.values = growFaulted(h.values, c.Value.V, &h.vdone)
+		if len(h.values) >= h.vdone {
+			h.vdone = faultAhead(h.values)
+		}
+		h.values = grow(h.values, c.Value.V)
 		if c.Window.Valid {
-			h.windows = growFaulted(h.windows, c.Window.V, &h.wdone)
+			if len(h.windows) >= h.wdone {
+				h.wdone = faultAhead(h.windows)
+			}
+			h.windows = grow(h.windows, c.Window.V)
 		}
 	}
 	if skip {
@@ -944,15 +950,19 @@ func grow[T any](s []T, v T) []T {
 	return append(s, v)
 }
 
-// growFaulted is grow for the per-poll records of a replay: the pages of
-// s's capacity are faulted in a step ahead of their first writes (package
-// prefault), done counting the elements of s's array faulted in.
-func growFaulted[T any](s []T, v T, done *int) []T {
-	if len(s) >= *done && len(s) < cap(s) {
-		*done = len(s) + prefault.Elems[T]()
-		prefault.Range(s, len(s), *done)
+// faultAhead faults in the pages of a step of s's capacity after its
+// length, ahead of their first writes (package prefault), and returns the
+// length s's array is faulted in to. A per-poll record calls it when its
+// length reaches that: a full array's successor is faulted in by the call
+// after grow made it.
+func faultAhead[T any](s []T) int {
+	// Full: the next array is grow's.
+	if len(s) >= cap(s) {
+		return len(s)
 	}
-	return grow(s, v)
+	n := len(s) + prefault.Elems[T]()
+	prefault.Range(s, len(s), n)
+	return n
 }
 
 // floorFor is the floor of a target polled every interval seconds when no

@@ -302,7 +302,7 @@ type findingsState struct {
 	// counts is Target.Cells by canonical position, until the run ends.
 	counts []findings.CellCount
 	// rowsDone is how many rows are faulted in, of t.Rows' array
-	// (growFaulted).
+	// (faultAhead).
 	rowsDone int
 }
 
@@ -365,7 +365,10 @@ func (fs *findingsState) row(tab *capture.Strings, w *capture.Row) {
 	if w.Err >= 0 {
 		r.Error = fs.errorText(tab, w.Err)
 	}
-	fs.t.Rows = growFaulted(fs.t.Rows, r, &fs.rowsDone)
+	if len(fs.t.Rows) >= fs.rowsDone {
+		fs.rowsDone = faultAhead(fs.t.Rows)
+	}
+	fs.t.Rows = grow(fs.t.Rows, r)
 }
 
 // errorText is the error column's text as the analysis may show it: a
