@@ -413,6 +413,9 @@ type targetState struct {
 	// ("" none), lastPS its last value seen (redacted), psMoved the
 	// evidence of its change since the last poll.
 	psHeader, lastPS, psMoved string
+
+	// pollsDone is how many of out.Polls are faulted in (faultAhead).
+	pollsDone int
 }
 
 // headStat gathers one headline cell over the polls.
@@ -809,6 +812,9 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) error
 	if st.spool != nil {
 		// Encoded now: the cells need not be copied.
 		return st.spool.add(&Poll{T: T, Run: run, Seq: seq, Break: brk, Cells: st.cells})
+	}
+	if len(st.out.Polls) >= st.pollsDone {
+		st.pollsDone = faultAhead(st.out.Polls)
 	}
 	st.out.Polls = grow(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Break: brk, Cells: slices.Clone(st.cells)})
 	return nil

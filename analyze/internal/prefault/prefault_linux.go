@@ -1,6 +1,7 @@
 package prefault
 
 import (
+	"runtime"
 	"syscall"
 	"unsafe"
 )
@@ -32,4 +33,32 @@ func Range[T any](s []T, from, to int) {
 		return
 	}
 	_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, uintptr(unsafe.Add(p, lo)), hi-lo, madvPopulateWrite)
+}
+
+// Resident counts the pages of elements [from, to) of s's array (to cut
+// at its capacity) that are mapped in (mincore), and the pages they span.
+// Tests read it to see what was faulted in.
+func Resident[T any](s []T, from, to int) (in, pages int) {
+	to = min(to, cap(s))
+	// Nothing asked.
+	if from < 0 || from >= to {
+		return 0, 0
+	}
+	size := sizeOf[T]()
+	p := unsafe.Pointer(unsafe.SliceData(s[:cap(s)]))
+	lo := uintptr(from) * size
+	lo -= (uintptr(p) + lo) & (pageSize - 1) // back to the page's start
+	hi := uintptr(to) * size
+	vec := make([]byte, (hi-lo+pageSize-1)/pageSize)
+	// The page boundary can lie before the array: mincore reads the
+	// addresses only, so it is passed as a number (s kept alive).
+	_, _, e := syscall.Syscall(syscall.SYS_MINCORE, uintptr(p)+lo, hi-lo, uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
+	runtime.KeepAlive(s)
+	if e != 0 {
+		return 0, len(vec)
+	}
+	for _, v := range vec {
+		in += int(v & 1)
+	}
+	return in, len(vec)
 }

@@ -89,3 +89,17 @@ func TestElems(t *testing.T) {
 		t.Errorf("Elems of an element above Step = %d, want 1", n)
 	}
 }
+
+func TestResident(t *testing.T) {
+	const pages = 16
+	b := fresh(t, pages)
+	xs := unsafe.Slice((*uint64)(unsafe.Pointer(&b[8])), (len(b)-8)/8)
+	if in, n := Resident(xs, 0, len(xs)); in != 0 || n != pages {
+		t.Fatalf("a fresh mapping: %d of %d pages in, want 0 of %d", in, n, pages)
+	}
+	Range(xs, 0, len(xs)/2)
+	in, n := Resident(xs, 0, len(xs))
+	if in < pages/2-1 || in > pages/2+1 || n != pages {
+		t.Errorf("half faulted in: %d of %d pages in, want about %d of %d", in, n, pages/2, pages)
+	}
+}
