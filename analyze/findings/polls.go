@@ -426,16 +426,20 @@ func (l *PollList) head(i int) (valid, same, stored uint32, b []byte) {
 	return binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]), binary.LittleEndian.Uint32(b[8:]), b[12:]
 }
 
-// num is poll i's number k of numsOf's order.
+// num is poll i's number k of numsOf's order. (head's reads written for
+// one bounds check of the masks: the tail reads numbers one at a time.)
 func (l *PollList) num(i, k int) rate.Num {
-	valid, same, stored, b := l.head(i)
-	x := rate.Num{Valid: valid&(1<<k) != 0}
-	switch {
-	case same&(1<<k) != 0:
+	o := l.off[i]
+	c, at := l.chunks[o>>32], int(uint32(o))
+	h := c[at : at+12 : at+12]
+	bit := uint32(1) << k
+	x := rate.Num{Valid: binary.LittleEndian.Uint32(h)&bit != 0}
+	switch stored := binary.LittleEndian.Uint32(h[8:]); {
+	case binary.LittleEndian.Uint32(h[4:])&bit != 0:
 		x.V = l.bases[i/pollChunk][k].V
-	case stored&(1<<k) != 0:
-		j := bits.OnesCount32(stored & (1<<k - 1))
-		x.V = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
+	case stored&bit != 0:
+		j := at + 12 + 8*bits.OnesCount32(stored&(bit-1))
+		x.V = math.Float64frombits(binary.LittleEndian.Uint64(c[j : j+8]))
 	}
 	return x
 }
