@@ -18,6 +18,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/internal/order"
+	"github.com/llmrec/llmrec/analyze/internal/prefault"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/analyze/sweep"
@@ -412,6 +413,9 @@ type targetState struct {
 	// ("" none), lastPS its last value seen (redacted), psMoved the
 	// evidence of its change since the last poll.
 	psHeader, lastPS, psMoved string
+
+	// pollsDone is how many of out.Polls are faulted in (faultAhead).
+	pollsDone int
 }
 
 // headStat gathers one headline cell over the polls.
@@ -423,6 +427,9 @@ type headStat struct {
 	// poll was a jump hold, judged by the next poll.
 	withheld, normal map[string]int
 	held             bool
+	// vdone and wdone are how many values and windows are faulted in, of
+	// their arrays (faultAhead).
+	vdone, wdone int
 }
 
 var headIndex = func() []int {
@@ -781,8 +788,14 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) error
 			}
 			continue
 		}
+		if len(h.values) >= h.vdone {
+			h.vdone = faultAhead(h.values)
+		}
 		h.values = grow(h.values, c.Value.V)
 		if c.Window.Valid {
+			if len(h.windows) >= h.wdone {
+				h.wdone = faultAhead(h.windows)
+			}
 			h.windows = grow(h.windows, c.Window.V)
 		}
 	}
@@ -799,6 +812,9 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) error
 	if st.spool != nil {
 		// Encoded now: the cells need not be copied.
 		return st.spool.add(&Poll{T: T, Run: run, Seq: seq, Break: brk, Cells: st.cells})
+	}
+	if len(st.out.Polls) >= st.pollsDone {
+		st.pollsDone = faultAhead(st.out.Polls)
 	}
 	st.out.Polls = grow(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Break: brk, Cells: slices.Clone(st.cells)})
 	return nil
@@ -938,6 +954,21 @@ func grow[T any](s []T, v T) []T {
 		s = slices.Grow(s, max(len(s), 16))
 	}
 	return append(s, v)
+}
+
+// faultAhead faults in the pages of a step of s's capacity after its
+// length, ahead of their first writes (package prefault), and returns the
+// length s's array is faulted in to. A per-poll record calls it when its
+// length reaches that: a full array's successor is faulted in by the call
+// after grow made it.
+func faultAhead[T any](s []T) int {
+	// Full: the next array is grow's.
+	if len(s) >= cap(s) {
+		return len(s)
+	}
+	n := len(s) + prefault.Elems[T]()
+	prefault.Range(s, len(s), n)
+	return n
 }
 
 // floorFor is the floor of a target polled every interval seconds when no

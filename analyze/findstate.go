@@ -301,6 +301,9 @@ type findingsState struct {
 	errText map[int32]string   // error text by string id, redacted
 	// counts is Target.Cells by canonical position, until the run ends.
 	counts []findings.CellCount
+	// rowsDone is how many rows are faulted in, of t.Rows' array
+	// (faultAhead).
+	rowsDone int
 }
 
 // intervalGates replay each poll over the interval since the previous one
@@ -361,6 +364,9 @@ func (fs *findingsState) row(tab *capture.Strings, w *capture.Row) {
 		Start: sec(w.Start), FirstByte: sec(w.FirstByte), End: sec(w.End)}
 	if w.Err >= 0 {
 		r.Error = fs.errorText(tab, w.Err)
+	}
+	if len(fs.t.Rows) >= fs.rowsDone {
+		fs.rowsDone = faultAhead(fs.t.Rows)
 	}
 	fs.t.Rows = grow(fs.t.Rows, r)
 }

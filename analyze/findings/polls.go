@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"sort"
 
+	"github.com/llmrec/llmrec/analyze/internal/prefault"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
@@ -28,9 +29,13 @@ type PollList struct {
 	spans  []rate.Num         // nspans numbers a poll (Poll.Spans)
 	nspans int                // len(Poll.Spans) of every poll: the first's
 	hint   int                // the polls Grow made room for
-	notes  map[int][]string
-	strs   []string
-	sid    map[string]uint32
+	// faulted is how many polls' times and spans are faulted in, cfaulted
+	// how many bytes of the last chunk (package prefault): up to the
+	// hint, memory is mapped ahead of its first writes.
+	faulted, cfaulted int
+	notes             map[int][]string
+	strs              []string
+	sid               map[string]uint32
 	// last is, by text position, the last string given an id and its id:
 	// a poll's reasons are mostly the poll's before, compared faster than
 	// hashed.
@@ -187,6 +192,9 @@ func (l *PollList) Append(p *Poll) {
 			l.spans = make([]rate.Num, 0, l.hint*l.nspans)
 		}
 	}
+	if i >= l.faulted && i < l.hint {
+		l.fault(i)
+	}
 	// Every poll of a target has the run's spans (Run.Spans); one with
 	// other is kept padded with nulls or cut to the first's count.
 	k := len(l.spans)
@@ -213,8 +221,13 @@ func (l *PollList) Append(p *Poll) {
 		}
 		l.chunks = append(l.chunks, make([]byte, 0, c))
 		ci++
+		l.cfaulted = 0
 	}
 	c := l.chunks[ci]
+	if len(c)+maxRecord > l.cfaulted && i < l.hint {
+		l.cfaulted = len(c) + prefault.Step
+		prefault.Range(c, len(c), l.cfaulted)
+	}
 	l.off = append(l.off, uint64(ci)<<32|uint64(len(c)))
 	// The record is written in place: the chunk has room for the longest.
 	b, n := c[:cap(c)], len(c)
@@ -262,6 +275,16 @@ func (l *PollList) Append(p *Poll) {
 	}
 	l.chunks[ci] = c[:n]
 	l.n++
+}
+
+// fault faults in the times' and spans' pages of the polls from i on, a
+// step of them (up to the hint).
+func (l *PollList) fault(i int) {
+	l.faulted = min(l.hint, i+prefault.Elems[float64]())
+	prefault.Range(l.t, i, l.faulted)
+	prefault.Range(l.st, i, l.faulted)
+	prefault.Range(l.off, i, l.faulted)
+	prefault.Range(l.spans, i*l.nspans, l.faulted*l.nspans)
 }
 
 // Get decodes poll i into p (every field set).
@@ -403,16 +426,20 @@ func (l *PollList) head(i int) (valid, same, stored uint32, b []byte) {
 	return binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]), binary.LittleEndian.Uint32(b[8:]), b[12:]
 }
 
-// num is poll i's number k of numsOf's order.
+// num is poll i's number k of numsOf's order. (head's reads written for
+// one bounds check of the masks: the tail reads numbers one at a time.)
 func (l *PollList) num(i, k int) rate.Num {
-	valid, same, stored, b := l.head(i)
-	x := rate.Num{Valid: valid&(1<<k) != 0}
-	switch {
-	case same&(1<<k) != 0:
+	o := l.off[i]
+	c, at := l.chunks[o>>32], int(uint32(o))
+	h := c[at : at+12 : at+12]
+	bit := uint32(1) << k
+	x := rate.Num{Valid: binary.LittleEndian.Uint32(h)&bit != 0}
+	switch stored := binary.LittleEndian.Uint32(h[8:]); {
+	case binary.LittleEndian.Uint32(h[4:])&bit != 0:
 		x.V = l.bases[i/pollChunk][k].V
-	case stored&(1<<k) != 0:
-		j := bits.OnesCount32(stored & (1<<k - 1))
-		x.V = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
+	case stored&bit != 0:
+		j := at + 12 + 8*bits.OnesCount32(stored&(bit-1))
+		x.V = math.Float64frombits(binary.LittleEndian.Uint64(c[j : j+8]))
 	}
 	return x
 }

@@ -146,9 +146,50 @@ func TestPollListRoundTrip(t *testing.T) {
 // busy engine's do, and reports the bytes kept per poll (a Poll is
 // kept-B/poll's anchor: what a []Poll held).
 func BenchmarkPollListDay(b *testing.B) {
+	ps := busyDay()
+	const n = 43200
+	b.ReportAllocs()
+	var l PollList
+	for b.Loop() {
+		l = PollList{}
+		l.Grow(n)
+		for i := range ps {
+			l.Append(&ps[i])
+		}
+	}
+	b.ReportMetric(float64(l.Bytes())/n, "kept-B/poll")
+	b.ReportMetric(float64(unsafe.Sizeof(Poll{})+2*16), "Poll-B")
+}
+
+// BenchmarkPollListNum reads every number of BenchmarkPollListDay's day
+// one at a time, as the tail's figures read them (Rate, Total, Waiting, …),
+// and reports the time a read takes.
+func BenchmarkPollListNum(b *testing.B) {
+	ps := busyDay()
+	l := PollsOf(ps[:]...)
+	b.ReportAllocs()
+	var sum float64
+	for b.Loop() {
+		for i := range l.Len() {
+			for k := range nNums {
+				if x := l.num(i, k); x.Valid {
+					sum += x.V
+				}
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(l.Len()*nNums), "ns/num")
+	if sum == 0 {
+		b.Fatal("no numbers read")
+	}
+}
+
+// busyDay is a day of one target's polls at 2 s (43,200) whose every rate,
+// window, counter and gauge moves at every poll, as a busy engine's do.
+func busyDay() *[43200]Poll {
 	const n = 43200
 	r := rand.New(rand.NewPCG(3, 4))
-	ps := make([]Poll, n)
+	ps := new([n]Poll)
 	for i := range ps {
 		p := &ps[i]
 		p.T, p.Start, p.Row = 1e9+2*float64(i), 1e9+2*float64(i)-0.003, i
@@ -162,15 +203,5 @@ func BenchmarkPollListDay(b *testing.B) {
 		p.Running, p.Waiting, p.KV, p.TokensTotal = rate.Some(float64(r.IntN(64))), rate.Some(float64(r.IntN(64))), rate.Some(r.Float64()), rate.Some(float64(i)*2000)
 		p.KVCapacity, p.PrefixCaching, p.ProcessStart = rate.Some(1e6), rate.Some(1), rate.Some(1e9)
 	}
-	b.ReportAllocs()
-	var l PollList
-	for b.Loop() {
-		l = PollList{}
-		l.Grow(n)
-		for i := range ps {
-			l.Append(&ps[i])
-		}
-	}
-	b.ReportMetric(float64(l.Bytes())/n, "kept-B/poll")
-	b.ReportMetric(float64(unsafe.Sizeof(Poll{})+2*16), "Poll-B")
+	return ps
 }

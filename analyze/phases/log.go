@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/internal/prefault"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
 
@@ -36,6 +37,10 @@ type Log struct {
 	chunks [][]byte
 	reset  []uint64 // bit i: a logged series fell at poll i
 	hint   int      // the polls expected (NewLog), 0 unknown
+	// faulted is how many polls' offsets and published cells are faulted
+	// in, cfaulted how many bytes of the last chunk (package prefault): up
+	// to the hint, memory is mapped ahead of its first writes.
+	faulted, cfaulted int
 
 	// Per tracker id: the log id, lidNone for a series not logged,
 	// lidPending for one not classified yet (the engine is not known).
@@ -199,6 +204,9 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, 
 		l.pending = nil
 	}
 	i := len(l.off)
+	if i >= l.faulted && i < l.hint {
+		l.fault(i)
+	}
 	if i/64 >= len(l.reset) {
 		l.reset = append(l.reset, 0)
 	}
@@ -210,8 +218,13 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, 
 	if k < 0 || cap(l.chunks[k])-len(l.chunks[k]) < need {
 		l.chunks = append(l.chunks, make([]byte, 0, max(l.chunkSize(i), need)))
 		k++
+		l.cfaulted = 0
 	}
 	c := l.chunks[k]
+	if len(c)+need > l.cfaulted && i < l.hint {
+		l.cfaulted = len(c) + need + prefault.Step
+		prefault.Range(c, len(c), l.cfaulted)
+	}
 	n, fell := encode(c[:cap(c)], len(c), pos, vals[:len(ids)], l.prev, l.restarted)
 	if l.restarted {
 		fell, l.restarted = true, false
@@ -222,6 +235,16 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, 
 		l.reset[i/64] |= 1 << (i % 64)
 	}
 	l.pub(cells)
+}
+
+// fault faults in the offsets' and published cells' pages of the polls
+// from i on, a step of them (up to the hint).
+func (l *Log) fault(i int) {
+	l.faulted = min(l.hint, i+prefault.Elems[float64]())
+	n := len(PubCells)
+	prefault.Range(l.off, i, l.faulted)
+	prefault.Range(l.pubV, i*n, l.faulted*n)
+	prefault.Range(l.pubR, i*n, l.faulted*n)
 }
 
 // chunkSize is the size of the chunk that follows the last when poll i
