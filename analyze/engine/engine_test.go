@@ -644,6 +644,10 @@ func TestCanonicalLists(t *testing.T) {
 	if len(Canonical) != len(canonIndex) {
 		t.Fatal("duplicate canonical names")
 	}
+	// A poll marks the canonical cells its reader put in one uint64.
+	if len(Canonical) > 64 {
+		t.Fatalf("%d canonical cells: query.put1 holds 64", len(Canonical))
+	}
 	for _, h := range Headline {
 		if _, ok := canonIndex[h]; !ok {
 			t.Errorf("headline %s is not canonical", h)

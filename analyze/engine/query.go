@@ -16,6 +16,8 @@ type query struct {
 	t   *Tracker
 	est *rate.Estimator
 	dst Cells
+	// put1 has bit i set when canonical cell i was put this poll.
+	put1 uint64
 	// The reader's lookups of name slots, cell positions and histogram
 	// positions, by the order it makes them in (see package memo).
 	slots     memo.Seq[nameLookup]
@@ -110,7 +112,9 @@ var notExported = Cell{Cell: rate.Cell{Reason: ReasonNotExported}}
 
 // put sets canonical cell name.
 func (q *query) put(name string, c Cell) {
-	q.dst[at(&q.pos, canonIndex, name)].Cell = c
+	i := at(&q.pos, canonIndex, name)
+	q.dst[i].Cell = c
+	q.put1 |= 1 << i
 }
 
 // histIndex maps a canonical histogram base to the position of its first cell.
@@ -136,6 +140,7 @@ func (q *query) putHist(base string, h *rate.Hist) {
 	d[2].Cell = Cell{Cell: h.P50}
 	d[3].Cell = Cell{Cell: h.P95}
 	d[4].Cell = Cell{Cell: h.P99}
+	q.put1 |= 0x1f << i
 }
 
 // sel selects label sets by one label's value. The zero sel, and a nil one,
