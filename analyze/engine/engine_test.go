@@ -803,7 +803,8 @@ func TestQueryHelpers(t *testing.T) {
 	if c := scale(n, 2); c.Value.Valid {
 		t.Error("scale of absent")
 	}
-	if c := disabledBelowZero(a); c.Value.V != 2 {
+	above := a
+	if disabledBelowZero(&above); above.Value.V != 2 || !above.Value.Valid {
 		t.Error("disabled above zero")
 	}
 	if v, ok := labelNumber(func(string) (string, bool) { return "", false }, "x"); ok || v != 0 {
