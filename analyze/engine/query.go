@@ -81,13 +81,15 @@ func (q *query) slotOf(name string) (int32, bool) {
 	a, ok := q.slots.Recall(name)
 	// Last poll's answer holds, unless it was "none" and a name has had a
 	// slot made since.
-	if !ok || (a.slot < 0 && a.nslots != len(q.t.slots)) {
-		s, found := q.t.names[name]
-		if !found {
-			s = -1
-		}
-		a = nameLookup{s, len(q.t.slots)}
+	if ok && (a.slot >= 0 || a.nslots == len(q.t.slots)) {
+		q.slots.Keep()
+		return a.slot, a.slot >= 0
 	}
+	s, found := q.t.names[name]
+	if !found {
+		s = -1
+	}
+	a = nameLookup{s, len(q.t.slots)}
 	q.slots.Note(name, a)
 	return a.slot, a.slot >= 0
 }
@@ -225,6 +227,17 @@ func (q *query) pick(names ...string) (string, bool) {
 	return names[0], false
 }
 
+// pickKeys is pick with the picked name's series in the poll (keys): one
+// lookup of the name instead of two.
+func (q *query) pickKeys(names ...string) (string, []int32, bool) {
+	for _, n := range names {
+		if ids := q.keys(n); len(ids) > 0 {
+			return n, ids, true
+		}
+	}
+	return names[0], nil, false
+}
+
 // keys returns the series of name present in the poll.
 func (q *query) keys(name string) []int32 {
 	s, ok := q.slotOf(name)
@@ -307,13 +320,13 @@ func (q *query) gauge(agg int, s *sel, names ...string) Cell {
 
 // gaugeTo is gauge written into *c, which is zero.
 func (q *query) gaugeTo(c *Cell, agg int, s *sel, names ...string) {
-	name, ok := q.pick(names...)
+	name, ids, ok := q.pickKeys(names...)
 	// Nothing to read is absent, never 0.
 	if !ok {
 		c.Reason = rate.ReasonAbsent
 		return
 	}
-	v, n, labelled := q.fold(agg, s, name)
+	v, n, labelled := q.fold(agg, s, ids)
 	if n == 0 {
 		c.Reason = rate.ReasonAbsent
 		return
@@ -331,10 +344,11 @@ func (q *query) gaugeTo(c *Cell, agg int, s *sel, names ...string) {
 
 var noteMax = []string{"max over label sets"}
 
-// fold sums or maxes the values of name's selected sets; n counts them, and
-// labelled says whether one of them carried the selector's label.
-func (q *query) fold(agg int, s *sel, name string) (v float64, n int, labelled bool) {
-	for _, id := range q.keys(name) {
+// fold sums or maxes the values of the selected sets of ids (a name's
+// series in the poll); n counts them, and labelled says whether one of
+// them carried the selector's label.
+func (q *query) fold(agg int, s *sel, ids []int32) (v float64, n int, labelled bool) {
+	for _, id := range ids {
 		ks := &q.t.keys[id]
 		if !s.ok(ks.rkey.Labels) {
 			continue
@@ -568,8 +582,8 @@ func (q *query) perRequestLifetime(hs ...hname) Cell {
 // perRequestLifetimeTo is perRequestLifetime written into *c, which is zero.
 func (q *query) perRequestLifetimeTo(c *Cell, hs ...hname) {
 	h := q.pickHist(hs...)
-	cnt, nc, _ := q.fold(aggSum, nil, h.count)
-	sum, ns, _ := q.fold(aggSum, nil, h.sum)
+	cnt, nc, _ := q.fold(aggSum, nil, q.keys(h.count))
+	sum, ns, _ := q.fold(aggSum, nil, q.keys(h.sum))
 	// Nothing to read is absent, never 0.
 	if nc == 0 || ns == 0 {
 		c.Reason = rate.ReasonAbsent
