@@ -112,19 +112,24 @@ func (r *reader) cells(q *query, dst Cells, only bool) Cells {
 		}
 		return append(dst, Named{DecodeTokensPerSecond, c})
 	}
-	dst = append(dst, canonTemplate...)
-	q.dst = dst
+	// The canonical cells are written in place: the reader puts most of
+	// them, and only those it did not put are made not exported after.
+	n := len(dst) + len(Canonical)
+	if cap(dst) < n {
+		dst = slices.Grow(dst, n)
+	}
+	q.dst, q.put1 = dst[:n], 0
 	r.fill(q)
+	// The reader may have appended cells of its own (and moved the slice).
+	canon := q.dst[n-len(Canonical) : n]
+	for i := range canon {
+		if q.put1&(1<<i) == 0 {
+			canon[i].Cell = notExported
+		}
+		canon[i].Name = Canonical[i]
+	}
 	return q.dst
 }
-
-var canonTemplate = func() Cells {
-	out := make(Cells, len(Canonical))
-	for i, n := range Canonical {
-		out[i] = Named{n, notExported}
-	}
-	return out
-}()
 
 var (
 	readersOnce sync.Once

@@ -644,6 +644,10 @@ func TestCanonicalLists(t *testing.T) {
 	if len(Canonical) != len(canonIndex) {
 		t.Fatal("duplicate canonical names")
 	}
+	// A poll marks the canonical cells its reader put in one uint64.
+	if len(Canonical) > 64 {
+		t.Fatalf("%d canonical cells: query.put1 holds 64", len(Canonical))
+	}
 	for _, h := range Headline {
 		if _, ok := canonIndex[h]; !ok {
 			t.Errorf("headline %s is not canonical", h)
@@ -799,7 +803,8 @@ func TestQueryHelpers(t *testing.T) {
 	if c := scale(n, 2); c.Value.Valid {
 		t.Error("scale of absent")
 	}
-	if c := disabledBelowZero(a); c.Value.V != 2 {
+	above := a
+	if disabledBelowZero(&above); above.Value.V != 2 || !above.Value.Valid {
 		t.Error("disabled above zero")
 	}
 	if v, ok := labelNumber(func(string) (string, bool) { return "", false }, "x"); ok || v != 0 {

@@ -16,6 +16,8 @@ type query struct {
 	t   *Tracker
 	est *rate.Estimator
 	dst Cells
+	// put1 has bit i set when canonical cell i was put this poll.
+	put1 uint64
 	// The reader's lookups of name slots, cell positions and histogram
 	// positions, by the order it makes them in (see package memo).
 	slots     memo.Seq[nameLookup]
@@ -79,13 +81,15 @@ func (q *query) slotOf(name string) (int32, bool) {
 	a, ok := q.slots.Recall(name)
 	// Last poll's answer holds, unless it was "none" and a name has had a
 	// slot made since.
-	if !ok || (a.slot < 0 && a.nslots != len(q.t.slots)) {
-		s, found := q.t.names[name]
-		if !found {
-			s = -1
-		}
-		a = nameLookup{s, len(q.t.slots)}
+	if ok && (a.slot >= 0 || a.nslots == len(q.t.slots)) {
+		q.slots.Keep()
+		return a.slot, a.slot >= 0
 	}
+	s, found := q.t.names[name]
+	if !found {
+		s = -1
+	}
+	a = nameLookup{s, len(q.t.slots)}
 	q.slots.Note(name, a)
 	return a.slot, a.slot >= 0
 }
@@ -110,7 +114,25 @@ var notExported = Cell{Cell: rate.Cell{Reason: ReasonNotExported}}
 
 // put sets canonical cell name.
 func (q *query) put(name string, c Cell) {
-	q.dst[at(&q.pos, canonIndex, name)].Cell = c
+	*q.cell(name) = c
+}
+
+// cell returns canonical cell name of the poll, zeroed, to be written in
+// place (a cell built apart and copied in was copied two or three times);
+// it counts as put.
+func (q *query) cell(name string) *Cell {
+	// at, with the memo's calls inlined: a cell is put ~35 times a poll.
+	i, ok := q.pos.Recall(name)
+	if ok {
+		q.pos.Keep()
+	} else {
+		i = canonIndex[name]
+		q.pos.Note(name, i)
+	}
+	q.put1 |= 1 << i
+	c := &q.dst[i].Cell
+	*c = Cell{}
+	return c
 }
 
 // histIndex maps a canonical histogram base to the position of its first cell.
@@ -136,6 +158,7 @@ func (q *query) putHist(base string, h *rate.Hist) {
 	d[2].Cell = Cell{Cell: h.P50}
 	d[3].Cell = Cell{Cell: h.P95}
 	d[4].Cell = Cell{Cell: h.P99}
+	q.put1 |= 0x1f << i
 }
 
 // sel selects label sets by one label's value. The zero sel, and a nil one,
@@ -209,6 +232,17 @@ func (q *query) pick(names ...string) (string, bool) {
 		}
 	}
 	return names[0], false
+}
+
+// pickKeys is pick with the picked name's series in the poll (keys): one
+// lookup of the name instead of two.
+func (q *query) pickKeys(names ...string) (string, []int32, bool) {
+	for _, n := range names {
+		if ids := q.keys(n); len(ids) > 0 {
+			return n, ids, true
+		}
+	}
+	return names[0], nil, false
 }
 
 // keys returns the series of name present in the poll.
@@ -286,33 +320,42 @@ func aggregate(agg, n int, acc, x float64) float64 {
 // gauge reads the first present of names, summed (or maxed) over the label
 // sets s selects. Absent is null with no source.
 func (q *query) gauge(agg int, s *sel, names ...string) Cell {
-	name, ok := q.pick(names...)
+	var c Cell
+	q.gaugeTo(&c, agg, s, names...)
+	return c
+}
+
+// gaugeTo is gauge written into *c, which is zero.
+func (q *query) gaugeTo(c *Cell, agg int, s *sel, names ...string) {
+	name, ids, ok := q.pickKeys(names...)
 	// Nothing to read is absent, never 0.
 	if !ok {
-		return absent()
+		c.Reason = rate.ReasonAbsent
+		return
 	}
-	v, n, labelled := q.fold(agg, s, name)
+	v, n, labelled := q.fold(agg, s, ids)
 	if n == 0 {
-		return absent()
+		c.Reason = rate.ReasonAbsent
+		return
 	}
 	src := name
 	// The selector is part of the source only when it selected something.
 	if s != nil && (!s.orMissing || labelled) {
 		src = q.src('s', name, s.text)
 	}
-	c := Cell{Cell: rate.Cell{Value: rate.Some(v), Source: src}}
+	c.Value, c.Source = rate.Some(v), src
 	if agg == aggMax && n > 1 {
 		c.Notes = noteMax
 	}
-	return c
 }
 
 var noteMax = []string{"max over label sets"}
 
-// fold sums or maxes the values of name's selected sets; n counts them, and
-// labelled says whether one of them carried the selector's label.
-func (q *query) fold(agg int, s *sel, name string) (v float64, n int, labelled bool) {
-	for _, id := range q.keys(name) {
+// fold sums or maxes the values of the selected sets of ids (a name's
+// series in the poll); n counts them, and labelled says whether one of
+// them carried the selector's label.
+func (q *query) fold(agg int, s *sel, ids []int32) (v float64, n int, labelled bool) {
+	for _, id := range ids {
 		ks := &q.t.keys[id]
 		if !s.ok(ks.rkey.Labels) {
 			continue
@@ -331,34 +374,54 @@ func absent() Cell { return Cell{Cell: rate.Cell{Reason: rate.ReasonAbsent}} }
 // kv reads a KV-cache usage gauge (0..1, maxed over label sets) with its
 // severity.
 func (q *query) kv(s *sel, names ...string) Cell {
-	g := q.gauge(aggMax, s, names...)
-	// Absent gets no verdict.
-	if !g.Value.Valid {
-		return g
-	}
-	c := Cell{Cell: rate.KVCell(g.Source, g.Value)}
-	c.Notes = g.Notes
+	var c Cell
+	q.kvTo(&c, s, names...)
 	return c
+}
+
+// kvTo is kv written into *c, which is zero.
+func (q *query) kvTo(c *Cell, s *sel, names ...string) {
+	q.gaugeTo(c, aggMax, s, names...)
+	// Absent gets no verdict.
+	if !c.Value.Valid {
+		return
+	}
+	notes := c.Notes
+	c.Cell = rate.KVCell(c.Source, c.Value)
+	c.Notes = notes
 }
 
 // rate is the rate of the first present of names over the selected sets.
 func (q *query) rate(s *sel, names ...string) Cell {
+	var c Cell
+	q.rateTo(&c, s, names...)
+	return c
+}
+
+// rateTo is rate written into *c, which is zero.
+func (q *query) rateTo(c *Cell, s *sel, names ...string) {
 	q.fed(names...)
 	name, _ := q.pick(names...)
-	c := q.est.Rate(name, s.match())
+	c.Cell = q.est.Rate(name, s.match())
 	if s != nil {
 		c.Source = q.src('r', name, s.text)
 	}
-	return Cell{Cell: c}
 }
 
 // ratio is ΣΔnum/ΣΔden over the window, each the first present of its names.
 func (q *query) ratio(num, den []string) Cell {
+	var c Cell
+	q.ratioTo(&c, num, den)
+	return c
+}
+
+// ratioTo is ratio written into *c, which is zero.
+func (q *query) ratioTo(c *Cell, num, den []string) {
 	q.fed(num...)
 	q.fed(den...)
 	n, _ := q.pick(num...)
 	d, _ := q.pick(den...)
-	return Cell{Cell: q.est.Ratio(n, d, nil)}
+	c.Cell = q.est.Ratio(n, d, nil)
 }
 
 // pickHist returns the first of hs whose histogram is in the poll, else the
@@ -396,18 +459,33 @@ func (q *query) total(s *sel, names ...string) Cell {
 	return q.gauge(aggSum, s, names...)
 }
 
+// totalTo is total written into *c, which is zero.
+func (q *query) totalTo(c *Cell, s *sel, names ...string) {
+	q.gaugeTo(c, aggSum, s, names...)
+}
+
 // sumTotals is a + b as read (b may be absent when optional).
 func (q *query) sumTotals(a, b Cell, optional bool) Cell {
+	var c Cell
+	q.sumTotalsTo(&c, &a, &b, optional)
+	return c
+}
+
+// sumTotalsTo is sumTotals written into *c (which is zero) from *a and *b.
+func (q *query) sumTotalsTo(c, a, b *Cell, optional bool) {
 	switch {
 	case !a.Value.Valid:
-		return a
+		*c = *a
+		return
 	case !b.Value.Valid && !optional:
-		return b
+		*c = *b
+		return
 	case !b.Value.Valid:
-		return a
+		*c = *a
+		return
 	}
 	src := q.src('+', strings.TrimPrefix(a.Source, "computed:"), b.Source)
-	return Cell{Cell: rate.Cell{Value: rate.Some(a.Value.V + b.Value.V), Source: src, Derived: true}}
+	c.Value, c.Source, c.Derived = rate.Some(a.Value.V+b.Value.V), src, true
 }
 
 // lifetimeShare is hit/(hit + miss) of two totals as read.
@@ -430,73 +508,101 @@ func (q *query) lifetimeShare(hit, miss Cell) Cell {
 
 // lifetimeRatio is num/den of two totals as read.
 func (q *query) lifetimeRatio(num, den Cell) Cell {
+	var c Cell
+	q.lifetimeRatioTo(&c, &num, &den)
+	return c
+}
+
+// lifetimeRatioTo is lifetimeRatio written into *c (which is zero) from
+// *num and *den.
+func (q *query) lifetimeRatioTo(c, num, den *Cell) {
 	if !num.Value.Valid {
-		return num
+		*c = *num
+		return
 	}
 	if !den.Value.Valid {
-		return den
+		*c = *den
+		return
 	}
-	c := Cell{Cell: rate.Cell{Source: q.src('c', num.Source, den.Source), Derived: true}}
+	c.Source, c.Derived = q.src('c', num.Source, den.Source), true
 	// No denominator events in the counters' life: no ratio, not 0.
 	if den.Value.V == 0 {
 		c.Reason = rate.ReasonEmpty
-		return c
+		return
 	}
 	c.Value = rate.Some(num.Value.V / den.Value.V)
-	return c
 }
 
 // diffRates is Δa/Δt − Δb/Δt, each over its own window: a rate net of a
 // part of it (prompt tokens net of cache hits). It is never negative.
 func (q *query) diffRates(a, b Cell, an, bn string) Cell {
-	c := Cell{Cell: rate.Cell{Source: q.src('d', an, bn), Derived: true}}
-	for _, x := range []Cell{a, b} {
+	var c Cell
+	q.diffRatesTo(&c, &a, &b, an, bn)
+	return c
+}
+
+// diffRatesTo is diffRates written into *c (which is zero) from *a and *b.
+func (q *query) diffRatesTo(c, a, b *Cell, an, bn string) {
+	c.Source, c.Derived = q.src('d', an, bn), true
+	for _, x := range [2]*Cell{a, b} {
 		// A difference with a refused term is refused with that term's reason.
 		if !x.Value.Valid {
 			c.Reason, c.Window, c.Notes = x.Reason, x.Window, x.Notes
-			return c
+			return
 		}
 	}
 	c.Value = rate.Some(max(0, a.Value.V-b.Value.V))
 	c.Window = rate.Some(max(a.Window.V, b.Window.V))
-	return c
 }
 
 // perRequest is 1 / the mean of a windowed time-per-token histogram.
 func (q *query) perRequest(h *rate.Hist, name hname) Cell {
-	m := h.Mean
-	c := Cell{Cell: rate.Cell{Source: q.src('i', name.base, ""), Derived: true, Window: m.Window}}
+	var c Cell
+	q.perRequestTo(&c, h, name)
+	return c
+}
+
+// perRequestTo is perRequest written into *c, which is zero.
+func (q *query) perRequestTo(c *Cell, h *rate.Hist, name hname) {
+	m := &h.Mean
+	c.Source, c.Derived, c.Window = q.src('i', name.base, ""), true, m.Window
 	// No mean, no speed: the mean's reason is the cell's.
 	if !m.Value.Valid {
 		c.Reason, c.Notes = m.Reason, m.Notes
-		return c
+		return
 	}
 	// A zero mean time per token is no speed anyone can state.
 	if m.Value.V <= 0 {
 		c.Reason = rate.ReasonEmpty
-		return c
+		return
 	}
 	c.Value = rate.Some(1 / m.Value.V)
-	return c
 }
 
 // perRequestLifetime is count/sum of a time-per-token histogram as read.
 func (q *query) perRequestLifetime(hs ...hname) Cell {
+	var c Cell
+	q.perRequestLifetimeTo(&c, hs...)
+	return c
+}
+
+// perRequestLifetimeTo is perRequestLifetime written into *c, which is zero.
+func (q *query) perRequestLifetimeTo(c *Cell, hs ...hname) {
 	h := q.pickHist(hs...)
-	cnt, nc, _ := q.fold(aggSum, nil, h.count)
-	sum, ns, _ := q.fold(aggSum, nil, h.sum)
+	cnt, nc, _ := q.fold(aggSum, nil, q.keys(h.count))
+	sum, ns, _ := q.fold(aggSum, nil, q.keys(h.sum))
 	// Nothing to read is absent, never 0.
 	if nc == 0 || ns == 0 {
-		return absent()
+		c.Reason = rate.ReasonAbsent
+		return
 	}
-	c := Cell{Cell: rate.Cell{Source: q.src('I', h.base, ""), Derived: true}}
+	c.Source, c.Derived = q.src('I', h.base, ""), true
 	// No time observed yet: no speed.
 	if sum <= 0 || cnt == 0 {
 		c.Reason = rate.ReasonEmpty
-		return c
+		return
 	}
 	c.Value = rate.Some(cnt / sum)
-	return c
 }
 
 // hitShare is Δhit/(Δhit + Δmiss) over the window, for engines that count
@@ -532,12 +638,14 @@ func scale(c Cell, f float64) Cell {
 	return c
 }
 
-// by reads a gauge split by one label: the value is the sum, By the parts.
-func (q *query) by(name, label string) Cell {
+// byTo reads a gauge split by one label into *c, which is zero: the
+// value is the sum, By the parts.
+func (q *query) byTo(c *Cell, name, label string) {
 	ids := q.keys(name)
 	// Nothing to read is absent, never 0.
 	if len(ids) == 0 {
-		return absent()
+		c.Reason = rate.ReasonAbsent
+		return
 	}
 	// The split is built in scratch space; a split that did not change is
 	// the last one, which kept polls share, and only a new one is kept.
@@ -558,18 +666,19 @@ func (q *query) by(name, label string) Cell {
 	} else {
 		q.t.lastBy[name], q.t.byScratch = parts, nil
 	}
-	return Cell{Cell: rate.Cell{Value: rate.Some(sum), Source: name}, By: parts}
+	c.Value, c.Source, c.By = rate.Some(sum), name, parts
 }
 
-// fact reads a configuration fact from an info series' labels, summed over
-// its label sets (aggSum: a capacity) or their largest (aggMax: a flag is
-// on when any set has it on).
+// factTo reads, into *c (which is zero), a configuration fact from an
+// info series' labels, summed over its label sets (aggSum: a capacity) or
+// their largest (aggMax: a flag is on when any set has it on).
 // A series' labels do not change, so a fact is read once per series and kind.
-func (q *query) fact(agg int, name, kind string, fn func(label func(string) (string, bool)) (float64, bool)) Cell {
+func (q *query) factTo(c *Cell, agg int, name, kind string, fn func(label func(string) (string, bool)) (float64, bool)) {
 	ids := q.keys(name)
 	// Nothing to read is absent, never 0.
 	if len(ids) == 0 {
-		return absent()
+		c.Reason = rate.ReasonAbsent
+		return
 	}
 	var sum float64
 	n := 0
@@ -588,9 +697,10 @@ func (q *query) fact(agg int, name, kind string, fn func(label func(string) (str
 		}
 	}
 	if n == 0 {
-		return absent()
+		c.Reason = rate.ReasonAbsent
+		return
 	}
-	return Cell{Cell: rate.Cell{Value: rate.Some(sum), Source: name, Derived: true}}
+	c.Value, c.Source, c.Derived = rate.Some(sum), name, true
 }
 
 // factKey caches a fact of one series.

@@ -151,33 +151,42 @@ func newVLLM(id, p string) *reader {
 	}
 	caching := func(l func(string) (string, bool)) (float64, bool) { return labelBool(l, "enable_prefix_caching") }
 	r.decode = func(q *query) Cell { return q.rate(nil, gen) }
+	// The cells are written in place (query.cell), each once.
 	r.fill = func(q *query) {
-		q.put(DecodeTokensPerSecond, r.decode(q))
-		pr := q.rate(nil, prompt)
-		q.put(PromptTokensPerSecond, pr)
+		q.rateTo(q.cell(DecodeTokensPerSecond), nil, gen)
+		pr := q.cell(PromptTokensPerSecond)
+		q.rateTo(pr, nil, prompt)
 		if q.present(bySource) {
-			q.put(PromptTokensComputedPerSecond, q.rate(local, bySource))
+			q.rateTo(q.cell(PromptTokensComputedPerSecond), local, bySource)
 		} else {
 			h, _ := q.pick(hits...)
-			q.put(PromptTokensComputedPerSecond, q.diffRates(pr, q.rate(nil, hits...), prompt, h))
+			var hr Cell
+			q.rateTo(&hr, nil, hits...)
+			q.diffRatesTo(q.cell(PromptTokensComputedPerSecond), pr, &hr, prompt, h)
 		}
-		q.put(RequestsRunning, q.gauge(aggSum, nil, running))
-		q.put(RequestsWaiting, q.gauge(aggSum, nil, waiting))
-		q.put(WaitingByReason, q.by(byReason, "reason"))
-		q.put(KVCacheUsageRatio, q.kv(nil, kv...))
-		q.put(PreemptionsPerSecond, q.rate(nil, preempt))
-		q.put(RequestsFinishedPerSecond, q.rate(nil, finished...))
-		q.put(PrefixCacheHitRatio, q.ratio(hits, queries))
-		q.put(PrefixCacheHitRatioLifetime, q.lifetimeRatio(q.total(nil, hits...), q.total(nil, queries...)))
-		q.put(SpecAcceptRatio, q.ratio(accepted, drafted))
-		q.put(SpecAcceptRatioLifetime, q.lifetimeRatio(q.total(nil, accepted...), q.total(nil, drafted...)))
+		q.gaugeTo(q.cell(RequestsRunning), aggSum, nil, running)
+		q.gaugeTo(q.cell(RequestsWaiting), aggSum, nil, waiting)
+		q.byTo(q.cell(WaitingByReason), byReason, "reason")
+		q.kvTo(q.cell(KVCacheUsageRatio), nil, kv...)
+		q.rateTo(q.cell(PreemptionsPerSecond), nil, preempt)
+		q.rateTo(q.cell(RequestsFinishedPerSecond), nil, finished...)
+		q.ratioTo(q.cell(PrefixCacheHitRatio), hits, queries)
+		var num, den Cell
+		q.totalTo(&num, nil, hits...)
+		q.totalTo(&den, nil, queries...)
+		q.lifetimeRatioTo(q.cell(PrefixCacheHitRatioLifetime), &num, &den)
+		q.ratioTo(q.cell(SpecAcceptRatio), accepted, drafted)
+		num, den = Cell{}, Cell{}
+		q.totalTo(&num, nil, accepted...)
+		q.totalTo(&den, nil, drafted...)
+		q.lifetimeRatioTo(q.cell(SpecAcceptRatioLifetime), &num, &den)
 
 		h, _ := q.hist(ttft)
 		q.putHist(TTFT, h)
 		h, name := q.hist(tpot...)
 		q.putHist(TPOT, h)
-		q.put(PerRequestDecodeTokensPerSecond, q.perRequest(h, name))
-		q.put(PerRequestDecodeTokensPerSecondLifetime, q.perRequestLifetime(tpot...))
+		q.perRequestTo(q.cell(PerRequestDecodeTokensPerSecond), h, name)
+		q.perRequestLifetimeTo(q.cell(PerRequestDecodeTokensPerSecondLifetime), tpot...)
 		h, _ = q.hist(itl...)
 		q.putHist(ITL, h)
 		h, _ = q.hist(e2e)
@@ -185,35 +194,37 @@ func newVLLM(id, p string) *reader {
 		h, _ = q.hist(queue...)
 		q.putHist(Queue, h)
 
-		pt, gt := q.total(nil, prompt), q.total(nil, gen)
-		q.put(TokensTotal, q.sumTotals(pt, gt, false))
-		q.put(PromptTokensTotal, pt)
-		q.put(PromptTokensCachedTotal, q.total(nil, cachedAll...))
-		q.put(GenerationTokensTotal, gt)
-		q.put(RequestsFinishedTotal, q.total(nil, finished...))
-		q.put(PreemptionsTotal, q.total(nil, preempt))
+		tt := q.cell(TokensTotal)
+		pt, gt := q.cell(PromptTokensTotal), q.cell(GenerationTokensTotal)
+		q.totalTo(pt, nil, prompt)
+		q.totalTo(gt, nil, gen)
+		q.sumTotalsTo(tt, pt, gt, false)
+		q.totalTo(q.cell(PromptTokensCachedTotal), nil, cachedAll...)
+		q.totalTo(q.cell(RequestsFinishedTotal), nil, finished...)
+		q.totalTo(q.cell(PreemptionsTotal), nil, preempt)
 
 		if id != VLLM {
-			q.put(DecodeTokensPerSecondNative, q.gauge(aggSum, nil, avgGen))
-			q.put(PromptTokensPerSecondNative, q.gauge(aggSum, nil, avgPrompt))
-			q.put(PrefixCacheHitRatioNative, disabledBelowZero(q.gauge(aggMax, nil, hitRate)))
-			q.put(SpecAcceptRatioNative, q.gauge(aggMax, nil, specRate))
+			q.gaugeTo(q.cell(DecodeTokensPerSecondNative), aggSum, nil, avgGen)
+			q.gaugeTo(q.cell(PromptTokensPerSecondNative), aggSum, nil, avgPrompt)
+			c := q.cell(PrefixCacheHitRatioNative)
+			q.gaugeTo(c, aggMax, nil, hitRate)
+			disabledBelowZero(c)
+			q.gaugeTo(q.cell(SpecAcceptRatioNative), aggMax, nil, specRate)
 		}
-		q.put(KVCacheCapacityTokens, q.fact(aggSum, cacheInfo, "kv_capacity", blocks))
-		q.put(PrefixCachingEnabled, q.fact(aggMax, cacheInfo, "prefix_caching", caching))
+		q.factTo(q.cell(KVCacheCapacityTokens), aggSum, cacheInfo, "kv_capacity", blocks)
+		q.factTo(q.cell(PrefixCachingEnabled), aggMax, cacheInfo, "prefix_caching", caching)
 		if id == NIM {
-			q.put(MaxRunningRequests, q.gauge(aggSum, nil, maxReq))
+			q.gaugeTo(q.cell(MaxRunningRequests), aggSum, nil, maxReq)
 		}
 	}
 	return r
 }
 
 // disabledBelowZero turns V0's −1 "prefix caching is off" into a null.
-func disabledBelowZero(c Cell) Cell {
+func disabledBelowZero(c *Cell) {
 	// −1 is the engine saying the feature is off, not a ratio.
 	if c.Value.Valid && c.Value.V < 0 {
 		c.Value.Valid, c.Value.V = false, 0
 		c.Reason = ReasonDisabled
 	}
-	return c
 }

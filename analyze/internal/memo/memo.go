@@ -45,9 +45,12 @@ func (s *Seq[V]) Note(q string, v V) {
 // sequence when the question there was q, else answer(q).
 func (s *Seq[V]) Ask(q string, answer func(string) V) V {
 	v, ok := s.Recall(q)
-	if !ok {
-		v = answer(q)
+	// A recalled answer is kept where it is, not written again.
+	if ok {
+		s.Keep()
+		return v
 	}
+	v = answer(q)
 	s.Note(q, v)
 	return v
 }
