@@ -234,6 +234,9 @@ type ColumnReader struct {
 	// in the order asked for: at most the one read next and the one
 	// after it.
 	next []*opened
+	// bufs are the buffers sealed segments are read into (memread.go),
+	// free for the next: one read, maxAhead opened ahead.
+	bufs chan []byte
 }
 
 // opened is a segment checked against its seal and opened on a goroutine
@@ -243,12 +246,16 @@ type opened struct {
 	sealed []Seal        // the ledger's seals of the file, checked against
 	done   chan struct{} // closed when the fields below are set
 	seal   *Seal
-	verr   error // Seals.Verify's
-	f      *os.File
+	verr   error    // Seals.Verify's
+	f      *os.File // nil when read into memory (mem)
 	pf     *parquet.File
 	leaves [nColumns]parquet.LeafColumn
 	err    error // openSegment's
 	panic  any   // raised again by the read
+	// mem is the file's bytes when read into memory (verifyRead); buf
+	// is the buffer given back to bufs once the file is closed.
+	mem, buf []byte
+	bufs     chan []byte
 }
 
 // maxAhead is how many files are opened ahead at a time: the one a
@@ -277,14 +284,7 @@ func (r *ColumnReader) Ahead(seals Seals, path string) {
 	}
 	a := &opened{path: path, sealed: seals[filepath.Base(path)], done: make(chan struct{})}
 	r.next = append(r.next, a)
-	go func() {
-		defer close(a.done)
-		defer func() { a.panic = recover() }()
-		if a.seal, a.verr = seals.Verify(path); a.verr != nil {
-			return
-		}
-		a.f, a.pf, a.leaves, a.err = openSegment(path, openOpts{sealed: a.seal != nil})
-	}()
+	go a.open(seals, r.bufs)
 }
 
 // takeAhead hands over the file opened ahead when it is path, waiting
@@ -339,11 +339,13 @@ func (a *opened) close() {
 		a.f.Close()
 		a.f = nil
 	}
+	putBuf(a.bufs, a.buf)
+	a.buf, a.mem, a.pf = nil, nil, nil
 }
 
 // NewColumnReader makes a reader whose rows' strings are ids in tab.
 func NewColumnReader(tab *Strings) *ColumnReader {
-	r := &ColumnReader{Tab: tab}
+	r := &ColumnReader{Tab: tab, bufs: make(chan []byte, maxAhead+1)}
 	for i := range r.cur {
 		r.cur[i].tab = tab
 	}
@@ -368,17 +370,19 @@ func NewColumnReader(tab *Strings) *ColumnReader {
 // error, 0 means the file was skipped whole, more that the rows before the
 // damage were delivered.
 func (r *ColumnReader) ReadSealed(seals Seals, path string, fn func(*Row)) (rows int64, err error) {
-	var seal *Seal
 	a := r.takeAhead(path, seals, true)
-	if a != nil {
-		seal, err = a.seal, a.verr
-	} else {
-		seal, err = seals.Verify(path)
-	}
-	if err != nil {
-		if a != nil {
+	// A file not opened ahead is opened now, as it would have been.
+	if a == nil {
+		a = &opened{path: path, done: make(chan struct{})}
+		a.open(seals, r.bufs)
+		if a.panic != nil {
 			a.close()
+			panic(a.panic)
 		}
+	}
+	seal, err := a.seal, a.verr
+	if err != nil {
+		a.close()
 		return 0, err
 	}
 	// A file that matched its seal is as written, byte for byte.
@@ -420,14 +424,15 @@ func (r *ColumnReader) readFrom(path string, a *opened, fn func(*Row) error) (er
 		}
 	}()
 	var (
-		f      *os.File
 		pf     *parquet.File
 		leaves [nColumns]parquet.LeafColumn
 	)
 	// The file opened ahead was opened as this read would open it: with
-	// the same seal, and the headers' checks (noHeaders never opens ahead).
-	if a != nil && (a.seal != nil) == r.sealed && a.verr == nil {
-		f, pf, leaves, err = a.f, a.pf, a.leaves, a.err
+	// the same seal, and the headers' checks (noHeaders never opens ahead,
+	// and a file ReadSealed opened is opened again without them).
+	if a != nil && (a.seal != nil) == r.sealed && a.verr == nil && !r.noHeaders {
+		pf, leaves, err = a.pf, a.leaves, a.err
+		defer a.close()
 	} else {
 		if a != nil {
 			a.close()
@@ -436,12 +441,15 @@ func (r *ColumnReader) readFrom(path string, a *opened, fn func(*Row) error) (er
 		if r.noHeaders {
 			o.skip = columns[cHeaders]
 		}
+		var f *os.File
 		f, pf, leaves, err = openSegment(path, o)
+		if err == nil {
+			defer f.Close()
+		}
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	none := parquet.LeafColumn{ColumnIndex: -1}
 	if !r.Headers || r.noHeaders {
 		leaves[cHeaders] = none

@@ -223,7 +223,12 @@ func (ss Seals) Verify(path string) (*Seal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verify segment %s: %w", path, err)
 	}
-	sum := h.Sum32()
+	return matchSeal(all, path, n, h.Sum32(), f)
+}
+
+// matchSeal is the seal of all that a file of n bytes and CRC-32C sum,
+// read through r, matches, as Verify says it.
+func matchSeal(all []Seal, path string, n int64, sum uint32, r io.ReaderAt) (*Seal, error) {
 	var s *Seal
 	for i := range all {
 		if all[i].Bytes == n && all[i].CRC32C == sum {
@@ -237,7 +242,7 @@ func (ss Seals) Verify(path string) (*Seal, error) {
 		}
 		return nil, fmt.Errorf("segment %s: %w: CRC-32C %08x, sealed with %08x", path, ErrDamaged, sum, last.CRC32C)
 	}
-	rows, err := footerRows(f, n)
+	rows, err := footerRows(r, n)
 	if err != nil {
 		return nil, fmt.Errorf("segment %s: %w", path, err)
 	}
