@@ -1,8 +1,10 @@
 package analyze
 
 import (
+	"bytes"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/llmrec/llmrec/record/capture"
 )
@@ -48,12 +50,13 @@ type feeder struct {
 
 // seen is what the reader knows of a target: its worker and the series
 // its polls delivered (keys as analyzer.targetState's), with the last
-// poll's by position.
+// poll's by position: names, labels, and whether each is in keys (1;
+// 0 from a lookup until the row is delivered).
 type seen struct {
-	worker int
-	keys   map[uint64]struct{}
-	prevK  []uint64
-	prevIn []bool
+	worker               int
+	keys                 map[uint64]struct{}
+	prevName, prevLabels []int32
+	prevIn               []byte
 }
 
 func newFeeder(an *analyzer, n int) *feeder {
@@ -150,26 +153,60 @@ func (s *seen) lookup(w *capture.Row) (all, same bool) { return s.scan(w, true) 
 // scan answers peek and lookup; keep records each series' place for the
 // next row (lookup) or leaves them as they were (peek).
 func (s *seen) scan(w *capture.Row, keep bool) (all, same bool) {
+	// Most polls: every series where the last poll had it, found by
+	// comparing the poll's names and labels with the last poll's whole
+	// (memory compared, not a key a sample).
+	if n := len(w.Name); n <= len(s.prevName) && sameInt32s(w.Name, s.prevName[:n]) &&
+		sameInt32s(w.Labels, s.prevLabels[:n]) && bytes.IndexByte(s.prevIn[:n], 0) < 0 {
+		return true, true
+	}
 	all, same = true, true
 	for j, name := range w.Name {
-		k := uint64(uint32(name))<<32 | uint64(uint32(w.Labels[j]))
-		if j < len(s.prevK) && s.prevK[j] == k && s.prevIn[j] {
+		if j < len(s.prevName) && s.prevName[j] == name && s.prevLabels[j] == w.Labels[j] && s.prevIn[j] != 0 {
 			continue
 		}
 		same = false
-		_, in := s.keys[k]
+		_, in := s.keys[seriesKey(name, w.Labels[j])]
 		all = all && in
 		// A peek changes nothing: the row may never be delivered.
 		if !keep {
 			continue
 		}
-		if j < len(s.prevK) {
-			s.prevK[j], s.prevIn[j] = k, in
+		b := byte(0)
+		if in {
+			b = 1
+		}
+		if j < len(s.prevName) {
+			s.prevName[j], s.prevLabels[j], s.prevIn[j] = name, w.Labels[j], b
 		} else {
-			s.prevK, s.prevIn = append(s.prevK, k), append(s.prevIn, in)
+			s.prevName, s.prevLabels, s.prevIn = append(s.prevName, name), append(s.prevLabels, w.Labels[j]), append(s.prevIn, b)
 		}
 	}
 	return all, same
+}
+
+// record puts the series of a poll of n samples just looked up into
+// keys.
+func (s *seen) record(n int) {
+	for j := range n {
+		if s.prevIn[j] == 0 {
+			s.keys[seriesKey(s.prevName[j], s.prevLabels[j])] = struct{}{}
+			s.prevIn[j] = 1
+		}
+	}
+}
+
+// seriesKey is a series' key in seen.keys: its name and labels, as
+// analyzer.targetState's.
+func seriesKey(name, labels int32) uint64 { return uint64(uint32(name))<<32 | uint64(uint32(labels)) }
+
+// sameInt32s says a and b, of one length, hold the same values, compared
+// as memory.
+func sameInt32s(a, b []int32) bool {
+	if len(a) == 0 {
+		return true
+	}
+	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), 4*len(a)), unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), 4*len(b)))
 }
 
 // wantBody is analyzer.wantBody asked of the target's worker once it has
@@ -222,11 +259,9 @@ func (f *feeder) row(w *capture.Row) {
 		} else {
 			_, same = s.lookup(w)
 		}
-		for j := range w.Name {
-			if !s.prevIn[j] {
-				s.keys[s.prevK[j]] = struct{}{}
-				s.prevIn[j] = true
-			}
+		// A poll found in place has every series in keys already.
+		if !same {
+			s.record(len(w.Name))
 		}
 	}
 	f.looked, f.same = nil, false

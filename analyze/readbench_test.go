@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/llmrec/llmrec/record/capture"
@@ -51,5 +52,52 @@ func BenchmarkReadSealed(b *testing.B) {
 	}
 	c := (cpuTime(b) - cpu0).Seconds() / float64(b.N)
 	b.ReportMetric(float64(samples)/c, "samples/cpu-s")
+	b.ReportMetric(float64(samples)/(b.Elapsed().Seconds()/float64(b.N)), "samples/s")
+}
+
+// BenchmarkSeenKnown is the reader's question of each poll on the
+// parallel path (feeder.known: are its series where the target's last
+// poll had them), then the lookup of those that are not (feeder.row):
+// over the polls of the first two segments of the recording, held in
+// memory.
+func BenchmarkSeenKnown(b *testing.B) {
+	dir := *replayDir
+	if dir == "" {
+		dir = b.TempDir()
+		generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
+	}
+	run, err := capture.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rows []capture.Row
+	samples := 0
+	r := capture.NewColumnReader(capture.NewStrings())
+	for _, seg := range run.Segments[:min(2, len(run.Segments))] {
+		if err := r.Read(seg, func(w *capture.Row) {
+			if len(w.Name) > 0 {
+				rows = append(rows, capture.Row{Target: w.Target, Name: slices.Clone(w.Name), Labels: slices.Clone(w.Labels)})
+				samples += len(w.Name)
+			}
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		seens := map[int32]*seen{}
+		for k := range rows {
+			w := &rows[k]
+			s := seens[w.Target]
+			if s == nil {
+				s = &seen{keys: map[uint64]struct{}{}}
+				seens[w.Target] = s
+			}
+			if _, same := s.peek(w); !same {
+				s.lookup(w)
+				s.record(len(w.Name))
+			}
+		}
+	}
 	b.ReportMetric(float64(samples)/(b.Elapsed().Seconds()/float64(b.N)), "samples/s")
 }
