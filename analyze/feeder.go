@@ -57,11 +57,18 @@ type seen struct {
 	keys                 map[uint64]struct{}
 	prevName, prevLabels []int32
 	prevIn               []byte
+	// idxName and idxLabels are the first of prevName and prevLabels
+	// as indexes into the dictionaries idxDict names (capture.Row's
+	// NameIdx, LabelsIdx, Dict), when hasIdx.
+	idxName, idxLabels []int32
+	idxDict            uint64
+	hasIdx             bool
 }
 
 func newFeeder(an *analyzer, n int) *feeder {
 	f := &feeder{an: an, targets: map[int32]*seen{}, free: make(chan *batch, 4*n), panics: make([]any, n)}
 	an.r.Known = f.known
+	an.r.Same = f.sameIdx
 	an.r.WantBody = f.wantBody
 	wopts := an.opts
 	if sink := an.opts.Polls; sink != nil {
@@ -120,6 +127,29 @@ func (f *feeder) work(i int, a *analyzer, ch chan *batch) {
 		b.reset()
 		f.free <- b
 	}
+}
+
+// sameIdx is the reader's Same: a poll whose dictionary indexes are those
+// of the target's last poll's series, under the same dictionaries, has
+// every series where that poll had it (peek's same, without reading its
+// names and labels as strings).
+func (f *feeder) sameIdx(w *capture.Row) bool {
+	f.looked, f.same = nil, false
+	// Only a poll's samples are replayed.
+	if !f.an.isPoll(w) {
+		return false
+	}
+	s, ok := f.targets[w.Target]
+	if !ok || !s.hasIdx || s.idxDict != w.Dict {
+		return false
+	}
+	n := len(w.NameIdx)
+	if n > len(s.idxName) || !sameInt32s(w.NameIdx, s.idxName[:n]) || !sameInt32s(w.LabelsIdx, s.idxLabels[:n]) ||
+		bytes.IndexByte(s.prevIn[:n], 0) >= 0 {
+		return false
+	}
+	f.looked, f.same = w, true
+	return true
 }
 
 // known is analyzer.known from the series the reader delivered.
@@ -196,6 +226,21 @@ func (s *seen) record(n int) {
 	}
 }
 
+// recordIdx keeps the dictionary indexes of a poll just delivered (same:
+// found in place) as the first of the last poll's series (idxName…):
+// those of a poll looked up, and of one found in place under other
+// dictionaries (the first poll of a new file); a poll looked up without
+// them leaves none.
+func (s *seen) recordIdx(w *capture.Row, same bool) {
+	switch {
+	case w.NameIdx == nil:
+		s.hasIdx = s.hasIdx && same
+	case !same || !s.hasIdx || s.idxDict != w.Dict:
+		s.idxName, s.idxLabels = append(s.idxName[:0], w.NameIdx...), append(s.idxLabels[:0], w.LabelsIdx...)
+		s.idxDict, s.hasIdx = w.Dict, true
+	}
+}
+
 // seriesKey is a series' key in seen.keys: its name and labels, as
 // analyzer.targetState's.
 func seriesKey(name, labels int32) uint64 { return uint64(uint32(name))<<32 | uint64(uint32(labels)) }
@@ -248,23 +293,7 @@ func (f *feeder) row(w *capture.Row) {
 		f.next = (f.next + 1) % len(f.workers)
 		f.targets[w.Target] = s
 	}
-	same := false
-	if a.isPoll(w) {
-		a.samples += int64(len(w.Name))
-		// A row known found in place changes nothing; else (a changed
-		// poll, or one known was not asked of) it is looked up here.
-		// (A poll of no samples known is not asked of changes nothing.)
-		if f.looked == w && f.same {
-			same = true
-		} else {
-			_, same = s.lookup(w)
-		}
-		// A poll found in place has every series in keys already.
-		if !same {
-			s.record(len(w.Name))
-		}
-	}
-	f.looked, f.same = nil, false
+	same := f.place(s, w)
 	b := f.fill[s.worker]
 	if b == nil {
 		select {
@@ -279,6 +308,32 @@ func (f *feeder) row(w *capture.Row) {
 		f.in[s.worker] <- b
 		f.fill[s.worker] = nil
 	}
+}
+
+// place records the series of row w of target s (row's bookkeeping):
+// same says it is a poll found where the target's last poll had its
+// series.
+func (f *feeder) place(s *seen, w *capture.Row) (same bool) {
+	a := f.an
+	if a.isPoll(w) {
+		// A poll the reader's Same knew has no names: its values count.
+		a.samples += int64(len(w.Value))
+		// A row known found in place changes nothing; else (a changed
+		// poll, or one known was not asked of) it is looked up here.
+		// (A poll of no samples known is not asked of changes nothing.)
+		if f.looked == w && f.same {
+			same = true
+		} else {
+			_, same = s.lookup(w)
+		}
+		// A poll found in place has every series in keys already.
+		if !same {
+			s.record(len(w.Name))
+		}
+		s.recordIdx(w, same)
+	}
+	f.looked, f.same = nil, false
+	return same
 }
 
 // finish hands over the last batches, waits for the workers and merges
@@ -338,9 +393,10 @@ func (b *batch) reset() {
 // add copies w into the batch; a row looked up already (same) without
 // its names and labels.
 func (b *batch) add(w *capture.Row, same bool) {
-	r := batchRow{w: *w, ints: len(b.ints), vals: len(b.vals), n: len(w.Name), body: -1, headers: -1,
+	r := batchRow{w: *w, ints: len(b.ints), vals: len(b.vals), n: len(w.Value), body: -1, headers: -1,
 		kinds: len(w.Family) == len(w.Name) && len(w.Type) == len(w.Name) && len(w.Name) > 0 && !same, same: same}
 	r.w.Family, r.w.Type, r.w.Name, r.w.Labels, r.w.Value, r.w.Body, r.w.Headers = nil, nil, nil, nil, nil, nil, nil
+	r.w.NameIdx, r.w.LabelsIdx = nil, nil
 	if !same {
 		b.ints = append(b.ints, w.Name...)
 		b.ints = append(b.ints, w.Labels...)

@@ -101,3 +101,64 @@ func BenchmarkSeenKnown(b *testing.B) {
 	}
 	b.ReportMetric(float64(samples)/(b.Elapsed().Seconds()/float64(b.N)), "samples/s")
 }
+
+// BenchmarkFeedRead is the parallel replay's reading goroutine without
+// the workers: the files read as Analyze reads them (ahead, sealed,
+// headers), each row asked of the feeder's hooks and placed (its series
+// recorded), nothing handed over. "names" reads every poll's names and
+// labels as strings (the reader without a Same hook); "indexes" asks
+// Same first, by the dictionary indexes.
+func BenchmarkFeedRead(b *testing.B) {
+	dir, samples := *replayDir, 0
+	if dir == "" {
+		dir = b.TempDir()
+		_, samples = generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
+	} else {
+		_, samples = countRecording(b, dir)
+	}
+	run, err := capture.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seals, err := capture.ReadSeals(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, same := range []bool{false, true} {
+		name := map[bool]string{false: "names", true: "indexes"}[same]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := cpuTime(b)
+			for b.Loop() {
+				an := newAnalyzer(Options{})
+				an.r.Headers = true
+				f := &feeder{an: an, targets: map[int32]*seen{}}
+				an.r.Known = f.known
+				if same {
+					an.r.Same = f.sameIdx
+				}
+				fn := func(w *capture.Row) {
+					s := f.targets[w.Target]
+					if s == nil {
+						s = &seen{keys: map[uint64]struct{}{}}
+						f.targets[w.Target] = s
+					}
+					f.place(s, w)
+				}
+				for i, seg := range run.Segments {
+					if i+1 < len(run.Segments) {
+						an.r.Ahead(seals, run.Segments[i+1])
+					}
+					if _, err := an.r.ReadSealed(seals, seg, fn); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if an.samples != int64(samples) {
+					b.Fatalf("placed %d samples of %d", an.samples, samples)
+				}
+			}
+			c := (cpuTime(b) - cpu0).Seconds() / float64(b.N)
+			b.ReportMetric(float64(samples)/c, "samples/cpu-s")
+		})
+	}
+}
