@@ -100,7 +100,7 @@ func TestAheadKeepsTheFileReadNext(t *testing.T) {
 
 // sealedSegment writes rounds rows of each target into a new folder, one
 // segment, and returns the folder, the segment and the folder's seals.
-func sealedSegment(t *testing.T, rounds int, targets ...string) (dir, seg string, seals Seals) {
+func sealedSegment(t testing.TB, rounds int, targets ...string) (dir, seg string, seals Seals) {
 	t.Helper()
 	dir = t.TempDir()
 	w, err := NewWriter(dir, runR, time.Hour)

@@ -29,15 +29,15 @@ var memMax int64 = 16 << 20
 // or is larger than memMax (then checked from the file as Verify does).
 // mem is set, its buffer to be given back, even with an error but a
 // read's.
-func (ss Seals) verifyRead(path string, buf []byte) (seal *Seal, mem []byte, err error) {
+func (ss Seals) verifyRead(path string, buf []byte) (seal *Seal, mem []byte, ft *footer, err error) {
 	all := ss[filepath.Base(path)]
 	// An unverified file is read from the disk.
 	if len(all) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("verify segment: %w", err)
+		return nil, nil, nil, fmt.Errorf("verify segment: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -45,7 +45,7 @@ func (ss Seals) verifyRead(path string, buf []byte) (seal *Seal, mem []byte, err
 	// streaming.
 	if err != nil || st.Size() > memMax {
 		seal, err = ss.Verify(path)
-		return seal, nil, err
+		return seal, nil, nil, err
 	}
 	// One byte more than the file states: a file that grew since is
 	// checked streaming, as Verify reads it to its end.
@@ -61,13 +61,13 @@ func (ss Seals) verifyRead(path string, buf []byte) (seal *Seal, mem []byte, err
 	switch {
 	case err == nil:
 		seal, err = ss.Verify(path)
-		return seal, nil, err
+		return seal, nil, nil, err
 	case !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF):
-		return nil, nil, fmt.Errorf("verify segment %s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("verify segment %s: %w", path, err)
 	}
 	mem = buf[:n]
-	seal, err = matchSeal(all, path, int64(n), crc32.Checksum(mem, castagnoli), bytes.NewReader(mem))
-	return seal, mem, err
+	seal, ft, err = matchSeal(all, path, int64(n), crc32.Checksum(mem, castagnoli), bytes.NewReader(mem))
+	return seal, mem, ft, err
 }
 
 // getBuf is a buffer of bufs, or nil when none is free.
@@ -99,7 +99,8 @@ func (a *opened) open(seals Seals, bufs chan []byte) {
 	defer func() { a.panic = recover() }()
 	a.bufs = bufs
 	buf := getBuf(bufs)
-	a.seal, a.mem, a.verr = seals.verifyRead(a.path, buf)
+	var ft *footer
+	a.seal, a.mem, ft, a.verr = seals.verifyRead(a.path, buf)
 	a.buf = a.mem
 	if a.mem == nil {
 		a.buf = buf
@@ -113,6 +114,8 @@ func (a *opened) open(seals Seals, bufs chan []byte) {
 		a.f, a.pf, a.leaves, a.err = openSegment(a.path, o)
 		return
 	}
+	// The footer the check opened is the one an open would.
+	o.footer = ft
 	if a.pf, a.leaves, a.err = openColumns(bytes.NewReader(a.mem), int64(len(a.mem)), o); a.err != nil {
 		a.err = fmt.Errorf("segment %s: %w", a.path, a.err)
 	}
