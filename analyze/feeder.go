@@ -1,8 +1,10 @@
 package analyze
 
 import (
+	"bytes"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/llmrec/llmrec/record/capture"
 )
@@ -48,18 +50,26 @@ type feeder struct {
 
 // seen is what the reader knows of a target: its worker and the series
 // its polls delivered (keys as analyzer.targetState's), with the last
-// poll's by position.
+// poll's by position: names, labels, and whether each is in keys (1;
+// 0 from a lookup until the row is delivered).
 type seen struct {
-	worker int
-	polled bool // its first poll was delivered (and counted in load)
-	keys   map[uint64]struct{}
-	prevK  []uint64
-	prevIn []bool
+	worker               int
+	polled               bool // its first poll was delivered (and counted in load)
+	keys                 map[uint64]struct{}
+	prevName, prevLabels []int32
+	prevIn               []byte
+	// idxName and idxLabels are the first of prevName and prevLabels
+	// as indexes into the dictionaries idxDict names (capture.Row's
+	// NameIdx, LabelsIdx, Dict), when hasIdx.
+	idxName, idxLabels []int32
+	idxDict            uint64
+	hasIdx             bool
 }
 
 func newFeeder(an *analyzer, n int) *feeder {
 	f := &feeder{an: an, targets: map[int32]*seen{}, free: make(chan *batch, 4*n), panics: make([]any, n), load: make([]int, n)}
 	an.r.Known = f.known
+	an.r.Same = f.sameIdx
 	an.r.WantBody = f.wantBody
 	wopts := an.opts
 	if sink := an.opts.Polls; sink != nil {
@@ -120,6 +130,29 @@ func (f *feeder) work(i int, a *analyzer, ch chan *batch) {
 	}
 }
 
+// sameIdx is the reader's Same: a poll whose dictionary indexes are those
+// of the target's last poll's series, under the same dictionaries, has
+// every series where that poll had it (peek's same, without reading its
+// names and labels as strings).
+func (f *feeder) sameIdx(w *capture.Row) bool {
+	f.looked, f.same = nil, false
+	// Only a poll's samples are replayed.
+	if !f.an.isPoll(w) {
+		return false
+	}
+	s, ok := f.targets[w.Target]
+	if !ok || !s.hasIdx || s.idxDict != w.Dict {
+		return false
+	}
+	n := len(w.NameIdx)
+	if n > len(s.idxName) || !sameInt32s(w.NameIdx, s.idxName[:n]) || !sameInt32s(w.LabelsIdx, s.idxLabels[:n]) ||
+		bytes.IndexByte(s.prevIn[:n], 0) >= 0 {
+		return false
+	}
+	f.looked, f.same = w, true
+	return true
+}
+
 // known is analyzer.known from the series the reader delivered.
 func (f *feeder) known(w *capture.Row) bool {
 	f.looked, f.same = nil, false
@@ -151,26 +184,75 @@ func (s *seen) lookup(w *capture.Row) (all, same bool) { return s.scan(w, true) 
 // scan answers peek and lookup; keep records each series' place for the
 // next row (lookup) or leaves them as they were (peek).
 func (s *seen) scan(w *capture.Row, keep bool) (all, same bool) {
+	// Most polls: every series where the last poll had it, found by
+	// comparing the poll's names and labels with the last poll's whole
+	// (memory compared, not a key a sample).
+	if n := len(w.Name); n <= len(s.prevName) && sameInt32s(w.Name, s.prevName[:n]) &&
+		sameInt32s(w.Labels, s.prevLabels[:n]) && bytes.IndexByte(s.prevIn[:n], 0) < 0 {
+		return true, true
+	}
 	all, same = true, true
 	for j, name := range w.Name {
-		k := uint64(uint32(name))<<32 | uint64(uint32(w.Labels[j]))
-		if j < len(s.prevK) && s.prevK[j] == k && s.prevIn[j] {
+		if j < len(s.prevName) && s.prevName[j] == name && s.prevLabels[j] == w.Labels[j] && s.prevIn[j] != 0 {
 			continue
 		}
 		same = false
-		_, in := s.keys[k]
+		_, in := s.keys[seriesKey(name, w.Labels[j])]
 		all = all && in
 		// A peek changes nothing: the row may never be delivered.
 		if !keep {
 			continue
 		}
-		if j < len(s.prevK) {
-			s.prevK[j], s.prevIn[j] = k, in
+		b := byte(0)
+		if in {
+			b = 1
+		}
+		if j < len(s.prevName) {
+			s.prevName[j], s.prevLabels[j], s.prevIn[j] = name, w.Labels[j], b
 		} else {
-			s.prevK, s.prevIn = append(s.prevK, k), append(s.prevIn, in)
+			s.prevName, s.prevLabels, s.prevIn = append(s.prevName, name), append(s.prevLabels, w.Labels[j]), append(s.prevIn, b)
 		}
 	}
 	return all, same
+}
+
+// record puts the series of a poll of n samples just looked up into
+// keys.
+func (s *seen) record(n int) {
+	for j := range n {
+		if s.prevIn[j] == 0 {
+			s.keys[seriesKey(s.prevName[j], s.prevLabels[j])] = struct{}{}
+			s.prevIn[j] = 1
+		}
+	}
+}
+
+// recordIdx keeps the dictionary indexes of a poll just delivered (same:
+// found in place) as the first of the last poll's series (idxName…):
+// those of a poll looked up, and of one found in place under other
+// dictionaries (the first poll of a new file); a poll looked up without
+// them leaves none.
+func (s *seen) recordIdx(w *capture.Row, same bool) {
+	switch {
+	case w.NameIdx == nil:
+		s.hasIdx = s.hasIdx && same
+	case !same || !s.hasIdx || s.idxDict != w.Dict:
+		s.idxName, s.idxLabels = append(s.idxName[:0], w.NameIdx...), append(s.idxLabels[:0], w.LabelsIdx...)
+		s.idxDict, s.hasIdx = w.Dict, true
+	}
+}
+
+// seriesKey is a series' key in seen.keys: its name and labels, as
+// analyzer.targetState's.
+func seriesKey(name, labels int32) uint64 { return uint64(uint32(name))<<32 | uint64(uint32(labels)) }
+
+// sameInt32s says a and b, of one length, hold the same values, compared
+// as memory.
+func sameInt32s(a, b []int32) bool {
+	if len(a) == 0 {
+		return true
+	}
+	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), 4*len(a)), unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), 4*len(b)))
 }
 
 // wantBody is analyzer.wantBody asked of the target's worker once it has
@@ -211,29 +293,7 @@ func (f *feeder) row(w *capture.Row) {
 		s = &seen{worker: f.lightest(), keys: map[uint64]struct{}{}}
 		f.targets[w.Target] = s
 	}
-	same := false
-	if a.isPoll(w) {
-		if !s.polled {
-			s.polled = true
-			f.load[s.worker] += len(w.Name)
-		}
-		a.samples += int64(len(w.Name))
-		// A row known found in place changes nothing; else (a changed
-		// poll, or one known was not asked of) it is looked up here.
-		// (A poll of no samples known is not asked of changes nothing.)
-		if f.looked == w && f.same {
-			same = true
-		} else {
-			_, same = s.lookup(w)
-		}
-		for j := range w.Name {
-			if !s.prevIn[j] {
-				s.keys[s.prevK[j]] = struct{}{}
-				s.prevIn[j] = true
-			}
-		}
-	}
-	f.looked, f.same = nil, false
+	same := f.place(s, w)
 	b := f.fill[s.worker]
 	if b == nil {
 		select {
@@ -263,6 +323,36 @@ func (f *feeder) lightest() int {
 		}
 	}
 	return i
+}
+
+// place records the series of row w of target s (row's bookkeeping):
+// same says it is a poll found where the target's last poll had its
+// series.
+func (f *feeder) place(s *seen, w *capture.Row) (same bool) {
+	a := f.an
+	if a.isPoll(w) {
+		// A poll the reader's Same knew has no names: its values count.
+		a.samples += int64(len(w.Value))
+		if !s.polled {
+			s.polled = true
+			f.load[s.worker] += len(w.Value)
+		}
+		// A row known found in place changes nothing; else (a changed
+		// poll, or one known was not asked of) it is looked up here.
+		// (A poll of no samples known is not asked of changes nothing.)
+		if f.looked == w && f.same {
+			same = true
+		} else {
+			_, same = s.lookup(w)
+		}
+		// A poll found in place has every series in keys already.
+		if !same {
+			s.record(len(w.Name))
+		}
+		s.recordIdx(w, same)
+	}
+	f.looked, f.same = nil, false
+	return same
 }
 
 // finish hands over the last batches, waits for the workers and merges
@@ -322,9 +412,10 @@ func (b *batch) reset() {
 // add copies w into the batch; a row looked up already (same) without
 // its names and labels.
 func (b *batch) add(w *capture.Row, same bool) {
-	r := batchRow{w: *w, ints: len(b.ints), vals: len(b.vals), n: len(w.Name), body: -1, headers: -1,
+	r := batchRow{w: *w, ints: len(b.ints), vals: len(b.vals), n: len(w.Value), body: -1, headers: -1,
 		kinds: len(w.Family) == len(w.Name) && len(w.Type) == len(w.Name) && len(w.Name) > 0 && !same, same: same}
 	r.w.Family, r.w.Type, r.w.Name, r.w.Labels, r.w.Value, r.w.Body, r.w.Headers = nil, nil, nil, nil, nil, nil, nil
+	r.w.NameIdx, r.w.LabelsIdx = nil, nil
 	if !same {
 		b.ints = append(b.ints, w.Name...)
 		b.ints = append(b.ints, w.Labels...)

@@ -34,6 +34,14 @@ func TestAheadReadsAsWithout(t *testing.T) {
 			flipMiddle(t, seg)
 		}
 		want, unverified := read(seals, nil), read(nil, nil)
+		// A sealed file read into memory once reads as one checked and
+		// read from the disk (a file over memMax).
+		memMax = 0
+		streamed, streamedAhead := read(seals, nil), read(seals, func(r *ColumnReader) { r.Ahead(seals, seg) })
+		memMax = 16 << 20
+		if streamed != want || streamedAhead != want {
+			t.Errorf("damaged %v, read from the file:\n%.300s\nahead:\n%.300s\nwant (from memory)\n%.300s", damaged, streamed, streamedAhead, want)
+		}
 		if !damaged && (want[:4] != "120 " || unverified != want) {
 			t.Fatalf("intact segment read as %.200s, unverified as %.200s", want, unverified)
 		}
@@ -92,7 +100,7 @@ func TestAheadKeepsTheFileReadNext(t *testing.T) {
 
 // sealedSegment writes rounds rows of each target into a new folder, one
 // segment, and returns the folder, the segment and the folder's seals.
-func sealedSegment(t *testing.T, rounds int, targets ...string) (dir, seg string, seals Seals) {
+func sealedSegment(t testing.TB, rounds int, targets ...string) (dir, seg string, seals Seals) {
 	t.Helper()
 	dir = t.TempDir()
 	w, err := NewWriter(dir, runR, time.Hour)

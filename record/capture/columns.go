@@ -96,6 +96,14 @@ type Row struct {
 	// (a JSON object), nil when null or not read (ColumnReader.Headers).
 	Headers []byte
 
+	// NameIdx and LabelsIdx are the row's names and labels as indexes
+	// into their columns' dictionaries, Dict which dictionaries (it
+	// changes when either does): set for the reader's Same hook, when
+	// the row's samples lie in one dictionary page of each column; nil
+	// otherwise. Valid until the next row.
+	NameIdx, LabelsIdx []int32
+	Dict               uint64
+
 	// Rest are the columns only a whole row reads (ReadScrapes).
 	Rest RowRest
 }
@@ -207,6 +215,16 @@ type ColumnReader struct {
 	// vals counts the sample values of the row group's rows delivered so
 	// far, kindsAt those the family and type cursors have passed.
 	vals, kindsAt int
+	// Same, when set, is asked of a row of samples whose names and labels
+	// lie in one dictionary page of each column, before they are read as
+	// strings, with Row.NameIdx, LabelsIdx and Dict set and Name and
+	// Labels empty: true says the consumer knows the row's series from
+	// those indexes (it had them under this Dict). The row is then
+	// delivered with Name and Labels empty (Value holds its samples), its
+	// family and type not read, Known not asked. Translating every
+	// sample's name and labels into strings' ids was most of the reading
+	// goroutine's own work.
+	Same func(*Row) bool
 	// Headers says whether the headers column is read (a target names a
 	// process start header): Row.Headers is nil when it is not.
 	Headers bool
@@ -234,6 +252,9 @@ type ColumnReader struct {
 	// in the order asked for: at most the one read next and the one
 	// after it.
 	next []*opened
+	// bufs are the buffers sealed segments are read into (memread.go),
+	// free for the next: one read, maxAhead opened ahead.
+	bufs chan []byte
 }
 
 // opened is a segment checked against its seal and opened on a goroutine
@@ -243,12 +264,16 @@ type opened struct {
 	sealed []Seal        // the ledger's seals of the file, checked against
 	done   chan struct{} // closed when the fields below are set
 	seal   *Seal
-	verr   error // Seals.Verify's
-	f      *os.File
+	verr   error    // Seals.Verify's
+	f      *os.File // nil when read into memory (mem)
 	pf     *parquet.File
 	leaves [nColumns]parquet.LeafColumn
 	err    error // openSegment's
 	panic  any   // raised again by the read
+	// mem is the file's bytes when read into memory (verifyRead); buf
+	// is the buffer given back to bufs once the file is closed.
+	mem, buf []byte
+	bufs     chan []byte
 }
 
 // maxAhead is how many files are opened ahead at a time: the one a
@@ -277,14 +302,7 @@ func (r *ColumnReader) Ahead(seals Seals, path string) {
 	}
 	a := &opened{path: path, sealed: seals[filepath.Base(path)], done: make(chan struct{})}
 	r.next = append(r.next, a)
-	go func() {
-		defer close(a.done)
-		defer func() { a.panic = recover() }()
-		if a.seal, a.verr = seals.Verify(path); a.verr != nil {
-			return
-		}
-		a.f, a.pf, a.leaves, a.err = openSegment(path, openOpts{sealed: a.seal != nil})
-	}()
+	go a.open(seals, r.bufs)
 }
 
 // takeAhead hands over the file opened ahead when it is path, waiting
@@ -339,11 +357,13 @@ func (a *opened) close() {
 		a.f.Close()
 		a.f = nil
 	}
+	putBuf(a.bufs, a.buf)
+	a.buf, a.mem, a.pf = nil, nil, nil
 }
 
 // NewColumnReader makes a reader whose rows' strings are ids in tab.
 func NewColumnReader(tab *Strings) *ColumnReader {
-	r := &ColumnReader{Tab: tab}
+	r := &ColumnReader{Tab: tab, bufs: make(chan []byte, maxAhead+1)}
 	for i := range r.cur {
 		r.cur[i].tab = tab
 	}
@@ -368,17 +388,19 @@ func NewColumnReader(tab *Strings) *ColumnReader {
 // error, 0 means the file was skipped whole, more that the rows before the
 // damage were delivered.
 func (r *ColumnReader) ReadSealed(seals Seals, path string, fn func(*Row)) (rows int64, err error) {
-	var seal *Seal
 	a := r.takeAhead(path, seals, true)
-	if a != nil {
-		seal, err = a.seal, a.verr
-	} else {
-		seal, err = seals.Verify(path)
-	}
-	if err != nil {
-		if a != nil {
+	// A file not opened ahead is opened now, as it would have been.
+	if a == nil {
+		a = &opened{path: path, done: make(chan struct{})}
+		a.open(seals, r.bufs)
+		if a.panic != nil {
 			a.close()
+			panic(a.panic)
 		}
+	}
+	seal, err := a.seal, a.verr
+	if err != nil {
+		a.close()
 		return 0, err
 	}
 	// A file that matched its seal is as written, byte for byte.
@@ -420,14 +442,15 @@ func (r *ColumnReader) readFrom(path string, a *opened, fn func(*Row) error) (er
 		}
 	}()
 	var (
-		f      *os.File
 		pf     *parquet.File
 		leaves [nColumns]parquet.LeafColumn
 	)
 	// The file opened ahead was opened as this read would open it: with
-	// the same seal, and the headers' checks (noHeaders never opens ahead).
-	if a != nil && (a.seal != nil) == r.sealed && a.verr == nil {
-		f, pf, leaves, err = a.f, a.pf, a.leaves, a.err
+	// the same seal, and the headers' checks (noHeaders never opens ahead,
+	// and a file ReadSealed opened is opened again without them).
+	if a != nil && (a.seal != nil) == r.sealed && a.verr == nil && !r.noHeaders {
+		pf, leaves, err = a.pf, a.leaves, a.err
+		defer a.close()
 	} else {
 		if a != nil {
 			a.close()
@@ -436,12 +459,15 @@ func (r *ColumnReader) readFrom(path string, a *opened, fn func(*Row) error) (er
 		if r.noHeaders {
 			o.skip = columns[cHeaders]
 		}
+		var f *os.File
 		f, pf, leaves, err = openSegment(path, o)
+		if err == nil {
+			defer f.Close()
+		}
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	none := parquet.LeafColumn{ColumnIndex: -1}
 	if !r.Headers || r.noHeaders {
 		leaves[cHeaders] = none
@@ -610,19 +636,17 @@ func (r *ColumnReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn
 			return colErr(cHeaders, err)
 		}
 		w.Name, w.Labels, w.Value, w.Family, w.Type = w.Name[:0], w.Labels[:0], w.Value[:0], w.Family[:0], w.Type[:0]
+		w.NameIdx, w.LabelsIdx, w.Dict = nil, nil, 0
 		// Whole rows read without their samples (OmitSamples) have none.
 		if !c[cName].missing {
-			if w.Name, err = c[cName].rowStrs(w.Name); err != nil {
-				return colErr(cName, err)
-			}
-			m := len(w.Name)
-			if w.Labels, err = c[cLabels].strs(w.Labels, m); err != nil {
-				return colErr(cLabels, err)
+			m, same, err := r.series(w)
+			if err != nil {
+				return err
 			}
 			if w.Value, err = c[cValue].rowDoubles(m); err != nil {
 				return colErr(cValue, err)
 			}
-			if m > 0 && (r.Known == nil || !r.Known(w)) {
+			if m > 0 && !same && (r.Known == nil || !r.Known(w)) {
 				if err := r.kinds(w); err != nil {
 					return err
 				}
@@ -645,6 +669,42 @@ func (r *ColumnReader) rowGroup(rg parquet.RowGroup, leaves []parquet.LeafColumn
 	}
 	k = -1
 	return r.ended(n)
+}
+
+// series reads the names and labels of the row's m samples into w,
+// unless the Same hook knows them from their dictionary indexes (same):
+// then Name and Labels stay empty.
+func (r *ColumnReader) series(w *Row) (m int, same bool, err error) {
+	name, labels := &r.cur[cName], &r.cur[cLabels]
+	// The common row: in one dictionary page of each column, asked of
+	// Same by its indexes, read as strings when not known.
+	if r.Same != nil {
+		if idx, ok := name.rowIdx(); ok {
+			m = len(idx)
+			lidx, lok := labels.valIdx(m)
+			if lok && m > 0 {
+				w.NameIdx, w.LabelsIdx, w.Dict = idx, lidx, uint64(name.dictGen)<<32|uint64(labels.dictGen)
+				if r.Same(w) {
+					return m, true, nil
+				}
+			}
+			w.Name = name.translate(w.Name, idx)
+			if lok {
+				w.Labels = labels.translate(w.Labels, lidx)
+			} else if w.Labels, err = labels.strs(w.Labels, m); err != nil {
+				return m, false, colErr(cLabels, err)
+			}
+			return m, false, nil
+		}
+	}
+	if w.Name, err = name.rowStrs(w.Name); err != nil {
+		return 0, false, colErr(cName, err)
+	}
+	m = len(w.Name)
+	if w.Labels, err = labels.strs(w.Labels, m); err != nil {
+		return m, false, colErr(cLabels, err)
+	}
+	return m, false, nil
 }
 
 // ended checks that the columns that hold a value a row, and the one that
@@ -800,8 +860,9 @@ type colCursor struct {
 	vi  int       // next value
 	buf []float64 // rowDoubles' values that span pages
 
-	dict  parquet.Dictionary
-	trans []int32 // the dictionary's entries as string ids; ids for a plain page
+	dict    parquet.Dictionary
+	dictGen uint32  // counts the dictionaries met: which one dict is
+	trans   []int32 // the dictionary's entries as string ids; ids for a plain page
 }
 
 // at returns string value i of the page.
@@ -831,6 +892,7 @@ func (c *colCursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
 	c.leaf, c.maxDef = leaf, byte(leaf.MaxDefinitionLevel)
 	c.pages = cc.Pages()
 	c.page, c.dict, c.trans = nil, nil, c.trans[:0]
+	c.dictGen++ // a new chunk's dictionary, even at the address of the last
 	c.defs, c.reps, c.lv, c.nlv = nil, nil, 0, 0
 	c.idx, c.ids, c.i32, c.i64, c.f64, c.vi = nil, c.ids[:0], nil, nil, nil, 0
 }
@@ -987,6 +1049,7 @@ func (c *colCursor) loadStrings(p parquet.Page, data *encoding.Values, want int)
 	if d := p.Dictionary(); d != nil {
 		if d != c.dict {
 			c.dict = d
+			c.dictGen++
 			dd := d.Page().Data()
 			vals, offs := dd.ByteArray()
 			c.trans = c.trans[:0]
@@ -1211,6 +1274,58 @@ func (c *colCursor) rowStrs(dst []int32) ([]int32, error) {
 		dst = c.appendStrs(dst, n)
 		c.lv = end
 	}
+}
+
+// rowIdx returns the dictionary indexes of the next row of the repeated
+// column that delimits rows, passing over them, when the row lies in the
+// current page and the page is dictionary-encoded; else ok is false and
+// nothing is passed over (rowStrs reads the row). The indexes are the
+// page's, checked against the dictionary when it was loaded.
+func (c *colCursor) rowIdx() (idx []int32, ok bool) {
+	if c.idx == nil || c.lv >= c.nlv || c.reps[c.lv] != 0 {
+		return nil, false
+	}
+	k := bytes.IndexByte(c.reps[c.lv+1:c.nlv], 0)
+	// The row may go on in the next page.
+	if k < 0 {
+		return nil, false
+	}
+	end := c.lv + 1 + k
+	n := end - c.lv
+	if c.defs != nil {
+		n = bytes.Count(c.defs[c.lv:end], []byte{c.maxDef})
+	}
+	if c.vi+n > len(c.idx) {
+		return nil, false
+	}
+	idx = c.idx[c.vi : c.vi+n : c.vi+n]
+	c.lv, c.vi = end, c.vi+n
+	return idx, true
+}
+
+// valIdx returns the dictionary indexes of the next n values of a sample
+// column, passing over them, when the current page holds them and is
+// dictionary-encoded; else ok is false and nothing is passed over.
+func (c *colCursor) valIdx(n int) (idx []int32, ok bool) {
+	if c.idx == nil || c.vi+n > len(c.idx) {
+		return nil, false
+	}
+	idx = c.idx[c.vi : c.vi+n : c.vi+n]
+	c.vi += n
+	return idx, true
+}
+
+// translate appends the string ids of the page's dictionary indexes idx
+// (rowIdx's, valIdx's) to dst.
+func (c *colCursor) translate(dst, idx []int32) []int32 {
+	k := len(dst)
+	dst = slices.Grow(dst, len(idx))[:k+len(idx)]
+	// out as long as idx: its index needs no bounds check.
+	out, trans := dst[k:][:len(idx)], c.trans
+	for j, i := range idx {
+		out[j] = trans[i]
+	}
+	return dst
 }
 
 // appendStrs appends the page's next n string values to dst.

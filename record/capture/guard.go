@@ -76,12 +76,17 @@ type openOpts struct {
 	// sealed says the file matched its seal (Seals.Verify): its every
 	// byte is as written, and the pages' checksums are not checked again.
 	sealed bool
+	// footer, when set, is the file's footer opened already from the
+	// same bytes (Seals.verifyRead): not opened again.
+	footer *footer
 }
 
 // openParquet is OpenParquet with the checks o relaxes.
 func openParquet(r io.ReaderAt, size int64, o openOpts) (pf *parquet.File, err error) {
-	pf, footer, err := openFooter(r, size)
-	if err != nil {
+	var footer int64
+	if o.footer != nil {
+		pf, footer = o.footer.pf, o.footer.n
+	} else if pf, footer, err = openFooter(r, size); err != nil {
 		return nil, err
 	}
 	if err := checkRowCounts(pf); err != nil {

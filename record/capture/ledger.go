@@ -113,19 +113,33 @@ func sealOf(path string) (Seal, error) {
 // footerRows is the row count a Parquet file's footer states; the file's
 // and its row groups' must agree.
 func footerRows(r io.ReaderAt, size int64) (rows int64, err error) {
+	rows, _, err = openedFooterRows(r, size)
+	return rows, err
+}
+
+// openedFooterRows is footerRows that returns the footer it opened too, as
+// openFooter opens it.
+func openedFooterRows(r io.ReaderAt, size int64) (rows int64, ft *footer, err error) {
 	defer recoverDamage(&err)
-	pf, _, err := openFooter(r, size)
+	pf, n, err := openFooter(r, size)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	var sum int64
 	for _, rg := range pf.RowGroups() {
 		sum += rg.NumRows()
 	}
 	if sum != pf.NumRows() {
-		return 0, fmt.Errorf("%w: the footer states %d rows, its row groups %d", ErrDamaged, pf.NumRows(), sum)
+		return 0, nil, fmt.Errorf("%w: the footer states %d rows, its row groups %d", ErrDamaged, pf.NumRows(), sum)
 	}
-	return sum, nil
+	return sum, &footer{pf, n}, nil
+}
+
+// footer is a file's footer opened and checked (openFooter): the file,
+// and the footer's length.
+type footer struct {
+	pf *parquet.File
+	n  int64
 }
 
 // CheckFooter refuses a footer whose column chunks name a codec llmrec never
@@ -223,7 +237,14 @@ func (ss Seals) Verify(path string) (*Seal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verify segment %s: %w", path, err)
 	}
-	sum := h.Sum32()
+	s, _, err := matchSeal(all, path, n, h.Sum32(), f)
+	return s, err
+}
+
+// matchSeal is the seal of all that a file of n bytes and CRC-32C sum,
+// read through r, matches, as Verify says it, and the file's footer it
+// opened for the row count.
+func matchSeal(all []Seal, path string, n int64, sum uint32, r io.ReaderAt) (*Seal, *footer, error) {
 	var s *Seal
 	for i := range all {
 		if all[i].Bytes == n && all[i].CRC32C == sum {
@@ -233,18 +254,18 @@ func (ss Seals) Verify(path string) (*Seal, error) {
 	if s == nil {
 		last := all[len(all)-1]
 		if last.Bytes != n {
-			return nil, fmt.Errorf("segment %s: %w: %d bytes, sealed with %d", path, ErrDamaged, n, last.Bytes)
+			return nil, nil, fmt.Errorf("segment %s: %w: %d bytes, sealed with %d", path, ErrDamaged, n, last.Bytes)
 		}
-		return nil, fmt.Errorf("segment %s: %w: CRC-32C %08x, sealed with %08x", path, ErrDamaged, sum, last.CRC32C)
+		return nil, nil, fmt.Errorf("segment %s: %w: CRC-32C %08x, sealed with %08x", path, ErrDamaged, sum, last.CRC32C)
 	}
-	rows, err := footerRows(f, n)
+	rows, ft, err := openedFooterRows(r, n)
 	if err != nil {
-		return nil, fmt.Errorf("segment %s: %w", path, err)
+		return nil, nil, fmt.Errorf("segment %s: %w", path, err)
 	}
 	if rows != s.Rows {
-		return nil, fmt.Errorf("segment %s: %w: the footer states %d rows, sealed with %d", path, ErrDamaged, rows, s.Rows)
+		return nil, nil, fmt.Errorf("segment %s: %w: the footer states %d rows, sealed with %d", path, ErrDamaged, rows, s.Rows)
 	}
-	return s, nil
+	return s, ft, nil
 }
 
 // CheckRows compares the rows a reader got from a sealed file with its
