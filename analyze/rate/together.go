@@ -35,6 +35,18 @@ type group struct {
 	proc   float64
 	span   float64
 
+	// The verdict of poll vseq when every member was stepped together:
+	// the reason, the window when hasWin and each member's Δ.
+	vseq   uint64
+	reason string
+	hasWin bool
+	dt     float64
+	delta  []float64
+	// The members' le bounds, parsed as addBucket does; lesOK when every
+	// member has one.
+	les   []float64
+	lesOK bool
+
 	// This poll's readings, by member; mark[m] == seq when it has one,
 	// or every member has one when n is their number.
 	seq     uint64
@@ -75,7 +87,7 @@ func (e *Estimator) join(id int32) {
 	}
 	gi, ok := e.groupOf[gk]
 	if !ok {
-		e.groups = append(e.groups, group{inStep: true, span: st.span})
+		e.groups = append(e.groups, group{inStep: true, span: st.span, lesOK: true})
 		gi = int32(len(e.groups))
 		e.groupOf[gk] = gi
 	}
@@ -89,7 +101,9 @@ func (e *Estimator) join(id int32) {
 	st.grp, st.member = gi, int32(len(g.members))
 	g.members = append(g.members, id)
 	g.mark, g.pend, g.created = append(g.mark, 0), append(g.pend, 0), append(g.created, 0)
-	g.known = append(g.known, st.created)
+	g.known, g.delta = append(g.known, st.created), append(g.delta, 0)
+	le, ok := parseLe(st.key.Labels)
+	g.les, g.lesOK = append(g.les, le), g.lesOK && ok
 }
 
 // spanSet is SetSpan of a member: a span apart from the group's takes the
@@ -251,6 +265,7 @@ func (e *Estimator) verdicts(g *group, reason string, dt float64, hasWin bool, b
 		}
 	}
 	g.proc = e.procStart
+	g.vseq, g.reason, g.hasWin, g.dt = e.seq, reason, hasWin, dt
 	pend := g.pend[:len(g.members)]
 	if !hasWin {
 		for _, id := range g.members {
@@ -260,12 +275,13 @@ func (e *Estimator) verdicts(g *group, reason string, dt float64, hasWin bool, b
 		}
 		return
 	}
-	base = base[:len(pend)]
+	base, delta := base[:len(pend)], g.delta[:len(pend)]
 	for m, id := range g.members {
 		st := &e.keys[id]
 		st.prevSeq, st.lastSeq = st.lastSeq, e.seq
 		st.jump, st.hasWin, st.reason = false, true, reason
-		st.delta, st.window = pend[m]-base[m], dt
+		d := pend[m] - base[m]
+		st.delta, st.window, delta[m] = d, dt, d
 	}
 }
 
@@ -331,4 +347,31 @@ func (e *Estimator) backInStep(g *group) {
 		st.hist, st.head = st.hist[:0], 0
 	}
 	g.inStep = true
+}
+
+// gatherRun is gather's loop over the members of group gi in one pass,
+// when keys starts with them in order and the group was stepped together
+// this poll, every window accepted, and every member has an le bound: the
+// same sums in the same order, the deltas and bounds read from the
+// group's dense arrays. It reports how many keys it read, 0 for none.
+func (e *Estimator) gatherRun(gi int32, keys []int32, sum, window *float64) int {
+	g := &e.groups[gi-1]
+	M := len(g.members)
+	if !g.inStep || g.vseq != e.seq || g.reason != "" || !g.hasWin || !g.lesOK || len(keys) < M {
+		return 0
+	}
+	for m, id := range g.members {
+		if keys[m] != id {
+			return 0
+		}
+	}
+	s, w, dt := *sum, *window, g.dt
+	les, delta := g.les[:M], g.delta[:M]
+	for m, d := range delta {
+		w = maxOf(w, dt)
+		e.buckets = append(e.buckets, bucket{les[m], d})
+		s += d
+	}
+	*sum, *window = s, w
+	return M
 }
