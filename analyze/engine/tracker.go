@@ -289,6 +289,11 @@ func (t *Tracker) Key(s Series) int32 {
 	if ks.counter {
 		ks.createdKey = createdOf(s, rk.Labels)
 		ks.est = t.est.Register(rk)
+		// A histogram's bucket is read by Histogram alone (no reader
+		// rates a _bucket series): no jump gate to keep.
+		if s.Type == "histogram" && strings.HasSuffix(s.Name, "_bucket") {
+			t.est.SetBucket(ks.est)
+		}
 	}
 	id := int32(len(t.keys))
 	t.keys, t.vals = append(t.keys, ks), append(t.vals, reading{slot: slot, est: ks.est})

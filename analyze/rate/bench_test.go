@@ -43,6 +43,12 @@ func advance(p *Poll, i int) {
 func benchReplay(b *testing.B, query bool) {
 	e := New(Config{Span: 10})
 	p := benchTarget()
+	// The buckets are registered as a replay's tracker does: SetBucket.
+	for _, s := range p.Samples {
+		if id := e.Register(s.Key); strings.HasSuffix(s.Key.Series, "_bucket") {
+			e.SetBucket(id)
+		}
+	}
 	for i := range 16 { // warm: every key seen, histories at their steady length
 		advance(&p, i)
 		e.Observe(p)

@@ -17,15 +17,24 @@ type bucket struct {
 func (e *Estimator) addBucket(st *keyState, n float64) {
 	if st.leState == 0 {
 		st.leState = -1
-		if s, ok := labelValue(st.key.Labels, "le"); ok {
-			if le, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(le) {
-				st.le, st.leState = le, 1
-			}
+		if le, ok := parseLe(st.key.Labels); ok {
+			st.le, st.leState = le, 1
 		}
 	}
 	if st.leState > 0 {
 		e.buckets = append(e.buckets, bucket{st.le, n})
 	}
+}
+
+// parseLe returns the le bound of a bucket's canonical label set; ok
+// false when it has none or it is not a number.
+func parseLe(labels string) (float64, bool) {
+	if s, ok := labelValue(labels, "le"); ok {
+		if le, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(le) {
+			return le, true
+		}
+	}
+	return 0, false
 }
 
 // Histogram returns the histogram named base (series base_bucket, base_count

@@ -38,8 +38,16 @@ func (e *Estimator) gather(a *agg, series *seriesState, match func(labels string
 	// The running sum, window and counts stay in registers, not in *a.
 	var sum, window float64
 	present, contributed := 0, 0
-	for _, slot := range series.keys {
-		st := &e.keys[slot]
+	keys := series.keys
+	for i := 0; i < len(keys); i++ {
+		st := &e.keys[keys[i]]
+		// A histogram label set's buckets stepped together are read in one run.
+		if mode == modeBuckets && match == nil && st.grp != 0 && st.member == 0 {
+			if n := e.gatherRun(st.grp, keys[i:], &sum, &window); n > 0 {
+				present, contributed, i = present+n, contributed+n, i+n-1
+				continue
+			}
+		}
 		if match != nil && !match(st.key.Labels) {
 			continue
 		}

@@ -119,6 +119,12 @@ type Estimator struct {
 	// they come in on each poll (see package memo).
 	asked  memo.Seq[*seriesState]
 	hasked memo.Seq[*histSources]
+
+	// The buckets of each histogram label set, stepped together (see
+	// together.go); stepped are the groups with readings this poll.
+	groups  []group
+	groupOf map[Key]int32
+	stepped []int32
 }
 
 // seriesState is one series name: its keys and the provenance of its
@@ -186,6 +192,8 @@ type keyState struct {
 	hasWin bool
 
 	leState int8    // 0 not parsed, 1 parsed, -1 none or malformed
+	bucket  bool    // a histogram's bucket (SetBucket): no jump gate kept
+	grp     int32   // its group + 1 (0 none): Observe reads it of every key
 	le      float64 // the le label, parsed once for _bucket keys
 
 	key     Key
@@ -205,6 +213,7 @@ type keyState struct {
 	// single-poll increment, a request-sized step.
 	perRequest bool
 	step       float64
+	member     int32 // its place in its group
 }
 
 // Observe records one poll. Polls must come in time order: one not later than
@@ -242,16 +251,31 @@ func (e *Estimator) Observe(p Poll) {
 		}
 		slot := e.slot(i, s.Key)
 		e.cur = append(e.cur, slot)
-		e.step(&e.keys[slot], s.Value, s.Created, u)
+		if st := &e.keys[slot]; st.grp == 0 {
+			e.step(st, s.Value, s.Created, u)
+		} else {
+			e.stash(st, slot, s.Value, s.Created)
+		}
 	}
 	e.prev, e.cur = e.cur, e.prev
-	for _, r := range p.Readings {
+	for i := 0; i < len(p.Readings); i++ {
+		r := &p.Readings[i]
 		// A reading that is not a finite number is no reading.
 		if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) {
 			continue
 		}
-		e.step(&e.keys[r.ID], r.Value, r.Created, u)
+		st := &e.keys[r.ID]
+		switch {
+		case st.grp == 0:
+			e.step(st, r.Value, r.Created, u)
+		case st.member == 0 && e.run(st.grp, p.Readings[i:]):
+			// A group's buckets read in order, kept in one run.
+			i += len(e.groups[st.grp-1].members) - 1
+		default:
+			e.stash(st, r.ID, r.Value, r.Created)
+		}
 	}
+	e.stepGroups(u)
 }
 
 // slot returns the index of k's state, creating it on first sight.
@@ -288,6 +312,9 @@ func (e *Estimator) SetSpan(id int32, span float64) {
 		span = 0
 	}
 	e.keys[id].span = span
+	if g := e.keys[id].grp; g != 0 {
+		e.groups[g-1].spanSet(e, span)
+	}
 }
 
 // SetPerRequest says key id (from Register) moves once per request, by
@@ -297,6 +324,17 @@ func (e *Estimator) SetSpan(id int32, span float64) {
 // request or two after one that held none is not a jump. The typical step
 // is the largest of the key's recent single-poll increments before it.
 func (e *Estimator) SetPerRequest(id int32, on bool) { e.keys[id].perRequest = on }
+
+// SetBucket says key id (from Register) is a histogram's bucket, read
+// by Histogram alone: every gate but the jump gate applies to its
+// windows, as Histogram applies none, so its jump gate is not kept (a
+// third of a step, on most of an engine page's keys). Rate over it reads
+// its windows as never held.
+// The buckets of one label set are stepped together (together.go).
+func (e *Estimator) SetBucket(id int32) {
+	e.keys[id].bucket = true
+	e.join(id)
+}
 
 // RequestSteps is how many typical steps of a per-request key a window may
 // hold without being a jump: two requests landing in one poll interval.
@@ -397,12 +435,27 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 		return
 	}
 	st.reason = ""
-
-	rate := st.delta / dt
-	limit := e.jumpLimit(st, dt)
+	// A bucket keeps no jump gate: Histogram reads none.
+	if st.bucket {
+		return
+	}
 	// The step the gate weighs is the one learnt before this poll: a
 	// poll's own increment never vouches for itself.
-	defer st.learnStep(inc)
+	e.jumpGate(st, v, dt, base)
+	st.learnStep(inc)
+}
+
+// jumpGate is step's last gate: it holds a window whose rate is many times
+// the last accepted one, and keeps the rate the next window is weighed
+// against.
+func (e *Estimator) jumpGate(st *keyState, v, dt float64, base point) {
+	now := e.lastT
+	span := e.cfg.Span
+	if st.span > 0 {
+		span = st.span
+	}
+	rate := st.delta / dt
+	limit := e.jumpLimit(st, dt)
 	if st.held {
 		if base.seq == st.heldBase {
 			// A window on the held jump's base sample is no confirmation; a
