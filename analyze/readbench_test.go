@@ -16,21 +16,7 @@ import (
 // goroutine and the read-ahead of BenchmarkReplay/summary. Without
 // -replay.dir it replays the same generated recording.
 func BenchmarkReadSealed(b *testing.B) {
-	dir, samples := *replayDir, 0
-	if dir == "" {
-		dir = b.TempDir()
-		_, samples = generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
-	} else {
-		_, samples = countRecording(b, dir)
-	}
-	run, err := capture.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	seals, err := capture.ReadSeals(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	run, seals, samples := sealedRecording(b)
 	b.ReportAllocs()
 	cpu0 := cpuTime(b)
 	for b.Loop() {
@@ -109,21 +95,7 @@ func BenchmarkSeenKnown(b *testing.B) {
 // labels as strings (the reader without a Same hook); "indexes" asks
 // Same first, by the dictionary indexes.
 func BenchmarkFeedRead(b *testing.B) {
-	dir, samples := *replayDir, 0
-	if dir == "" {
-		dir = b.TempDir()
-		_, samples = generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
-	} else {
-		_, samples = countRecording(b, dir)
-	}
-	run, err := capture.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	seals, err := capture.ReadSeals(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	run, seals, samples := sealedRecording(b)
 	for _, same := range []bool{false, true} {
 		name := map[bool]string{false: "names", true: "indexes"}[same]
 		b.Run(name, func(b *testing.B) {
@@ -161,4 +133,25 @@ func BenchmarkFeedRead(b *testing.B) {
 			b.ReportMetric(float64(samples)/c, "samples/cpu-s")
 		})
 	}
+}
+
+// sealedRecording is the recording the reading benchmarks read
+// (-replay.dir, else one generated), its seals and its polls' samples.
+func sealedRecording(b *testing.B) (*capture.Run, capture.Seals, int) {
+	dir, samples := *replayDir, 0
+	if dir == "" {
+		dir = b.TempDir()
+		_, samples = generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
+	} else {
+		_, samples = countRecording(b, dir)
+	}
+	run, err := capture.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seals, err := capture.ReadSeals(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return run, seals, samples
 }

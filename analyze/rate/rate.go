@@ -404,10 +404,7 @@ func (e *Estimator) step(st *keyState, v, created, u float64) {
 	}
 
 	// The base is the oldest sample inside the span, else the previous one.
-	span, ceiling := e.cfg.Span, e.ceiling
-	if st.span > 0 {
-		span, ceiling = st.span, e.cfg.CeilingFactor*st.span
-	}
+	span, ceiling := e.spanOf(st.span)
 	cutoff := now - span - edgeTolerance
 	for len(st.hist)-st.head >= 2 && st.hist[st.head].t < cutoff {
 		st.head++
@@ -527,4 +524,13 @@ func (st *keyState) find(seq uint64) point {
 // rebase makes p the only sample of the history.
 func (st *keyState) rebase(p point) {
 	st.hist, st.head = append(st.hist[:0], p), 0
+}
+
+// spanOf is the window span and ceiling of a key or group whose own span
+// is s: the estimator's when s is 0.
+func (e *Estimator) spanOf(s float64) (span, ceiling float64) {
+	if s > 0 {
+		return s, e.cfg.CeilingFactor * s
+	}
+	return e.cfg.Span, e.ceiling
 }

@@ -222,10 +222,7 @@ func (e *Estimator) stepTogether(g *group, u float64) bool {
 		// One member alone reset: it leaves the others' step.
 		return false
 	}
-	span, ceiling := e.cfg.Span, e.ceiling
-	if g.span > 0 {
-		span, ceiling = g.span, e.cfg.CeilingFactor*g.span
-	}
+	span, ceiling := e.spanOf(g.span)
 	cutoff := now - span - edgeTolerance
 	for len(g.tl)-g.head >= 2 && g.tl[g.head].t < cutoff {
 		g.head++
