@@ -104,7 +104,7 @@ func BenchmarkFeedRead(b *testing.B) {
 			for b.Loop() {
 				an := newAnalyzer(Options{})
 				an.r.Headers = true
-				f := &feeder{an: an, targets: map[int32]*seen{}}
+				f := &feeder{an: an, targets: map[int32]*seen{}, load: make([]int, 1)}
 				an.r.Known = f.known
 				if same {
 					an.r.Same = f.sameIdx
