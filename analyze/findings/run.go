@@ -46,17 +46,22 @@ func Start(run *Run) (*Findings, func() Fleet) {
 	done := make(chan Fleet, 1)
 	go func() { done <- fleet(views, run.KeepPolls) }()
 	f.Settle = settle(f.Edges, gates.Span, run.Spans)
-	f.Incidents = incidents(views, gates, run.Spans)
-	// Each target's rollups, facts and drift read the views only: on every
-	// core, then merged in the views' order.
+	// Each target's own incidents, and its rollups, facts and drift, read
+	// the views only: in one pass on every core (no core waits for the
+	// other between them), then merged in the views' order.
 	type own struct {
 		rollups []Rollup
 		facts   TargetFacts
 		drift   *TargetDrift
 	}
 	per := make([]own, len(views))
-	par.For(len(views), func(_, i int) {
-		v, o := views[i], &per[i]
+	inc := make([]ownIncidents, len(views))
+	par.For(2*len(views), func(_, i int) {
+		if i < len(views) {
+			inc[i] = views[i].ownIncidents(gates, run.Spans)
+			return
+		}
+		v, o := views[i-len(views)], &per[i-len(views)]
 		if v.t.Engine != engine.Generic {
 			o.rollups = v.rollups(run.Caps)
 			d := v.drift()
@@ -64,6 +69,7 @@ func Start(run *Run) (*Findings, func() Fleet) {
 		}
 		o.facts = v.facts()
 	})
+	f.Incidents = mergeIncidents(views, inc)
 	for _, o := range per {
 		f.Rollups = append(f.Rollups, o.rollups...)
 	}
