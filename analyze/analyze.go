@@ -234,10 +234,14 @@ func replay(opts Options) (*analyzer, *Result, error) {
 // tail is Analyze after the replay: the findings, the phases, the answer
 // and the sweep, from what the replay left in the analyzer.
 func (an *analyzer) tail(res *Result) {
-	res.Findings = *findings.Analyze(an.run())
+	// The fleet is computed beside the phases, the answer and the sweep,
+	// which do not read it.
+	f, fleet := findings.Start(an.run())
+	res.Findings = *f
 	an.phases(res, an.marks, an.markProblems)
 	res.Answer = res.answer()
 	res.Sweep = an.sweep(res)
+	res.Fleet = fleet()
 	res.Spans = append([]float64{}, an.spans...)
 	res.Caps = append([]findings.Cap{}, an.opts.Caps...)
 }

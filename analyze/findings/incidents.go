@@ -163,37 +163,52 @@ type span struct {
 
 // incidents finds every incident of the run, in time order.
 func incidents(views []*view, gates rate.Config, cfSpans []float64) []Incident {
-	out := []Incident{}
 	// Each target's holes, and its incidents that no other target's
 	// decide, are found on every core; the host stalls, which read every
-	// target's holes, after. The incidents are gathered in the order of
-	// one target after another (the sort below is stable).
-	type own struct {
-		holes []*hole
-		inc   []Incident
+	// target's holes, after.
+	per := make([]ownIncidents, len(views))
+	par.For(len(views), func(_, i int) { per[i] = views[i].ownIncidents(gates, cfSpans) })
+	return mergeIncidents(views, per)
+}
+
+// ownIncidents are one target's holes and the incidents no other target's
+// decide.
+type ownIncidents struct {
+	holes []*hole
+	inc   []Incident
+}
+
+// ownIncidents finds the target's holes and its incidents that no other
+// target's decide; it reads the view only.
+func (v *view) ownIncidents(gates rate.Config, cfSpans []float64) ownIncidents {
+	var o ownIncidents
+	hs, loose := v.holes()
+	o.holes = hs
+	firstAfter := map[int]bool{}
+	for _, h := range hs {
+		if h.before >= 0 {
+			firstAfter[h.before] = true
+		}
 	}
-	per := make([]own, len(views))
-	par.For(len(views), func(_, i int) {
-		v, o := views[i], &per[i]
-		hs, loose := v.holes()
-		o.holes = hs
-		firstAfter := map[int]bool{}
-		for _, h := range hs {
-			if h.before >= 0 {
-				firstAfter[h.before] = true
-			}
-		}
-		for _, l := range loose {
-			o.inc = append(o.inc, v.looseRows(l)...)
-		}
-		slow, inc := v.slowScrapes(gates)
-		o.inc = append(o.inc, inc...)
-		o.inc = append(o.inc, v.refusals(gates, firstAfter, slow)...)
-		o.inc = append(o.inc, v.restarts()...)
-		o.inc = append(o.inc, v.labelSets()...)
-		o.inc = append(o.inc, v.engineStalls(cfSpans)...)
-		o.inc = append(o.inc, v.presence()...)
-	})
+	for _, l := range loose {
+		o.inc = append(o.inc, v.looseRows(l)...)
+	}
+	slow, inc := v.slowScrapes(gates)
+	o.inc = append(o.inc, inc...)
+	o.inc = append(o.inc, v.refusals(gates, firstAfter, slow)...)
+	o.inc = append(o.inc, v.restarts()...)
+	o.inc = append(o.inc, v.labelSets()...)
+	o.inc = append(o.inc, v.engineStalls(cfSpans)...)
+	o.inc = append(o.inc, v.presence()...)
+	return o
+}
+
+// mergeIncidents finds the host stalls, which read every target's holes,
+// and gathers the incidents in time order; per is the views' own, in the
+// views' order (the incidents are gathered one target after another: the
+// sort is stable).
+func mergeIncidents(views []*view, per []ownIncidents) []Incident {
+	out := []Incident{}
 	var spans []span
 	for _, o := range per {
 		for _, h := range o.holes {

@@ -14,6 +14,19 @@ import (
 
 // Analyze computes the findings of a run. It does not modify the run.
 func Analyze(run *Run) *Findings {
+	f, fleet := Start(run)
+	f.Fleet = fleet()
+	return f
+}
+
+// Start is Analyze but for the fleet, which it computes on a goroutine of
+// its own, beside what the caller does next: fleet waits for it and
+// returns it. The fleet is the findings' longest piece (one merge of every
+// target's ticks): started as soon as the views are built, it overlaps the
+// incidents, the rollups and the caller's phases instead of being waited
+// for alone. Until fleet returns, the run is read by that goroutine: the
+// caller may read it too, not modify it.
+func Start(run *Run) (*Findings, func() Fleet) {
 	f := &Findings{
 		Incidents: []Incident{}, Edges: []Edge{}, Settle: []Settle{}, Rollups: []Rollup{},
 		Seams: []Seam{}, Facts: []TargetFacts{}, Drift: []TargetDrift{},
@@ -30,23 +43,25 @@ func Analyze(run *Run) *Findings {
 	for _, v := range views {
 		f.Edges = append(f.Edges, v.edges...)
 	}
+	done := make(chan Fleet, 1)
+	go func() { done <- fleet(views, run.KeepPolls) }()
 	f.Settle = settle(f.Edges, gates.Span, run.Spans)
-	f.Incidents = incidents(views, gates, run.Spans)
-	// The fleet, and each target's rollups, facts and drift, read the
-	// views only: on every core (the fleet, the longest, first), then
-	// merged in the views' order.
+	// Each target's own incidents, and its rollups, facts and drift, read
+	// the views only: in one pass on every core (no core waits for the
+	// other between them), then merged in the views' order.
 	type own struct {
 		rollups []Rollup
 		facts   TargetFacts
 		drift   *TargetDrift
 	}
 	per := make([]own, len(views))
-	par.For(1+len(views), func(_, i int) {
-		if i == 0 {
-			f.Fleet = fleet(views, run.KeepPolls)
+	inc := make([]ownIncidents, len(views))
+	par.For(2*len(views), func(_, i int) {
+		if i < len(views) {
+			inc[i] = views[i].ownIncidents(gates, run.Spans)
 			return
 		}
-		v, o := views[i-1], &per[i-1]
+		v, o := views[i-len(views)], &per[i-len(views)]
 		if v.t.Engine != engine.Generic {
 			o.rollups = v.rollups(run.Caps)
 			d := v.drift()
@@ -54,6 +69,7 @@ func Analyze(run *Run) *Findings {
 		}
 		o.facts = v.facts()
 	})
+	f.Incidents = mergeIncidents(views, inc)
 	for _, o := range per {
 		f.Rollups = append(f.Rollups, o.rollups...)
 	}
@@ -65,7 +81,7 @@ func Analyze(run *Run) *Findings {
 		}
 	}
 	f.Energy = energy(views)
-	return f
+	return f, func() Fleet { return <-done }
 }
 
 // view is one target with what the findings derive from it.
