@@ -403,6 +403,8 @@ type targetState struct {
 	loading string
 	fw      *findingsState // what the run findings keep of the target
 	ph      *phases.Log    // what the phase figures keep of it
+	// unreg says prevI may hold a -1: a series lookup found unregistered.
+	unreg bool
 	// idsChanged says prevI changed since the last poll was logged.
 	idsChanged bool
 	spool      *spool // its polls, when spooled (Options.Spool)
@@ -578,6 +580,7 @@ func (st *targetState) lookup(w *capture.Row) bool {
 		id, ok := st.keyOf[k]
 		if !ok {
 			id, all = -1, false
+			st.unreg = true
 		}
 		st.idsChanged = true
 		if j < len(st.prevK) {
@@ -686,10 +689,14 @@ func (a *analyzer) row(w *capture.Row) {
 	// has no names).
 	a.samples += int64(len(w.Value))
 	ids := st.prevI[:len(w.Value)]
-	for j, id := range ids {
-		if id < 0 {
-			st.register(tab, w, j)
+	// Only a lookup that found a series unregistered left a -1 in prevI.
+	if st.unreg {
+		for j, id := range ids {
+			if id < 0 {
+				st.register(tab, w, j)
+			}
 		}
+		st.unreg = slices.Contains(st.prevI[len(ids):], -1)
 	}
 	st.tr.SetAll(ids, w.Value)
 	st.fw.setAll(ids, w.Value)

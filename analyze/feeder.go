@@ -107,23 +107,22 @@ func (f *feeder) work(i int, a *analyzer, ch chan *batch) {
 			}
 		}
 	}()
-	var w capture.Row
 	for b := range ch {
 		if b.sync != nil {
 			b.sync <- struct{}{}
 			continue
 		}
 		for k := range b.rows {
-			b.at(k, &w)
+			w := b.at(k)
 			// A poll whose series are all where the target's last poll
 			// had them is looked up already: the worker's lookup would
 			// find each in place (its record of the target's series is
 			// the reader's), so the batch holds no names for it.
 			a.looked = nil
 			if b.rows[k].same {
-				a.looked = &w
+				a.looked = w
 			}
-			a.row(&w)
+			a.row(w)
 		}
 		b.reset()
 		f.free <- b
@@ -410,10 +409,20 @@ func (b *batch) reset() {
 }
 
 // add copies w into the batch; a row looked up already (same) without
-// its names and labels.
+// its names and labels. The row is written in place, never built apart
+// and copied (a Row is some 400 bytes).
 func (b *batch) add(w *capture.Row, same bool) {
-	r := batchRow{w: *w, ints: len(b.ints), vals: len(b.vals), n: len(w.Value), body: -1, headers: -1,
-		kinds: len(w.Family) == len(w.Name) && len(w.Type) == len(w.Name) && len(w.Name) > 0 && !same, same: same}
+	k := len(b.rows)
+	if k < cap(b.rows) {
+		b.rows = b.rows[:k+1]
+	} else {
+		b.rows = append(b.rows, batchRow{})
+	}
+	r := &b.rows[k]
+	r.w = *w
+	r.ints, r.vals, r.n, r.body, r.headers, r.nBody, r.nHeader = len(b.ints), len(b.vals), len(w.Value), -1, -1, 0, 0
+	r.kinds = len(w.Family) == len(w.Name) && len(w.Type) == len(w.Name) && len(w.Name) > 0 && !same
+	r.same = same
 	r.w.Family, r.w.Type, r.w.Name, r.w.Labels, r.w.Value, r.w.Body, r.w.Headers = nil, nil, nil, nil, nil, nil, nil
 	r.w.NameIdx, r.w.LabelsIdx = nil, nil
 	if !same {
@@ -433,13 +442,13 @@ func (b *batch) add(w *capture.Row, same bool) {
 		r.headers, r.nHeader = len(b.bytes), len(w.Headers)
 		b.bytes = append(b.bytes, w.Headers...)
 	}
-	b.rows = append(b.rows, r)
 }
 
-// at sets w to row k of the batch, its slices the batch's.
-func (b *batch) at(k int, w *capture.Row) {
+// at returns row k of the batch, its slices set to the batch's: the
+// batch's own row, not a copy (the worker reads it in place).
+func (b *batch) at(k int) *capture.Row {
 	r := &b.rows[k]
-	*w = r.w
+	w := &r.w
 	n, i := r.n, r.ints
 	if !r.same {
 		w.Name, w.Labels = b.ints[i:i+n:i+n], b.ints[i+n:i+2*n:i+2*n]
@@ -454,4 +463,5 @@ func (b *batch) at(k int, w *capture.Row) {
 	if r.headers >= 0 {
 		w.Headers = b.bytes[r.headers : r.headers+r.nHeader : r.headers+r.nHeader]
 	}
+	return w
 }

@@ -107,3 +107,41 @@ func BenchmarkTrackerVLLM(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(ss))/b.Elapsed().Seconds(), "samples/s")
 }
+
+// BenchmarkSetAllVLLM is the per-poll cost of SetAll alone on a real vLLM
+// V1 page: a poll's samples, in the ids of the poll before, fed to the
+// tracker (polls alternating between two pages of moved values).
+func BenchmarkSetAllVLLM(b *testing.B) {
+	ss := vllmPage(b)
+	base := make([]float64, len(ss))
+	for j := range ss {
+		base[j] = ss[j].Value
+	}
+	tr := NewTracker(VLLM, rate.Config{Span: 10})
+	ids := make([]int32, len(ss))
+	for j := range ss {
+		s := &ss[j]
+		ids[j] = tr.Key(Series{Family: s.Family, Type: s.Type, Name: s.Name, Labels: s.Labels})
+	}
+	var pages [2][]float64
+	for i := range pages {
+		advancePage(ss, base, i+1)
+		for j := range ss {
+			pages[i] = append(pages[i], ss[j].Value)
+		}
+	}
+	var dst Cells
+	for i := range 4 { // the engine decided, the lists built
+		tr.Begin(1e9+2*float64(i), 0)
+		tr.SetAll(ids, pages[i%2])
+		dst = tr.End(dst)
+	}
+	b.ReportAllocs()
+	i := 4
+	for b.Loop() {
+		tr.Begin(1e9+2*float64(i), 0)
+		tr.SetAll(ids, pages[i%2])
+		i++
+	}
+	b.ReportMetric(float64(b.N*len(ss))/b.Elapsed().Seconds(), "samples/s")
+}

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/internal/engines"
@@ -36,17 +38,28 @@ type Tracker struct {
 	how     string // DetectedBy*
 	decided bool
 
-	keys  []keyState
-	vals  []reading // by key id, as keys
-	byKey map[rate.Key]int32
-	names map[string]int32
-	slots []nameSlot
+	keys []keyState
+	vals []reading // by key id, as keys
+	// created is the key of each key's _created sibling, by key id (-2
+	// not looked up yet, -1 none): End walks it for every counter of a
+	// poll, 4 bytes a key instead of the keyState's 176.
+	created []int32
+	byKey   map[rate.Key]int32
+	names   map[string]int32
+	slots   []nameSlot
 
-	seq      uint64 // polls begun, from 1
-	samples  int    // samples set in the current poll
-	poll     rate.Poll
-	pollIDs  []int32 // key of each poll.Readings entry
-	newKeys  bool
+	seq     uint64 // polls begun, from 1
+	samples int    // samples set in the current poll
+	poll    rate.Poll
+	pollIDs []int32 // key of each poll.Readings entry
+	newKeys bool
+	// lastIDs are the ids of the last SetAll, kept when it was the first
+	// of its poll and took every sample (lastOK); touched are the name
+	// slots it began; setSeq is the poll of the last SetAll.
+	lastIDs  []int32
+	touched  []int32
+	lastOK   bool
+	setSeq   uint64
 	procSlot int32 // name slot of process_start_time_seconds, -1 until seen
 
 	// stepSpan is the span of the counters that move on every engine
@@ -90,8 +103,7 @@ type keyState struct {
 	counter    bool     // registered with the estimator
 	noFall     bool     // its fall is no restart evidence (a lifetime average typed counter)
 	est        int32    // its id there, when counter
-	createdKey rate.Key // the _created sibling of a counter or histogram series
-	created    int32    // its key: -2 not looked up yet, -1 none
+	createdKey rate.Key // the _created sibling of a counter or histogram series (its key: Tracker.created)
 	pairs      [][2]string
 	split      bool // pairs holds the labels, split once
 }
@@ -285,7 +297,7 @@ func (t *Tracker) Key(s Series) int32 {
 			t.procSlot = slot
 		}
 	}
-	ks := keyState{Series: s, rkey: rk, counter: rateable(s, rk.Labels), est: -1, created: -2}
+	ks := keyState{Series: s, rkey: rk, counter: rateable(s, rk.Labels), est: -1}
 	if ks.counter {
 		ks.createdKey = createdOf(s, rk.Labels)
 		ks.est = t.est.Register(rk)
@@ -297,6 +309,7 @@ func (t *Tracker) Key(s Series) int32 {
 	}
 	id := int32(len(t.keys))
 	t.keys, t.vals = append(t.keys, ks), append(t.vals, reading{slot: slot, est: ks.est})
+	t.created = append(t.created, -2)
 	t.byKey[rk] = id
 	t.newKeys = true
 	if t.decided {
@@ -328,14 +341,41 @@ func (t *Tracker) Set(id int32, v float64) {
 // in one call, which saves a call per sample. vals must be as long as ids.
 func (t *Tracker) SetAll(ids []int32, vals []float64) {
 	vals = vals[:len(ids)]
+	// The first call of a poll with the ids of the last call, which took
+	// every sample, finds the name slots' key lists built already: they
+	// are those of that call, so only their poll is marked.
+	first := t.setSeq != t.seq
+	t.setSeq = t.seq
+	if first && t.lastOK && sameInt32s(ids, t.lastIDs) {
+		// An absent sample changed the slots' lists: not kept.
+		t.lastOK = t.setAgain(ids, vals)
+		return
+	}
+	// The ids are kept for the next poll only when the whole poll is
+	// taken in this one call (a second call of the poll appends to the
+	// slots' lists).
+	t.touched = t.touched[:0]
+	clean := t.set(ids, vals, first)
+	t.lastOK = first && clean
+	if t.lastOK {
+		t.lastIDs = append(t.lastIDs[:0], ids...)
+	}
+}
+
+// set is SetAll's every sample: it reports whether each was taken (none
+// was absent nor a repeat), noting the name slots it begins in touched.
+func (t *Tracker) set(ids []int32, vals []float64, note bool) bool {
+	clean := true
 	for i, id := range ids {
 		r, v := &t.vals[id], vals[i]
 		// A series seen twice in one poll keeps its first reading.
 		if r.seq == t.seq {
+			clean = false
 			continue
 		}
 		// NaN or an infinity is no reading: the series is absent from this poll.
 		if math.IsNaN(v) || math.IsInf(v, 0) {
+			clean = false
 			continue
 		}
 		// A counter that fell is restart evidence (End weighs it): a
@@ -349,6 +389,9 @@ func (t *Tracker) SetAll(ids []int32, vals []float64) {
 		if ns.seq != t.seq {
 			ns.seq = t.seq
 			ns.keys = ns.keys[:0]
+			if note {
+				t.touched = append(t.touched, r.slot)
+			}
 		}
 		ns.keys = append(ns.keys, id)
 		if r.est >= 0 {
@@ -356,29 +399,88 @@ func (t *Tracker) SetAll(ids []int32, vals []float64) {
 			t.pollIDs = append(t.pollIDs, id)
 		}
 	}
+	return clean
+}
+
+// setAgain is set for the ids of the last poll, which took every sample:
+// the name slots keep their key lists. From an absent sample on, set
+// decides (the slots' lists are built anew). It reports whether every
+// sample was taken.
+func (t *Tracker) setAgain(ids []int32, vals []float64) bool {
+	for i, id := range ids {
+		r, v := &t.vals[id], vals[i]
+		// NaN or an infinity (v-v is NaN for both): from here on set
+		// decides, the lists built anew for the samples taken.
+		if v-v != 0 {
+			t.restartLists(ids[:i])
+			t.samples += i
+			t.set(ids[i:], vals[i:], false)
+			return false
+		}
+		// A counter that fell is restart evidence (End weighs it): a
+		// gauge's fall is nothing, nor is a lifetime average's.
+		if v < r.v && r.seq != 0 && t.keys[id].counter && !t.keys[id].noFall {
+			t.fall(id, r.v, v)
+		}
+		r.v, r.seq = v, t.seq
+		if r.est >= 0 {
+			t.poll.Readings = append(t.poll.Readings, rate.Reading{ID: r.est, Value: v})
+			t.pollIDs = append(t.pollIDs, id)
+		}
+	}
+	t.samples += len(ids)
+	for _, s := range t.touched {
+		t.slots[s].seq = t.seq
+	}
+	return true
+}
+
+// restartLists builds the name slots' lists of ids, taken in the current
+// poll, as set would have.
+func (t *Tracker) restartLists(ids []int32) {
+	for _, id := range ids {
+		ns := &t.slots[t.vals[id].slot]
+		if ns.seq != t.seq {
+			ns.seq = t.seq
+			ns.keys = ns.keys[:0]
+		}
+		ns.keys = append(ns.keys, id)
+	}
+}
+
+// sameInt32s reports whether a and b hold the same ids, compared as bytes.
+func sameInt32s(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 {
+		return true
+	}
+	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), 4*len(a)), unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), 4*len(b)))
 }
 
 // End observes the poll and appends its cells to dst[:0].
 func (t *Tracker) End(dst Cells) Cells {
 	if t.newKeys {
 		// A new series may be the _created sibling an older one lacked.
-		for i := range t.keys {
-			if t.keys[i].created == -1 {
-				t.keys[i].created = -2
+		for i, c := range t.created {
+			if c == -1 {
+				t.created[i] = -2
 			}
 		}
 		t.newKeys = false
 	}
 	for i, id := range t.pollIDs {
-		ks := &t.keys[id]
-		if ks.created == -2 {
-			ks.created = -1
-			if c, ok := t.byKey[ks.createdKey]; ok && ks.createdKey.Series != "" {
-				ks.created = c
+		c := t.created[id]
+		if c == -2 {
+			c = -1
+			if k, ok := t.byKey[t.keys[id].createdKey]; ok && t.keys[id].createdKey.Series != "" {
+				c = k
 			}
+			t.created[id] = c
 		}
-		if ks.created >= 0 && t.vals[ks.created].seq == t.seq {
-			t.poll.Readings[i].Created = t.vals[ks.created].v
+		if c >= 0 && t.vals[c].seq == t.seq {
+			t.poll.Readings[i].Created = t.vals[c].v
 		}
 	}
 	if t.procSlot >= 0 && t.slots[t.procSlot].seq == t.seq {
