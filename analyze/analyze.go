@@ -688,7 +688,7 @@ func (a *analyzer) row(w *capture.Row) {
 		}
 	}
 	st.tr.SetAll(ids, w.Value)
-	st.fw.setAll(ids, w.Value)
+	st.fw.setAll(ids, w.Value, st.idsChanged)
 	st.cells = st.tr.End(st.cells)
 	if err := st.record(T, tab.Str(w.Run), w.Seq, a.opts.SkipPolls); err != nil && a.err == nil {
 		a.err = err
