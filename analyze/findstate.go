@@ -281,7 +281,14 @@ type findingsState struct {
 	// busy says, by main key id, whether set has anything to do with the
 	// series: most have nothing, and one byte is cheaper to look at than
 	// their keyInfo.
-	busy   []bool
+	busy []bool
+	// setAt are the positions of the last poll's ids that set has work
+	// for, kept while they stand (setOK: no series was keyed since, and
+	// the poll's ids are the last one's): a target prints its series in
+	// the same order every poll, and most are not the findings'.
+	setAt  []int32
+	setN   int
+	setOK  bool
 	series []engine.Series
 	feed   []feedSample // this poll's samples for the replays
 	slab   []rate.Num   // backing of the poll's Spans, reused
@@ -445,6 +452,7 @@ func (fs *findingsState) key(id int32, s engine.Series) {
 	if s.Name == findings.CacheConfigInfo {
 		k.info, k.labels = s.Name, labels()
 	}
+	fs.setOK = false
 	fs.busy[id] = fs.xid[id] >= 0 || k.step || k.counter != nil || k.power > 0 || k.proc || k.info != ""
 }
 
@@ -478,14 +486,21 @@ func (fs *findingsState) begin(T, start float64) {
 	}
 }
 
-// setAll records the poll's samples: vals[i] of series ids[i].
-func (fs *findingsState) setAll(ids []int32, vals []float64) {
+// setAll records the poll's samples: vals[i] of series ids[i]. changed
+// says whether ids may differ from the last poll's beyond their length.
+func (fs *findingsState) setAll(ids []int32, vals []float64, changed bool) {
 	vals = vals[:len(ids)]
-	for i, id := range ids {
-		// A series the findings do not read.
-		if fs.busy[id] {
-			fs.set(id, vals[i])
+	if !fs.setOK || changed || len(ids) != fs.setN {
+		fs.setAt, fs.setN, fs.setOK = fs.setAt[:0], len(ids), true
+		for i, id := range ids {
+			// A series the findings do not read.
+			if fs.busy[id] {
+				fs.setAt = append(fs.setAt, int32(i))
+			}
 		}
+	}
+	for _, i := range fs.setAt {
+		fs.set(ids[i], vals[i])
 	}
 }
 

@@ -219,7 +219,19 @@ func (l *PollList) Append(p *Poll) {
 		if ci >= 0 {
 			c = min(maxPollChunk, 2*cap(l.chunks[ci]))
 		}
+		// With the polls to come known (Grow), the next chunk is what they
+		// take at the bytes a poll so far, and a tenth more: one array of
+		// megabytes, backed by huge pages (prefault.Huge), not 256 KiB
+		// chunks whose every 4 KiB page is a first touch.
+		if ci >= 0 && i < l.hint {
+			used := 0
+			for _, c := range l.chunks {
+				used += len(c)
+			}
+			c = max(c, used/i*(l.hint-i)*11/10+maxRecord)
+		}
 		l.chunks = append(l.chunks, make([]byte, 0, c))
+		prefault.Huge(l.chunks[ci+1])
 		ci++
 		l.cfaulted = 0
 	}
@@ -230,9 +242,12 @@ func (l *PollList) Append(p *Poll) {
 	}
 	l.off = append(l.off, uint64(ci)<<32|uint64(len(c)))
 	// The record is written in place: the chunk has room for the longest.
+	// One pass over the numbers writes the stored ones after the masks'
+	// room and makes the masks.
 	b, n := c[:cap(c)], len(c)
 	var valid, same, stored uint32
 	base := l.bases[i/pollChunk]
+	at := n + 12
 	for k := range nums {
 		x, y := &nums[k], &base[k]
 		if x.Valid {
@@ -243,36 +258,32 @@ func (l *PollList) Append(p *Poll) {
 			same |= 1 << k
 		case x.Valid || math.Float64bits(x.V) != 0:
 			stored |= 1 << k
+			binary.LittleEndian.PutUint64(b[at:], math.Float64bits(x.V))
+			at += 8
 		}
 	}
 	binary.LittleEndian.PutUint32(b[n:], valid)
 	binary.LittleEndian.PutUint32(b[n+4:], same)
 	binary.LittleEndian.PutUint32(b[n+8:], stored)
-	n += 12
-	for m := stored; m != 0; m &= m - 1 {
-		binary.LittleEndian.PutUint64(b[n:], math.Float64bits(nums[bits.TrailingZeros32(m)].V))
-		n += 8
-	}
+	n = at
 	n += binary.PutVarint(b[n:], int64(p.Row))
+	// The strings' ids follow their mask's byte, written after them.
 	texts := textsOf(p)
 	var tm byte
-	for k, s := range texts {
-		if s != "" {
-			tm |= 1 << k
-		}
-	}
-	b[n] = tm
+	mask := n
 	n++
 	for k, s := range texts {
 		if s == "" {
 			continue
 		}
+		tm |= 1 << k
 		last := &l.last[k]
 		if s != last.s {
 			last.s, last.id = s, l.id(s)
 		}
 		n += binary.PutUvarint(b[n:], uint64(last.id))
 	}
+	b[mask] = tm
 	l.chunks[ci] = c[:n]
 	l.n++
 }
