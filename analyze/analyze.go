@@ -490,14 +490,8 @@ func (a *analyzer) target(id, hint int32) *targetState {
 			st.out.Polls = make([]Poll, 0, n)
 			hugePages(st.out.Polls)
 		}
-		// The headline values and windows share one array (each its own n
-		// of it), of megabytes: huge pages, whose first touch is one
-		// fault, not one per 4 KiB (prefault.Huge).
-		all := make([]float64, 2*len(st.stats)*n)
-		hugePages(all)
 		for i := range st.stats {
-			v, w := all[2*i*n:][:0:n], all[(2*i+1)*n:][:0:n]
-			st.stats[i].values, st.stats[i].windows = v, w
+			st.stats[i].values, st.stats[i].windows = make([]float64, 0, n), make([]float64, 0, n)
 		}
 	}
 	for i := range st.stats {
