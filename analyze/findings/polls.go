@@ -219,19 +219,7 @@ func (l *PollList) Append(p *Poll) {
 		if ci >= 0 {
 			c = min(maxPollChunk, 2*cap(l.chunks[ci]))
 		}
-		// With the polls to come known (Grow), the next chunk is what they
-		// take at the bytes a poll so far, and a tenth more: one array of
-		// megabytes, backed by huge pages (prefault.Huge), not 256 KiB
-		// chunks whose every 4 KiB page is a first touch.
-		if ci >= 0 && i < l.hint {
-			used := 0
-			for _, c := range l.chunks {
-				used += len(c)
-			}
-			c = max(c, used/i*(l.hint-i)*11/10+maxRecord)
-		}
 		l.chunks = append(l.chunks, make([]byte, 0, c))
-		prefault.Huge(l.chunks[ci+1])
 		ci++
 		l.cfaulted = 0
 	}

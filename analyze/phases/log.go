@@ -217,7 +217,6 @@ func (l *Log) Poll(ids []int32, vals []float64, cells engine.Cells, eng string, 
 	k := len(l.chunks) - 1
 	if k < 0 || cap(l.chunks[k])-len(l.chunks[k]) < need {
 		l.chunks = append(l.chunks, make([]byte, 0, max(l.chunkSize(i), need)))
-		prefault.Huge(l.chunks[k+1])
 		k++
 		l.cfaulted = 0
 	}
@@ -268,9 +267,7 @@ func (l *Log) chunkSize(i int) int {
 	for _, c := range l.chunks {
 		used += len(c)
 	}
-	// (Not capped at chunkSize: one array of megabytes is backed by huge
-	// pages, prefault.Huge.)
-	return max(firstChunk, used/i*left*11/10)
+	return min(chunkSize, max(firstChunk, used/i*left*11/10))
 }
 
 // positions are the series logged among ids: their positions and log

@@ -62,25 +62,3 @@ func Resident[T any](s []T, from, to int) (in, pages int) {
 	}
 	return in, len(vec)
 }
-
-// madvHugepage is MADV_HUGEPAGE.
-const madvHugepage = 14
-
-// Huge asks the kernel to back s's array with huge pages where it spans
-// whole ones (MADV_HUGEPAGE; transparent huge pages set to "madvise" give
-// them only where asked). On this project's paravirtualised machine the
-// first touch of a 4 KiB page costs about 10 µs even after Range mapped
-// it (the hypervisor's own fault); a 2 MiB page costs that once. An array
-// below a huge page is left alone; a refused advice changes nothing.
-func Huge[T any](s []T) {
-	n := uintptr(cap(s)) * sizeOf[T]()
-	// Below a huge page there is nothing to ask.
-	if n < 2<<20 {
-		return
-	}
-	// madvise takes a page-aligned start.
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(s[:cap(s)])))
-	skip := -p & (pageSize - 1)
-	_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, p+skip, n-skip, madvHugepage)
-	runtime.KeepAlive(s)
-}

@@ -11,6 +11,3 @@ func Range[T any](s []T, from, to int) {}
 
 // Resident reports nothing where mincore is not.
 func Resident[T any](s []T, from, to int) (in, pages int) { return 0, 0 }
-
-// Huge is a no-op where transparent huge pages are not.
-func Huge[T any](s []T) {}

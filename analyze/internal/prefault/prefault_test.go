@@ -3,11 +3,7 @@
 package prefault
 
 import (
-	"bytes"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -106,57 +102,4 @@ func TestResident(t *testing.T) {
 	if in < pages/2-1 || in > pages/2+1 || n != pages {
 		t.Errorf("half faulted in: %d of %d pages in, want about %d of %d", in, n, pages/2, pages)
 	}
-}
-
-// TestHugeBacksAWholeHugePage: an array spanning whole huge pages, advised
-// by Huge and faulted in by Range, is backed by huge pages (AnonHugePages
-// of its mapping); without the advice (fresh's MADV_NOHUGEPAGE stands) it
-// is not.
-func TestHugeBacksAWholeHugePage(t *testing.T) {
-	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || !bytes.Contains(b, []byte("[madvise]")) && !bytes.Contains(b, []byte("[always]")) {
-		t.Skip("transparent huge pages are off here")
-	}
-	const huge = 2 << 20
-	for _, advise := range []bool{false, true} {
-		b := fresh(t, 3*huge/int(pageSize))
-		// The whole huge page inside the mapping.
-		off := int(-uintptr(unsafe.Pointer(&b[0])) & (huge - 1))
-		xs := b[off : off+huge]
-		if advise {
-			Huge(xs)
-		}
-		Range(xs, 0, len(xs))
-		got := anonHuge(t, uintptr(unsafe.Pointer(&xs[0])))
-		if advise && got < huge>>10 {
-			t.Errorf("advised: AnonHugePages %d kB, want at least %d", got, huge>>10)
-		}
-		if !advise && got != 0 {
-			t.Errorf("not advised: AnonHugePages %d kB, want 0", got)
-		}
-	}
-}
-
-// anonHuge is the AnonHugePages (kB) of the mapping that holds addr.
-func anonHuge(t *testing.T, addr uintptr) int {
-	t.Helper()
-	data, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Skip("no /proc/self/smaps:", err)
-	}
-	in := false
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
-			lo, hi, _ := strings.Cut(f[0], "-")
-			l, err1 := strconv.ParseUint(lo, 16, 64)
-			h, err2 := strconv.ParseUint(hi, 16, 64)
-			in = err1 == nil && err2 == nil && uintptr(l) <= addr && addr < uintptr(h)
-			continue
-		}
-		if in && strings.HasPrefix(line, "AnonHugePages:") {
-			n, _ := strconv.Atoi(strings.Fields(line)[1])
-			return n
-		}
-	}
-	t.Fatalf("no mapping at %#x in smaps", addr)
-	return 0
 }
