@@ -249,3 +249,17 @@ func TestParallelLostRowIsSerial(t *testing.T) {
 		t.Fatalf("parallel cells differ from the serial path's; requests running %+v", c)
 	}
 }
+
+// A fleet whose heavy and light engines alternate (a vLLM page, then a
+// llama.cpp one a tenth its size) is dealt so that each worker replays
+// as many samples a poll; dealt in turn, one worker would get every
+// heavy page.
+func TestFeederDealsByFirstPoll(t *testing.T) {
+	f := &feeder{load: make([]int, 2)}
+	for _, samples := range []int{360, 36, 360, 36, 360, 36, 360, 36} {
+		f.load[f.lightest()] += samples
+	}
+	if f.load[0] != f.load[1] {
+		t.Errorf("workers' samples a poll %v, want equal", f.load)
+	}
+}
