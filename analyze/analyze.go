@@ -433,6 +433,12 @@ type headStat struct {
 	// poll was a jump hold, judged by the next poll.
 	withheld, normal map[string]int
 	held             bool
+	// run polls in a row were null for reason runReason (a refusal of
+	// the estimator when runGate), not yet counted in nulls: a headline
+	// is null for the same reason poll after poll.
+	runReason string
+	runGate   bool
+	run       int
 	// vdone and wdone are how many values and windows are faulted in, of
 	// their arrays (faultAhead).
 	vdone, wdone int
@@ -787,9 +793,13 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) error
 			h.held = false
 		}
 		if !c.Value.Valid {
-			h.nulls[c.Reason]++
+			if h.run == 0 || c.Reason != h.runReason {
+				h.flushNulls()
+				h.runReason, h.runGate = c.Reason, gateReasons[c.Reason]
+			}
+			h.run++
 			switch {
-			case !gateReasons[c.Reason]:
+			case !h.runGate:
 			case c.Reason == rate.ReasonNoBaseline && s.Polls == 1:
 				h.normal[c.Reason]++
 			case c.Reason == rate.ReasonJump:
@@ -829,6 +839,14 @@ func (st *targetState) record(T float64, run string, seq int64, skip bool) error
 	}
 	st.out.Polls = grow(st.out.Polls, Poll{T: T, Run: run, Seq: seq, Break: brk, Cells: slices.Clone(st.cells)})
 	return nil
+}
+
+// flushNulls counts the run of nulls of one reason in nulls.
+func (h *headStat) flushNulls() {
+	if h.run > 0 {
+		h.nulls[h.runReason] += h.run
+		h.run = 0
+	}
 }
 
 // lineBreak says whether a line through the target's polls breaks before
@@ -878,6 +896,7 @@ func (a *analyzer) finish() []Target {
 		t.Summary.Withheld, t.Summary.Normal = map[string]map[string]int{}, map[string]int{}
 		for k, name := range engine.Headline {
 			h := &st.stats[k]
+			h.flushNulls()
 			// A hold still on at the last poll was never confirmed.
 			if h.held {
 				h.withheld[rate.ReasonJump]++

@@ -302,10 +302,15 @@ type findingsState struct {
 	powered bool
 	energy  []*findings.Counter // energy counters, with their factors
 	efac    []float64
-	infos   map[string][]int32 // info series → its sets in this poll (kept empty, not deleted, between polls)
-	infoWas map[string][]int32 // info series → the sets Target.Info holds
-	fams    map[string]bool    // the families seen
-	errText map[int32]string   // error text by string id, redacted
+	// infos are the info series' sets in this poll and those Target.Info
+	// holds, by series (a handful: kept emptied, not dropped, between
+	// polls; a slice is cheaper to walk each poll than a map).
+	infos   []infoSets
+	fams    map[string]bool  // the families seen
+	errText map[int32]string // error text by string id, redacted
+	// sources are the Sources last written of the cells at atCapacity
+	// and atCaching: a poll that publishes the same writes nothing.
+	sources [2]string
 	// counts is Target.Cells by canonical position, until the run ends.
 	counts []findings.CellCount
 	// rowsDone is how many rows are faulted in, of t.Rows' array
@@ -326,7 +331,7 @@ func newFindingsState(name string, main *engine.Tracker, cfg rate.Config, spans 
 			Counters: map[string]*findings.Counter{}, Info: map[string][]map[string]string{},
 			Sources: map[string]string{}},
 		main: main, cfg: cfg, spans: spans, nspans: len(spans),
-		infos: map[string][]int32{}, infoWas: map[string][]int32{}, fams: map[string]bool{},
+		fams: map[string]bool{},
 	}
 }
 
@@ -481,8 +486,8 @@ func (fs *findingsState) begin(T, start float64) {
 	fs.power, fs.powered = 0, false
 	fs.feed = fs.feed[:0]
 	// The lists keep their arrays: an info series is read on every poll.
-	for name, ids := range fs.infos {
-		fs.infos[name] = ids[:0]
+	for i := range fs.infos {
+		fs.infos[i].ids = fs.infos[i].ids[:0]
 	}
 }
 
@@ -523,8 +528,26 @@ func (fs *findingsState) set(id int32, v float64) {
 	case k.proc:
 		fs.p.ProcessStart = rate.Some(v)
 	case k.info != "":
-		fs.infos[k.info] = append(fs.infos[k.info], id)
+		fs.addInfo(k.info, id)
 	}
+}
+
+// infoSets are an info series' sets in the poll (ids) and those
+// Target.Info holds (was).
+type infoSets struct {
+	name     string
+	ids, was []int32
+}
+
+// addInfo notes a set of info series name in the poll.
+func (fs *findingsState) addInfo(name string, id int32) {
+	for i := range fs.infos {
+		if fs.infos[i].name == name {
+			fs.infos[i].ids = append(fs.infos[i].ids, id)
+			return
+		}
+	}
+	fs.infos = append(fs.infos, infoSets{name: name, ids: []int32{id}})
 }
 
 // canonAt is the position of a canonical cell in a poll's cells, -1 for
@@ -577,9 +600,10 @@ func (fs *findingsState) end(cells engine.Cells) {
 	if by := cellAt(cells, atByReason); by.Value.Valid {
 		p.Capacity, p.Deferred = byKey(by.By, "capacity"), byKey(by.By, "deferred")
 	}
-	for _, i := range [...]int{atCapacity, atCaching} {
-		if c := cellAt(cells, i); c.Value.Valid {
-			fs.t.Sources[engine.Canonical[i]] = c.Source
+	for j, i := range [...]int{atCapacity, atCaching} {
+		// The source the map holds already is not written again.
+		if c := cellAt(cells, i); c.Value.Valid && (c.Source != fs.sources[j] || c.Source == "") {
+			fs.t.Sources[engine.Canonical[i]], fs.sources[j] = c.Source, c.Source
 		}
 	}
 	p.KVCapacity, p.PrefixCaching = cellAt(cells, atCapacity).Value, cellAt(cells, atCaching).Value
@@ -600,18 +624,19 @@ func (fs *findingsState) end(cells engine.Cells) {
 	if fs.powered {
 		p.Power = rate.Some(fs.power)
 	}
-	for name, ids := range fs.infos {
+	for j := range fs.infos {
+		in := &fs.infos[j]
 		// A series not in this poll leaves its last sets; the same sets
 		// as last time are the ones held.
-		if len(ids) == 0 || slices.Equal(ids, fs.infoWas[name]) {
+		if len(in.ids) == 0 || slices.Equal(in.ids, in.was) {
 			continue
 		}
-		fs.infoWas[name] = append(fs.infoWas[name][:0], ids...)
-		sets := make([]map[string]string, len(ids))
-		for i, id := range ids {
+		in.was = append(in.was[:0], in.ids...)
+		sets := make([]map[string]string, len(in.ids))
+		for i, id := range in.ids {
 			sets[i] = fs.keys[id].labels
 		}
-		fs.t.Info[name] = sets
+		fs.t.Info[in.name] = sets
 	}
 	if n := min(len(cells), len(engine.Canonical)); len(fs.counts) < n {
 		fs.counts = append(fs.counts, make([]findings.CellCount, n-len(fs.counts))...)
