@@ -222,12 +222,6 @@ func engineInfo(m *targetMeta, in capture.EngineInfo) {
 	}
 }
 
-// feedSample is one sample for the replays.
-type feedSample struct {
-	id int32
-	v  float64
-}
-
 // decodeFamilies are the families any engine's decode cell is read from.
 var decodeFamilies = func() map[string]bool {
 	m := map[string]bool{}
@@ -290,11 +284,15 @@ type findingsState struct {
 	setN   int
 	setOK  bool
 	series []engine.Series
-	feed   []feedSample // this poll's samples for the replays
-	slab   []rate.Num   // backing of the poll's Spans, reused
-	cfg    rate.Config
-	spans  []float64
-	nspans int
+	// feedIDs and feedVals are this poll's samples for the replays: the
+	// main tracker's ids, then (replay) the replays'. One SetAll a replay
+	// takes them, on its fast path when they are the last poll's series.
+	feedIDs  []int32
+	feedVals []float64
+	slab     []rate.Num // backing of the poll's Spans, reused
+	cfg      rate.Config
+	spans    []float64
+	nspans   int
 
 	// The poll being replayed.
 	p       findings.Poll
@@ -484,7 +482,7 @@ func (fs *findingsState) counter(name string) *findings.Counter {
 func (fs *findingsState) begin(T, start float64) {
 	fs.p = findings.Poll{T: T, Start: start}
 	fs.power, fs.powered = 0, false
-	fs.feed = fs.feed[:0]
+	fs.feedIDs, fs.feedVals = fs.feedIDs[:0], fs.feedVals[:0]
 	// The lists keep their arrays: an info series is read on every poll.
 	for i := range fs.infos {
 		fs.infos[i].ids = fs.infos[i].ids[:0]
@@ -512,7 +510,7 @@ func (fs *findingsState) setAll(ids []int32, vals []float64, changed bool) {
 // set records one sample of the poll.
 func (fs *findingsState) set(id int32, v float64) {
 	if fs.xid[id] >= 0 {
-		fs.feed = append(fs.feed, feedSample{id, v})
+		fs.feedIDs, fs.feedVals = append(fs.feedIDs, id), append(fs.feedVals, v)
 	}
 	k := &fs.keys[id]
 	// A step counter's sets add up; a reading that is not a number is none.
@@ -678,15 +676,16 @@ func (fs *findingsState) replay() {
 		}
 		fs.startReplays(id)
 	}
+	for i, id := range fs.feedIDs {
+		fs.feedIDs[i] = fs.xid[id]
+	}
 	for i, x := range fs.extra {
 		x.Begin(p.T, p.Start)
 		// A restart the replays' own series may not show is still one.
 		if p.Restart != "" {
 			x.MarkRestart(p.Restart)
 		}
-		for _, f := range fs.feed {
-			x.Set(fs.xid[f.id], f.v)
-		}
+		x.SetAll(fs.feedIDs, fs.feedVals)
 		fs.xcells[i] = x.End(fs.xcells[i])
 	}
 	d := cellAt(fs.xcells[0], atDecode)
