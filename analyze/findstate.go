@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/internal/jsonlabel"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/expo"
@@ -427,7 +428,7 @@ func (fs *findingsState) key(id int32, s engine.Series) {
 		return m
 	}
 	if s.Type == "histogram" && strings.HasSuffix(s.Name, "_bucket") {
-		v, _, plain := plainLabel(s.Labels, "le")
+		v, _, plain := jsonlabel.Plain(s.Labels, "le")
 		// Labels that are not plain are decoded whole.
 		if !plain {
 			v = labels()["le"]
@@ -462,60 +463,6 @@ func (fs *findingsState) key(id int32, s engine.Series) {
 	}
 	fs.setOK = false
 	fs.busy[id] = fs.xid[id] >= 0 || k.step || k.counter != nil || k.power > 0 || k.proc || k.info != ""
-}
-
-// plainLabel returns label name's value in labels, a JSON object of
-// strings (expo.EncodeLabels), as expo.DecodeLabels would map it (the last
-// of repeated keys), and whether the object holds it. plain is false, and
-// the caller must decode, unless the object is written without spaces and
-// every key and value is plain: no backslash, quote, control byte or byte
-// past ASCII, which the decoder may rewrite (a series' labels are plain,
-// and a JSON decode is dear).
-func plainLabel(labels, name string) (value string, found, plain bool) {
-	// No labels: an empty set.
-	if labels == "" || labels == "{}" {
-		return "", false, true
-	}
-	if len(labels) < 2 || labels[0] != '{' || labels[len(labels)-1] != '}' {
-		return "", false, false
-	}
-	for s := labels[1 : len(labels)-1]; ; {
-		k, rest, ok := plainString(s)
-		if !ok || rest == "" || rest[0] != ':' {
-			return "", false, false
-		}
-		v, rest, ok := plainString(rest[1:])
-		if !ok {
-			return "", false, false
-		}
-		if k == name {
-			value, found = v, true
-		}
-		if rest == "" {
-			return value, found, true
-		}
-		if rest[0] != ',' {
-			return "", false, false
-		}
-		s = rest[1:]
-	}
-}
-
-// plainString reads the plain JSON string s starts with (plainLabel): its
-// text and what follows it; ok is false for anything else.
-func plainString(s string) (text, rest string, ok bool) {
-	if s == "" || s[0] != '"' {
-		return "", "", false
-	}
-	for i := 1; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
-			return s[1:i], s[i+1:], true
-		case c == '\\' || c < 0x20 || c >= 0x80:
-			return "", "", false
-		}
-	}
-	return "", "", false
 }
 
 // isPrefill reports whether a histogram part is one of vLLM's prefill

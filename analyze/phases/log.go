@@ -4,11 +4,13 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
+	"github.com/llmrec/llmrec/analyze/internal/jsonlabel"
 	"github.com/llmrec/llmrec/analyze/internal/prefault"
 	"github.com/llmrec/llmrec/analyze/rate"
 )
@@ -476,7 +478,7 @@ func uvarint(b []byte, j int) (uint64, int) {
 func (l *Log) le(x int) float64 {
 	if len(l.les) != len(l.Series) {
 		for y := len(l.les); y < len(l.Series); y++ {
-			le, ok := leOf(l.Series[y].Labels)
+			le, ok := bucketLe(l.Series[y].Labels)
 			if !ok || !strings.HasSuffix(l.Series[y].Name, "_bucket") {
 				le = math.NaN()
 			}
@@ -484,4 +486,20 @@ func (l *Log) le(x int) float64 {
 		}
 	}
 	return l.les[x]
+}
+
+// bucketLe is leOf, read by a scan when the labels are plain (package
+// jsonlabel): a histogram's buckets are read once each, by a JSON decode
+// a bucket otherwise.
+func bucketLe(labels string) (float64, bool) {
+	v, _, plain := jsonlabel.Plain(labels, "le")
+	// Labels that are not plain are decoded whole.
+	if !plain {
+		return leOf(labels)
+	}
+	le, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(le) {
+		return 0, false
+	}
+	return le, true
 }

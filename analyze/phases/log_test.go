@@ -145,3 +145,16 @@ func TestLogChunksFromHint(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketLeAsLeOf: the scan reads what the decode reads, plain labels
+// or not.
+func TestBucketLeAsLeOf(t *testing.T) {
+	for _, labels := range []string{"", "{}", `{"le":"0.5"}`, `{"engine":"0","le":"+Inf"}`, `{"le":"NaN"}`,
+		`{"le":"x"}`, `{"a":"1"}`, `{"le":"1","le":"2"}`, `{"le":"0.\u0035"}`, `{"le": "3"}`, `{"le":4}`} {
+		got, gok := bucketLe(labels)
+		want, wok := leOf(labels)
+		if got != want || gok != wok {
+			t.Errorf("%q: %v %v, leOf %v %v", labels, got, gok, want, wok)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package analyze
+package jsonlabel
 
 import (
 	"math/rand/v2"
@@ -7,14 +7,14 @@ import (
 	"github.com/llmrec/llmrec/record/expo"
 )
 
-// TestPlainLabelAsDecode: wherever plainLabel answers, it answers what
+// TestPlainAsDecode: wherever plainLabel answers, it answers what
 // expo.DecodeLabels maps the label to; it answers for what the recorder
 // writes, and leaves escapes, spaces, repeats and non-strings to the
 // decoder or reads them as it does.
-func TestPlainLabelAsDecode(t *testing.T) {
+func TestPlainAsDecode(t *testing.T) {
 	check := func(labels string, wantPlain bool) {
 		t.Helper()
-		v, found, plain := plainLabel(labels, "le")
+		v, found, plain := Plain(labels, "le")
 		if plain != wantPlain {
 			t.Errorf("%q: plain %v, want %v", labels, plain, wantPlain)
 		}
