@@ -70,3 +70,40 @@ func TestSameByIndexes(t *testing.T) {
 		t.Fatalf("%d rows of %d, Same asked of %d", i, len(plain), asked)
 	}
 }
+
+// Only the pages of a sealed file read into memory, the bytes its CRC was
+// taken over, go unchecked against their dictionaries (written); a file
+// read without its seal, or checked and then read again from the disk,
+// has every dictionary page's indexes checked.
+func TestWrittenOnlyFromTheSealedBytes(t *testing.T) {
+	_, seg, seals := sealedSegment(t, 60, "a", "b")
+	r := NewColumnReader(NewStrings())
+	var seen []bool
+	look := func(*Row) { seen = append(seen, r.cur[cName].written && r.cur[cLabels].written) }
+	read := func(sealed bool) []bool {
+		seen = nil
+		if sealed {
+			if _, err := r.ReadSealed(seals, seg, look); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := r.Read(seg, look); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) == 0 {
+			t.Fatal("no rows")
+		}
+		return slices.Compact(seen)
+	}
+	if got := read(true); !slices.Equal(got, []bool{true}) {
+		t.Errorf("sealed, from memory: written %v, want true for every row", got)
+	}
+	if got := read(false); !slices.Equal(got, []bool{false}) {
+		t.Errorf("unsealed read: written %v, want false for every row", got)
+	}
+	// A file over memMax is checked, then read from the disk.
+	memMax = 0
+	defer func() { memMax = 16 << 20 }()
+	if got := read(true); !slices.Equal(got, []bool{false}) {
+		t.Errorf("sealed, read from the disk: written %v, want false for every row", got)
+	}
+}
