@@ -248,12 +248,6 @@ type ColumnReader struct {
 	noHeaders bool
 	// sealed says the file being read matched its seal (ReadSealed).
 	sealed bool
-	// written says the pages being read are the bytes the writer wrote:
-	// a sealed file read into memory, whose CRC was taken over the very
-	// bytes the pages are decoded from (memread.go). Its dictionary
-	// indexes are the writer's, in range by construction, and are not
-	// checked again page by page (colCursor.written).
-	written bool
 	// next are the segments being opened ahead of their reads (Ahead),
 	// in the order asked for: at most the one read next and the one
 	// after it.
@@ -454,10 +448,8 @@ func (r *ColumnReader) readFrom(path string, a *opened, fn func(*Row) error) (er
 	// The file opened ahead was opened as this read would open it: with
 	// the same seal, and the headers' checks (noHeaders never opens ahead,
 	// and a file ReadSealed opened is opened again without them).
-	r.written = false
 	if a != nil && (a.seal != nil) == r.sealed && a.verr == nil && !r.noHeaders {
 		pf, leaves, err = a.pf, a.leaves, a.err
-		r.written = r.sealed && a.mem != nil
 		defer a.close()
 	} else {
 		if a != nil {
@@ -583,7 +575,6 @@ func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColum
 			return 0, fmt.Errorf("%w: column %s: chunk %d of %d", ErrDamaged, strings.Join(columns[i], "."), leaves[i].ColumnIndex, len(cc))
 		}
 		r.cur[i].open(cc[leaves[i].ColumnIndex], leaves[i])
-		r.cur[i].written = r.written
 	}
 	return rg.NumRows(), nil
 }
@@ -849,11 +840,8 @@ type colCursor struct {
 	// decoding them is most of a read, and a replay's consumer is on
 	// other cores. next is that goroutine's pages, stop ends it.
 	ahead bool
-	// written says the pages are the writer's bytes (ColumnReader.written):
-	// their dictionary indexes are not checked against the dictionary.
-	written bool
-	next    chan aheadPage
-	stop    chan struct{}
+	next  chan aheadPage
+	stop  chan struct{}
 
 	// raw keeps a plain page's strings as bytes (rv, ro) instead of
 	// interning them: a column whose every value differs (optBytes).
@@ -1075,8 +1063,7 @@ func (c *colCursor) loadStrings(p parquet.Page, data *encoding.Values, want int)
 		}
 		// The largest index, unsigned (a negative one is larger than any),
 		// is checked once; the one out of range is looked for only then.
-		// A page the writer wrote holds its own dictionary's indexes.
-		if !c.written && int64(maxIndex(idx)) >= int64(len(c.trans)) {
+		if int64(maxIndex(idx)) >= int64(len(c.trans)) {
 			for _, i := range idx {
 				if i < 0 || int(i) >= len(c.trans) {
 					return fmt.Errorf("dictionary index %d out of range [0,%d)", i, len(c.trans))
@@ -1293,8 +1280,7 @@ func (c *colCursor) rowStrs(dst []int32) ([]int32, error) {
 // column that delimits rows, passing over them, when the row lies in the
 // current page and the page is dictionary-encoded; else ok is false and
 // nothing is passed over (rowStrs reads the row). The indexes are the
-// page's, checked against the dictionary when it was loaded (or the
-// writer's own, in range: written).
+// page's, checked against the dictionary when it was loaded.
 func (c *colCursor) rowIdx() (idx []int32, ok bool) {
 	if c.idx == nil || c.lv >= c.nlv || c.reps[c.lv] != 0 {
 		return nil, false
