@@ -426,7 +426,8 @@ func (q *query) pickHist(hs ...hname) hname {
 
 // histTo writes the windowed histogram of the first present of hs into
 // the five cells of canonical histogram base, in place, and returns the
-// mean's cell (valid until the poll's next cell) and the name read.
+// mean's cell (in the poll's cells: valid until the reader appends one
+// of its own) and the name read.
 func (q *query) histTo(base string, hs ...hname) (*rate.Cell, hname) {
 	for _, h := range hs {
 		q.fed(h.bucket, h.count, h.sum)
