@@ -26,9 +26,10 @@ type query struct {
 	// it asks in: one compare instead of a hash of two strings.
 	srcs  keySeq[srcKey, string]
 	facts keySeq[factKey, factVal]
-	h     rate.Hist // hist's answer
-	hseq  uint64    // the poll it answered, of histogram hbase
+	// histTo's last histogram: its poll, base and first cell's position.
+	hseq  uint64
 	hbase string
+	hat   int
 }
 
 // start starts a poll's queries.
@@ -148,18 +149,6 @@ var histIndex = func() map[string]int {
 type hname struct{ base, bucket, count, sum string }
 
 func hn(base string) hname { return hname{base, base + "_bucket", base + "_count", base + "_sum"} }
-
-// putHist sets the five cells of canonical histogram base.
-func (q *query) putHist(base string, h *rate.Hist) {
-	i := at(&q.hpos, histIndex, base)
-	d := q.dst[i : i+5]
-	d[0].Cell = Cell{Cell: h.Count}
-	d[1].Cell = Cell{Cell: h.Mean}
-	d[2].Cell = Cell{Cell: h.P50}
-	d[3].Cell = Cell{Cell: h.P95}
-	d[4].Cell = Cell{Cell: h.P99}
-	q.put1 |= 0x1f << i
-}
 
 // sel selects label sets by one label's value. The zero sel, and a nil one,
 // select every set.
@@ -435,22 +424,33 @@ func (q *query) pickHist(hs ...hname) hname {
 	return hs[0]
 }
 
-// hist is the windowed histogram of the first present of hs, in the
-// query's scratch: valid until the next call.
-func (q *query) hist(hs ...hname) (*rate.Hist, hname) {
+// histTo writes the windowed histogram of the first present of hs into
+// the five cells of canonical histogram base, in place, and returns the
+// mean's cell (in the poll's cells: valid until the reader appends one
+// of its own) and the name read.
+func (q *query) histTo(base string, hs ...hname) (*rate.Cell, hname) {
 	for _, h := range hs {
 		q.fed(h.bucket, h.count, h.sum)
 	}
 	h := q.pickHist(hs...)
+	i := at(&q.hpos, histIndex, base)
+	q.put1 |= 0x1f << i
+	d := q.dst[i : i+5]
 	// One histogram read as two cells' (vLLM's pre-0.11
 	// time_per_output_token_seconds, its ITL and its TPOT) is computed
-	// once a poll.
+	// once a poll: the second's cells are the first's.
 	if q.hseq == q.t.seq && q.hbase == h.base {
-		return &q.h, h
+		for k, c := range q.dst[q.hat : q.hat+5] {
+			d[k].Cell = c.Cell
+		}
+		return &d[1].Cell.Cell, h
 	}
-	q.est.HistogramTo(&q.h, h.base, nil)
-	q.hseq, q.hbase = q.t.seq, h.base
-	return &q.h, h
+	for k := range d {
+		d[k].Cell.By = nil
+	}
+	q.est.HistogramCells(rate.HistPtrs{&d[0].Cell.Cell, &d[1].Cell.Cell, &d[2].Cell.Cell, &d[3].Cell.Cell, &d[4].Cell.Cell}, h.base, nil)
+	q.hseq, q.hbase, q.hat = q.t.seq, h.base, i
+	return &d[1].Cell.Cell, h
 }
 
 // total is the lifetime value of the first present of names: its counters
@@ -556,15 +556,15 @@ func (q *query) diffRatesTo(c, a, b *Cell, an, bn string) {
 }
 
 // perRequest is 1 / the mean of a windowed time-per-token histogram.
-func (q *query) perRequest(h *rate.Hist, name hname) Cell {
+func (q *query) perRequest(mean *rate.Cell, name hname) Cell {
 	var c Cell
-	q.perRequestTo(&c, h, name)
+	q.perRequestTo(&c, mean, name)
 	return c
 }
 
-// perRequestTo is perRequest written into *c, which is zero.
-func (q *query) perRequestTo(c *Cell, h *rate.Hist, name hname) {
-	m := &h.Mean
+// perRequestTo is perRequest written into *c, which is zero; m is the
+// histogram's mean cell.
+func (q *query) perRequestTo(c *Cell, m *rate.Cell, name hname) {
 	c.Source, c.Derived, c.Window = q.src('i', name.base, ""), true, m.Window
 	// No mean, no speed: the mean's reason is the cell's.
 	if !m.Value.Valid {

@@ -55,6 +55,8 @@ func TestSetAllAgain(t *testing.T) {
 			vals[7] = math.NaN()
 		case 12: // an absent first sample
 			vals[0] = math.Inf(1)
+		case 15: // an absent sample past the first counters
+			vals[len(vals)/2] = math.NaN()
 		case 20: // fewer series
 			pid, vals = pid[:len(pid)-5], vals[:len(vals)-5]
 		case 25: // a series twice
@@ -87,6 +89,9 @@ func TestSetAllAgain(t *testing.T) {
 			again++
 		}
 		a, b = one.End(a), two.End(b)
+		if !slices.Equal(one.poll.Readings, two.poll.Readings) || !slices.Equal(one.pollIDs, two.pollIDs) {
+			t.Fatalf("poll %d: the estimator's readings differ:\n%v\n%v", i, one.poll.Readings, two.poll.Readings)
+		}
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("poll %d: cells differ:\n%+v\n%+v", i, a, b)
 		}

@@ -146,10 +146,19 @@ func (b Bucket) Text(v float64, f func(float64) string) string {
 // a first bucket with a positive bound), and that bucket with its flags.
 // Past the highest finite bound the value is that bound (FlagPastEdge).
 func BucketQuantile(q float64, les, n []float64) (float64, Bucket) {
+	v, b, _ := bucketQuantileFrom(q, les, n, 0)
+	return v, b
+}
+
+// bucketQuantileFrom is BucketQuantile whose search for the rank's bucket
+// starts at bucket k0, every count below which is under the rank: a
+// caller taking rising quantiles of one histogram passes the bucket the
+// last one fell in (HistogramCells). It returns that bucket's index.
+func bucketQuantileFrom(q float64, les, n []float64, k0 int) (float64, Bucket, int) {
 	last := len(n) - 1
 	total := n[last]
 	rank := q * total
-	k := 0
+	k := k0
 	for k < last && n[k] < rank {
 		k++
 	}
@@ -160,11 +169,11 @@ func BucketQuantile(q float64, les, n []float64) (float64, Bucket) {
 	// Past every finite bound: the last one is all that can be said.
 	if k == last {
 		lo := les[last-1]
-		return lo, Bucket{Lo: Some(lo), Flags: fl | FlagPastEdge}
+		return lo, Bucket{Lo: Some(lo), Flags: fl | FlagPastEdge}, k
 	}
 	// A first bucket with a bound ≤ 0 has no lower bound to interpolate from.
 	if k == 0 && les[0] <= 0 {
-		return les[0], Bucket{Hi: Some(les[0]), Flags: fl | FlagFirst}
+		return les[0], Bucket{Hi: Some(les[0]), Flags: fl | FlagFirst}, k
 	}
 	lo, c, r := 0.0, n[k], rank
 	if k > 0 {
@@ -180,5 +189,5 @@ func BucketQuantile(q float64, les, n []float64) (float64, Bucket) {
 	if c == 0 || math.IsNaN(v) {
 		v = les[k]
 	}
-	return v, Bucket{Lo: Some(lo), Hi: Some(les[k]), Flags: fl}
+	return v, Bucket{Lo: Some(lo), Hi: Some(les[k]), Flags: fl}, k
 }

@@ -3,6 +3,7 @@ package rate
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
@@ -78,6 +79,45 @@ func TestMixedEdges(t *testing.T) {
 	} {
 		if got := MixedEdges(c.les); got != c.want {
 			t.Errorf("%v: %v, want %v", c.les, got, c.want)
+		}
+	}
+}
+
+// TestRisingQuantileIsBucketQuantile checks that the three quantiles of a
+// histogram, each searched from where the last one's search ended, are
+// BucketQuantile's bit for bit, on random cumulative counts: rising,
+// flat, all zero, negative (float noise: the ranks then fall), NaN.
+func TestRisingQuantileIsBucketQuantile(t *testing.T) {
+	les := []float64{0.01, 0.05, 0.1, 0.5, 1, 5, math.Inf(1)}
+	rng := rand.New(rand.NewPCG(7, 24))
+	for i := range 5000 {
+		n := make([]float64, len(les))
+		var c float64
+		for j := range n {
+			switch rng.IntN(8) {
+			case 0: // flat
+			case 1:
+				c -= rng.Float64() * 3
+			default:
+				c += math.Floor(rng.Float64() * 20)
+			}
+			n[j] = c
+		}
+		if i%97 == 0 {
+			n[rng.IntN(len(n))] = math.NaN()
+		}
+		if i%5 == 0 {
+			les[0] = -0.5 // a first bound ≤ 0
+		} else {
+			les[0] = 0.01
+		}
+		k, last := 0, math.Inf(-1)
+		for _, q := range []float64{0.5, 0.95, 0.99} {
+			v, b := risingQuantile(q, les, n, &k, &last)
+			wv, wb := BucketQuantile(q, les, n)
+			if math.Float64bits(v) != math.Float64bits(wv) && !(math.IsNaN(v) && math.IsNaN(wv)) || b != wb {
+				t.Fatalf("counts %v, q%g: %g %+v, BucketQuantile %g %+v", n, q, v, b, wv, wb)
+			}
 		}
 	}
 }

@@ -54,17 +54,27 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 // Hist is five cells, and a caller that keeps one for every histogram
 // of every poll saves copying them.
 func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) bool) {
+	e.HistogramCells(HistPtrs{&h.Count, &h.Mean, &h.P50, &h.P95, &h.P99}, base, match)
+}
+
+// HistPtrs are the five cells a histogram is written into, in the order
+// of a Hist: count, mean, p50, p95, p99.
+type HistPtrs [5]*Cell
+
+// HistogramCells is Histogram written into the five cells of hp, each
+// overwritten whole: a caller whose cells are not a Hist (a poll's row
+// of cells) is written in place, not copied into.
+func (e *Estimator) HistogramCells(hp HistPtrs, base string, match func(labels string) bool) {
 	src := e.histSources(base)
-	*h = Hist{
-		Count: Cell{Source: src.count, Derived: true},
-		Mean:  Cell{Source: src.mean, Derived: true},
-		P50:   Cell{Source: src.p50, Derived: true},
-		P95:   Cell{Source: src.p95, Derived: true},
-		P99:   Cell{Source: src.p99, Derived: true},
-	}
+	count, mean, p50, p95, p99 := hp[0], hp[1], hp[2], hp[3], hp[4]
+	*count = Cell{Source: src.count, Derived: true}
+	*mean = Cell{Source: src.mean, Derived: true}
+	*p50 = Cell{Source: src.p50, Derived: true}
+	*p95 = Cell{Source: src.p95, Derived: true}
+	*p99 = Cell{Source: src.p99, Derived: true}
 	// A refused poll measured nothing.
 	if e.disordered {
-		for _, c := range h.cells() {
+		for _, c := range hp {
 			c.Reason = ReasonOrder
 		}
 		return
@@ -98,34 +108,35 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 	// Count: Δ_count, or the +Inf bucket's Δ when the engine has no _count.
 	switch {
 	case cnt.present > 0:
-		cnt.cellTo(&h.Count)
+		cnt.cellTo(count)
 	case readable:
-		h.Count.Source = src.countInf
-		h.Count.Value, h.Count.Window = Some(e.qn[len(e.qn)-1]), Some(b.window)
+		count.Source = src.countInf
+		count.Value, count.Window = Some(e.qn[len(e.qn)-1]), Some(b.window)
 	case malformed:
-		h.Count.Reason, h.Count.Window = ReasonBuckets, Some(b.window)
+		count.Reason, count.Window = ReasonBuckets, Some(b.window)
 	default:
-		b.cellTo(&h.Count)
+		b.cellTo(count)
 	}
 
 	// Mean: Δsum over the count, when both can be read.
 	switch {
-	case !h.Count.Value.Valid:
-		h.Mean.Reason, h.Mean.Window, h.Mean.Notes = h.Count.Reason, h.Count.Window, h.Count.Notes
+	case !count.Value.Valid:
+		mean.Reason, mean.Window, mean.Notes = count.Reason, count.Window, count.Notes
 	case !sum.usable():
-		sum.cellTo(&h.Mean)
-	case h.Count.Value.V == 0:
+		sum.cellTo(mean)
+	case count.Value.V == 0:
 		// A window with no new observations has no mean, not a mean of 0.
-		h.Mean.Reason, h.Mean.Window = ReasonEmpty, Some(max(h.Count.Window.V, sum.window))
+		mean.Reason, mean.Window = ReasonEmpty, Some(max(count.Window.V, sum.window))
 	default:
-		h.Mean.Value = Some(sum.sum / h.Count.Value.V)
-		h.Mean.Window = Some(max(h.Count.Window.V, sum.window))
+		mean.Value = Some(sum.sum / count.Value.V)
+		mean.Window = Some(max(count.Window.V, sum.window))
 	}
 
+	k, lastRank := 0, math.Inf(-1) // risingQuantile's search
 	for _, q := range [...]struct {
 		c *Cell
 		q float64
-	}{{&h.P50, 0.5}, {&h.P95, 0.95}, {&h.P99, 0.99}} {
+	}{{p50, 0.5}, {p95, 0.95}, {p99, 0.99}} {
 		c := q.c
 		switch {
 		case !b.usable():
@@ -140,13 +151,27 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 			// A window with no new observations has no quantile, not a quantile of 0.
 			c.Reason, c.Window = ReasonEmpty, Some(b.window)
 		default:
-			v, bk := BucketQuantile(q.q, e.qles, e.qn)
+			v, bk := risingQuantile(q.q, e.qles, e.qn, &k, &lastRank)
 			c.Value, c.Window, c.Bucket = Some(v), Some(b.window), bk
 		}
 	}
 }
 
-func (h *Hist) cells() []*Cell { return []*Cell{&h.Count, &h.Mean, &h.P50, &h.P95, &h.P99} }
+// risingQuantile is BucketQuantile for one of a histogram's quantiles
+// asked in rising order: the search for its bucket starts where the last
+// one's ended (*k) when its rank is no lower than the last one's
+// (*lastRank; −Inf before the first). Counts can be negative float noise,
+// and NaN never compares: then it searches from the first bucket.
+func risingQuantile(q float64, les, n []float64, k *int, lastRank *float64) (float64, Bucket) {
+	rank := q * n[len(n)-1]
+	// A lower rank (or NaN) may lie below the last one's bucket.
+	if !(rank >= *lastRank) {
+		*k = 0
+	}
+	v, b, at := bucketQuantileFrom(q, les, n, *k)
+	*k, *lastRank = at, rank
+	return v, b
+}
 
 // prepareBuckets sorts the gathered bucket deltas of series, merges equal
 // bounds (one per label set); Histogram makes the counts monotonic. It reports

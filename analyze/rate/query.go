@@ -51,6 +51,10 @@ func (e *Estimator) gather(a *agg, series *seriesState, match func(labels string
 		if match != nil && !match(st.key.Labels) {
 			continue
 		}
+		// A bucket's verdict may be kept in its group alone.
+		if st.grp != 0 {
+			e.sync(st)
+		}
 		if st.lastSeq != e.seq {
 			// A set that vanished adds nothing, and says so.
 			if st.lastSeq != 0 && st.lastSeq == e.seq-1 {

@@ -36,8 +36,13 @@ type group struct {
 	span   float64
 
 	// The verdict of poll vseq when every member was stepped together:
-	// the reason, the window when hasWin and each member's Δ.
+	// the reason, the window when hasWin and each member's Δ. While the
+	// group is in step its verdicts are kept here alone: the members'
+	// own (lastSeq lseq, prevSeq pseq, reason, Δ, window) are written
+	// when they are read one by one (sync).
 	vseq   uint64
+	lseq   uint64
+	pseq   uint64
 	reason string
 	hasWin bool
 	dt     float64
@@ -251,8 +256,9 @@ func (e *Estimator) stepTogether(g *group, u float64) bool {
 	return true
 }
 
-// verdicts writes the verdict of the current poll into every member of
-// g, as step does: the window dt and each member's Δ against base when
+// verdicts keeps the verdict of the current poll for every member of g,
+// as step does, in the group (each member's own fields are written when
+// read: sync): the window dt and each member's Δ against base when
 // hasWin; the members' last known _created and process start are the
 // group's.
 func (e *Estimator) verdicts(g *group, reason string, dt float64, hasWin bool, base []float64) {
@@ -263,22 +269,32 @@ func (e *Estimator) verdicts(g *group, reason string, dt float64, hasWin bool, b
 	}
 	g.proc = e.procStart
 	g.vseq, g.reason, g.hasWin, g.dt = e.seq, reason, hasWin, dt
-	pend := g.pend[:len(g.members)]
+	g.pseq, g.lseq = g.lseq, e.seq
 	if !hasWin {
-		for _, id := range g.members {
-			st := &e.keys[id]
-			st.prevSeq, st.lastSeq = st.lastSeq, e.seq
-			st.jump, st.hasWin, st.delta, st.reason = false, false, 0, reason
-		}
 		return
 	}
+	pend := g.pend[:len(g.members)]
 	base, delta := base[:len(pend)], g.delta[:len(pend)]
-	for m, id := range g.members {
-		st := &e.keys[id]
-		st.prevSeq, st.lastSeq = st.lastSeq, e.seq
-		st.jump, st.hasWin, st.reason = false, true, reason
-		d := pend[m] - base[m]
-		st.delta, st.window, delta[m] = d, dt, d
+	for m, v := range pend {
+		delta[m] = v - base[m]
+	}
+}
+
+// sync writes the verdicts of st's group, kept in the group while it is
+// in step, into the member's own fields, as step would have: gather
+// reading a bucket alone, and the group falling out of step, read them
+// there.
+func (e *Estimator) sync(st *keyState) {
+	g := &e.groups[st.grp-1]
+	// A group out of step has its members' own fields; a member synced
+	// since the group's last verdict has them too.
+	if !g.inStep || st.lastSeq == g.lseq {
+		return
+	}
+	st.prevSeq, st.lastSeq = g.pseq, g.lseq
+	st.jump, st.hasWin, st.reason, st.delta = false, g.hasWin, g.reason, 0
+	if g.hasWin {
+		st.delta, st.window = g.delta[st.member], g.dt
 	}
 }
 
@@ -307,10 +323,10 @@ func (e *Estimator) fallOut(g *group) {
 	if !g.inStep {
 		return
 	}
-	g.inStep = false
 	M := len(g.members)
 	for m, id := range g.members {
 		st := &e.keys[id]
+		e.sync(st)
 		st.created, st.proc = g.known[m], g.proc
 		st.hist, st.head = st.hist[:0], 0
 		for i := g.head; i < len(g.tl); i++ {
@@ -319,6 +335,7 @@ func (e *Estimator) fallOut(g *group) {
 		}
 	}
 	g.tl, g.vals, g.head = g.tl[:0], g.vals[:0], 0
+	g.inStep = false
 }
 
 // backInStep puts g back in step when every member's history is the one
@@ -337,6 +354,8 @@ func (e *Estimator) backInStep(g *group) {
 	p := first.hist[first.head]
 	g.tl, g.vals, g.head = append(g.tl[:0], tpoint{t: p.t, u: p.u, seq: p.seq}), g.vals[:0], 0
 	g.proc, g.span = first.proc, first.span
+	// Every member's last poll is this one (its history's one sample).
+	g.lseq = e.seq
 	for m, id := range g.members {
 		st := &e.keys[id]
 		g.vals = append(g.vals, st.hist[st.head].v)
