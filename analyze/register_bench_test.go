@@ -51,6 +51,7 @@ func BenchmarkFirstPolls(b *testing.B) {
 		}
 	}
 	b.ReportAllocs()
+	cpu0 := cpuTime(b)
 	for b.Loop() {
 		w := &analyzer{opts: opts, cfg: a.cfg, spans: a.spans, tab: a.tab, targets: map[int32]*targetState{},
 			metas: metas, metricsID: a.metricsID, okID: a.okID, httpErrID: a.httpErrID}
@@ -63,4 +64,5 @@ func BenchmarkFirstPolls(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(series), "ns/series")
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N)/float64(series), "cpu-ns/series")
 }
