@@ -193,6 +193,8 @@ func replay(opts Options) (*analyzer, *Result, error) {
 	if n := an.workers(); n > 1 {
 		fd = newFeeder(an, n)
 		deliver = fd.row
+	} else {
+		an.r.Same = an.sameIdx
 	}
 	for i, f := range files {
 		var err error
@@ -343,6 +345,9 @@ type analyzer struct {
 	// looked is the row whose series known looked up, as the reader is
 	// about to deliver it; nil when it did not.
 	looked *capture.Row
+	// inPlace says looked came from the reader's Same hook (sameIdx):
+	// every series where the target's last poll had it, none read.
+	inPlace bool
 
 	metricsID, okID, httpErrID int32
 
@@ -407,7 +412,10 @@ type targetState struct {
 	unreg bool
 	// idsChanged says prevI changed since the last poll was logged.
 	idsChanged bool
-	spool      *spool // its polls, when spooled (Options.Spool)
+	// idx is the first of prevK as dictionary indexes (the serial
+	// path's Same hook); a lookup that changes prevK clears it.
+	idx   lastIdx
+	spool *spool // its polls, when spooled (Options.Spool)
 	// interval is the target's cadence from its manifest, seconds (0
 	// unknown); lastT the time of its last poll: a longer hole breaks lines.
 	interval, lastT float64
@@ -556,7 +564,7 @@ func stamp(ns int64) string {
 // their keys in prevI for row, and reports whether all are registered:
 // only a row with a new series needs its family and type read.
 func (a *analyzer) known(w *capture.Row) bool {
-	a.looked = nil
+	a.looked, a.inPlace = nil, false
 	// A row that row passes over needs nothing decoded.
 	if a.passed(w) {
 		return true
@@ -574,6 +582,28 @@ func (a *analyzer) known(w *capture.Row) bool {
 	return st.lookup(w)
 }
 
+// sameIdx is the serial path's Same: a poll whose dictionary indexes are
+// those of the target's last poll's series, under the same dictionaries,
+// has every series where that poll had it, as lookup would find them
+// (the feeder's sameIdx against targetState's own record).
+func (a *analyzer) sameIdx(w *capture.Row) bool {
+	a.looked, a.inPlace = nil, false
+	// A row that row passes over, or that is not a poll, is asked of known.
+	if a.passed(w) || !a.isPoll(w) {
+		return false
+	}
+	st, ok := a.targets[w.Target]
+	if !ok || !st.idx.same(w) {
+		return false
+	}
+	// A series lookup found unregistered is registered by row.
+	if st.unreg && slices.Contains(st.prevI[:len(w.NameIdx)], -1) {
+		return false
+	}
+	a.looked, a.inPlace = w, true
+	return true
+}
+
 // lookup sets prevK and prevI to the poll's series and reports whether
 // every one is registered.
 func (st *targetState) lookup(w *capture.Row) bool {
@@ -588,7 +618,7 @@ func (st *targetState) lookup(w *capture.Row) bool {
 			id, all = -1, false
 			st.unreg = true
 		}
-		st.idsChanged = true
+		st.idsChanged, st.idx.has = true, false
 		if j < len(st.prevK) {
 			st.prevK[j], st.prevI[j] = k, id
 		} else {
@@ -676,10 +706,15 @@ func (a *analyzer) row(w *capture.Row) {
 	}
 	// Known looked the series up, unless the target is new (or the row
 	// came from a journal).
+	inPlace := a.looked == w && a.inPlace
 	if a.looked != w {
 		st.lookup(w)
 	}
-	a.looked = nil
+	a.looked, a.inPlace = nil, false
+	// The serial path keeps the poll's indexes for its Same hook.
+	if a.r != nil && a.r.Same != nil {
+		st.idx.keep(w, inPlace)
+	}
 	T := float64(w.FirstByte) / 1e9
 	st.tr.Begin(T, float64(w.Start)/1e9)
 	if st.loading != "" {

@@ -65,12 +65,42 @@ type seen struct {
 	keys                 map[uint64]struct{}
 	prevName, prevLabels []int32
 	prevIn               []byte
-	// idxName and idxLabels are the first of prevName and prevLabels
-	// as indexes into the dictionaries idxDict names (capture.Row's
-	// NameIdx, LabelsIdx, Dict), when hasIdx.
-	idxName, idxLabels []int32
-	idxDict            uint64
-	hasIdx             bool
+	// idx is the first of prevName and prevLabels as dictionary indexes.
+	idx lastIdx
+}
+
+// lastIdx is the first series of a target's last poll as indexes into
+// the dictionaries dict names (capture.Row's NameIdx, LabelsIdx, Dict),
+// when has: the reader's Same hook, for the feeder (seen) and the serial
+// path (targetState) alike.
+type lastIdx struct {
+	name, labels []int32
+	dict         uint64
+	has          bool
+}
+
+// same says a poll's dictionary indexes are those of the target's last
+// poll's first series, under the same dictionaries: each series is where
+// that poll had it (the indexes of one dictionary are its strings).
+func (l *lastIdx) same(w *capture.Row) bool {
+	n := len(w.NameIdx)
+	return l.has && l.dict == w.Dict && n <= len(l.name) && sameInt32s(w.NameIdx, l.name[:n]) &&
+		sameInt32s(w.LabelsIdx, l.labels[:n])
+}
+
+// keep records the dictionary indexes of a poll just delivered (same:
+// found in place) as the first of the last poll's series: those of a
+// poll looked up, and of one found in place under other dictionaries
+// (the first poll of a new file); a poll looked up without them leaves
+// none.
+func (l *lastIdx) keep(w *capture.Row, same bool) {
+	switch {
+	case w.NameIdx == nil:
+		l.has = l.has && same
+	case !same || !l.has || l.dict != w.Dict:
+		l.name, l.labels = append(l.name[:0], w.NameIdx...), append(l.labels[:0], w.LabelsIdx...)
+		l.dict, l.has = w.Dict, true
+	}
 }
 
 func newFeeder(an *analyzer, n int) *feeder {
@@ -147,12 +177,7 @@ func (f *feeder) sameIdx(w *capture.Row) bool {
 		return false
 	}
 	s, ok := f.targets[w.Target]
-	if !ok || !s.hasIdx || s.idxDict != w.Dict {
-		return false
-	}
-	n := len(w.NameIdx)
-	if n > len(s.idxName) || !sameInt32s(w.NameIdx, s.idxName[:n]) || !sameInt32s(w.LabelsIdx, s.idxLabels[:n]) ||
-		bytes.IndexByte(s.prevIn[:n], 0) >= 0 {
+	if !ok || !s.idx.same(w) || bytes.IndexByte(s.prevIn[:len(w.NameIdx)], 0) >= 0 {
 		return false
 	}
 	f.looked, f.same = w, true
@@ -230,21 +255,6 @@ func (s *seen) record(n int) {
 			s.keys[seriesKey(s.prevName[j], s.prevLabels[j])] = struct{}{}
 			s.prevIn[j] = 1
 		}
-	}
-}
-
-// recordIdx keeps the dictionary indexes of a poll just delivered (same:
-// found in place) as the first of the last poll's series (idxName…):
-// those of a poll looked up, and of one found in place under other
-// dictionaries (the first poll of a new file); a poll looked up without
-// them leaves none.
-func (s *seen) recordIdx(w *capture.Row, same bool) {
-	switch {
-	case w.NameIdx == nil:
-		s.hasIdx = s.hasIdx && same
-	case !same || !s.hasIdx || s.idxDict != w.Dict:
-		s.idxName, s.idxLabels = append(s.idxName[:0], w.NameIdx...), append(s.idxLabels[:0], w.LabelsIdx...)
-		s.idxDict, s.hasIdx = w.Dict, true
 	}
 }
 
@@ -355,7 +365,7 @@ func (f *feeder) place(s *seen, w *capture.Row) (same bool) {
 		if !same {
 			s.record(len(w.Name))
 		}
-		s.recordIdx(w, same)
+		s.idx.keep(w, same)
 	}
 	f.looked, f.same = nil, false
 	return same

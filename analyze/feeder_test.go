@@ -250,6 +250,84 @@ func TestParallelLostRowIsSerial(t *testing.T) {
 	}
 }
 
+// The serial path's Same hook knows a poll by its dictionary indexes
+// only while the target's record of its series is the last delivered
+// poll's: a poll asked of known but never delivered (its series in
+// another order) changed that record, so the next poll, with the
+// indexes of the last delivered one, is read by its names and looked up
+// again (requests running 5, not the waiting 7 now in its place); a poll
+// under other dictionaries is read by its names too.
+func TestSerialSameAfterLostRow(t *testing.T) {
+	a := newAnalyzer(Options{SkipPolls: true})
+	a.r.Same = a.sameIdx
+	tab := a.tab
+	names := []string{"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"}
+	vals := []float64{5, 7, 0.5}
+	target := tab.IDString("http://e1/metrics")
+	// ask is the reader on one row of the series at dictionary indexes
+	// idx under dictionaries dict: Same first, then, when it does not
+	// know them, the names read and known asked. It says whether Same
+	// knew the row.
+	ask := func(seq int64, dict uint64, idx ...int32) (*capture.Row, bool) {
+		w := &capture.Row{Run: tab.IDString("run"), Target: target, Engine: tab.IDString("vllm"),
+			Endpoint: a.metricsID, Outcome: a.okID, Seq: seq, Err: -1, Dict: dict}
+		w.Start = int64(time.Unix(1_800_000_000, 0).Add(time.Duration(seq) * 2 * time.Second).UnixNano())
+		w.FirstByte, w.End, w.Scheduled = w.Start+1e6, w.Start+2e6, w.Start
+		for _, i := range idx {
+			w.NameIdx = append(w.NameIdx, i)
+			w.LabelsIdx = append(w.LabelsIdx, 0)
+			w.Value = append(w.Value, vals[i])
+		}
+		if a.sameIdx(w) {
+			return w, true
+		}
+		for _, i := range idx {
+			w.Family = append(w.Family, tab.IDString(names[i]))
+			w.Type = append(w.Type, tab.IDString("gauge"))
+			w.Name = append(w.Name, tab.IDString(names[i]))
+			w.Labels = append(w.Labels, tab.IDString(`{"model_name":"m"}`))
+		}
+		a.known(w)
+		return w, false
+	}
+	running := func() float64 {
+		t.Helper()
+		c, ok := a.targets[target].cells.Get(engine.RequestsRunning)
+		if !ok || !c.Value.Valid {
+			t.Fatalf("requests running %+v", c)
+		}
+		return c.Value.V
+	}
+	steps := []struct {
+		idx     []int32
+		dict    uint64
+		lost    bool
+		inPlace bool
+	}{
+		{idx: []int32{0, 1}, dict: 1},                // a new target: read by names
+		{idx: []int32{0, 1}, dict: 1, inPlace: true}, // the last poll's indexes
+		{idx: []int32{0}, dict: 1, inPlace: true},    // the first of them
+		{idx: []int32{0, 1}, dict: 2},                // other dictionaries
+		{idx: []int32{0, 1}, dict: 2, inPlace: true},
+		{idx: []int32{1, 0, 2}, dict: 2, lost: true}, // never delivered
+		{idx: []int32{0, 1}, dict: 2},                // looked up again
+		{idx: []int32{0, 1}, dict: 2, inPlace: true},
+	}
+	for seq, s := range steps {
+		w, inPlace := ask(int64(seq), s.dict, s.idx...)
+		if inPlace != s.inPlace {
+			t.Fatalf("poll %d: known by its indexes %v, want %v", seq, inPlace, s.inPlace)
+		}
+		if s.lost {
+			continue
+		}
+		a.row(w)
+		if got := running(); got != 5 {
+			t.Fatalf("poll %d: requests running %v, want 5", seq, got)
+		}
+	}
+}
+
 // A fleet whose heavy and light engines alternate (a vLLM page, then a
 // llama.cpp one a tenth its size) is dealt so that each worker replays
 // as many samples a poll; dealt in turn, one worker would get every

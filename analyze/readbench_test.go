@@ -155,3 +155,78 @@ func sealedRecording(b *testing.B) (*capture.Run, capture.Seals, int) {
 	}
 	return run, seals, samples
 }
+
+// BenchmarkSerialRead is the serial replay's reading without the
+// engines: the files read as Analyze reads them with one worker (ahead,
+// sealed, headers), each poll's series placed in its target's record as
+// analyzer.row places them (looked up unless found in place; a new
+// series given the next id where row registers it), nothing tracked.
+// "names" reads every poll's names and labels as strings and asks known
+// (the serial path before the eighth round); "indexes" asks the
+// analyzer's Same first, by the dictionary indexes.
+func BenchmarkSerialRead(b *testing.B) {
+	run, seals, samples := sealedRecording(b)
+	for _, same := range []bool{false, true} {
+		name := map[bool]string{false: "names", true: "indexes"}[same]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := cpuTime(b)
+			for b.Loop() {
+				a := newAnalyzer(Options{Workers: 1})
+				// No target state holds an engine to ask of a 503's body.
+				a.r.Headers, a.r.WantBody = true, nil
+				if same {
+					a.r.Same = a.sameIdx
+				}
+				fn := func(w *capture.Row) {
+					if !a.isPoll(w) {
+						return
+					}
+					st := a.targets[w.Target]
+					if st == nil {
+						st = &targetState{keyOf: map[uint64]int32{}}
+						a.targets[w.Target] = st
+					}
+					inPlace := a.looked == w && a.inPlace
+					if a.looked != w {
+						st.lookup(w)
+					}
+					a.looked, a.inPlace = nil, false
+					if a.r.Same != nil {
+						st.idx.keep(w, inPlace)
+					}
+					a.samples += int64(len(w.Value))
+					if !st.unreg {
+						return
+					}
+					for j, id := range st.prevI[:len(w.Value)] {
+						if id >= 0 {
+							continue
+						}
+						k := st.prevK[j]
+						if id, ok := st.keyOf[k]; ok {
+							st.prevI[j] = id
+							continue
+						}
+						st.prevI[j] = int32(len(st.keyOf))
+						st.keyOf[k] = st.prevI[j]
+					}
+					st.unreg = slices.Contains(st.prevI[len(w.Value):], -1)
+				}
+				for i, seg := range run.Segments {
+					if i+1 < len(run.Segments) {
+						a.r.Ahead(seals, run.Segments[i+1])
+					}
+					if _, err := a.r.ReadSealed(seals, seg, fn); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if a.samples != int64(samples) {
+					b.Fatalf("placed %d samples of %d", a.samples, samples)
+				}
+			}
+			c := (cpuTime(b) - cpu0).Seconds() / float64(b.N)
+			b.ReportMetric(float64(samples)/c, "samples/cpu-s")
+		})
+	}
+}

@@ -542,10 +542,62 @@ func DecodeLabels(s string) (map[string]string, error) {
 	if s == "{}" || s == "" {
 		return m, nil
 	}
+	// The common object: what encoding/json makes of it, without it.
+	if plainLabels(s, m) {
+		return m, nil
+	}
+	clear(m)
 	if err := jsonUnmarshal([]byte(s), &m); err != nil {
 		return nil, fmt.Errorf("decode labels %q: %w", s, err)
 	}
 	return m, nil
+}
+
+// plainLabels puts the pairs of s into m when s is an object of strings
+// of printable ASCII without escapes and without whitespace
+// ({"a":"x","b":"y"}, most label sets), and says whether it was: then m
+// is what encoding/json decodes (a repeated name keeps its last value).
+// Anything else is encoding/json's to decode (m may hold some pairs).
+func plainLabels(s string, m map[string]string) bool {
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return false
+	}
+	s = s[1 : len(s)-1]
+	for {
+		k, rest, ok := plainString(s)
+		if !ok || rest == "" || rest[0] != ':' {
+			return false
+		}
+		v, rest, ok := plainString(rest[1:])
+		if !ok {
+			return false
+		}
+		m[k] = v
+		if rest == "" {
+			return true
+		}
+		if rest[0] != ',' {
+			return false
+		}
+		s = rest[1:]
+	}
+}
+
+// plainString is the JSON string at the start of s when it holds only
+// printable ASCII other than a backslash; it returns the rest of s.
+func plainString(s string) (str, rest string, ok bool) {
+	if s == "" || s[0] != '"' {
+		return "", s, false
+	}
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			return s[1:i], s[i+1:], true
+		case c < 0x20 || c >= 0x7f || c == '\\':
+			return "", s, false
+		}
+	}
+	return "", s, false
 }
 
 // firstDuplicate names the first sample that repeats the name and labels of
