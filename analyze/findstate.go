@@ -12,7 +12,6 @@ import (
 
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
-	"github.com/llmrec/llmrec/analyze/internal/jsonlabel"
 	"github.com/llmrec/llmrec/analyze/rate"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/expo"
@@ -428,7 +427,7 @@ func (fs *findingsState) key(id int32, s engine.Series) {
 		return m
 	}
 	if s.Type == "histogram" && strings.HasSuffix(s.Name, "_bucket") {
-		v, _, plain := jsonlabel.Plain(s.Labels, "le")
+		v, _, plain := expo.PlainLabel(s.Labels, "le")
 		// Labels that are not plain are decoded whole.
 		if !plain {
 			v = labels()["le"]

@@ -10,9 +10,9 @@ import (
 
 	"github.com/llmrec/llmrec/analyze/engine"
 	"github.com/llmrec/llmrec/analyze/findings"
-	"github.com/llmrec/llmrec/analyze/internal/jsonlabel"
 	"github.com/llmrec/llmrec/analyze/internal/prefault"
 	"github.com/llmrec/llmrec/analyze/rate"
+	"github.com/llmrec/llmrec/record/expo"
 )
 
 // Log keeps, compactly, what the phase figures need of one target's polls:
@@ -488,11 +488,11 @@ func (l *Log) le(x int) float64 {
 	return l.les[x]
 }
 
-// bucketLe is leOf, read by a scan when the labels are plain (package
-// jsonlabel): a histogram's buckets are read once each, by a JSON decode
-// a bucket otherwise.
+// bucketLe is leOf, read by a scan when the labels are plain
+// (expo.PlainLabel): a histogram's buckets are read once each, by a JSON
+// decode a bucket otherwise.
 func bucketLe(labels string) (float64, bool) {
-	v, _, plain := jsonlabel.Plain(labels, "le")
+	v, _, plain := expo.PlainLabel(labels, "le")
 	// Labels that are not plain are decoded whole.
 	if !plain {
 		return leOf(labels)

@@ -553,12 +553,40 @@ func DecodeLabels(s string) (map[string]string, error) {
 	return m, nil
 }
 
-// plainLabels puts the pairs of s into m when s is an object of strings
-// of printable ASCII without escapes and without whitespace
-// ({"a":"x","b":"y"}, most label sets), and says whether it was: then m
-// is what encoding/json decodes (a repeated name keeps its last value).
-// Anything else is encoding/json's to decode (m may hold some pairs).
+// plainLabels puts the pairs of s into m when s is plain (eachPlain),
+// and says whether it was: then m is what encoding/json decodes (a
+// repeated name keeps its last value). Anything else is encoding/json's
+// to decode (m may hold some pairs).
 func plainLabels(s string, m map[string]string) bool {
+	return eachPlain(s, func(k, v string) { m[k] = v })
+}
+
+// PlainLabel returns label name's value in labels, an object
+// EncodeLabels writes, as DecodeLabels maps it (the last of repeated
+// keys), and whether the object holds it, without decoding the object.
+// plain is false, and the caller must decode (DecodeLabels), unless the
+// object is plain (eachPlain): a series' labels are, and a decode is dear.
+func PlainLabel(labels, name string) (value string, found, plain bool) {
+	// No labels: an empty set.
+	if labels == "" || labels == "{}" {
+		return "", false, true
+	}
+	plain = eachPlain(labels, func(k, v string) {
+		if k == name {
+			value, found = v, true
+		}
+	})
+	if !plain {
+		return "", false, false
+	}
+	return value, found, true
+}
+
+// eachPlain calls fn with each pair of s, in order, when s is a
+// non-empty object of strings of printable ASCII without escapes and
+// without whitespace ({"a":"x","b":"y"}, most label sets), and says
+// whether it was; on false fn may have been called for some pairs.
+func eachPlain(s string, fn func(k, v string)) bool {
 	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
 		return false
 	}
@@ -572,7 +600,7 @@ func plainLabels(s string, m map[string]string) bool {
 		if !ok {
 			return false
 		}
-		m[k] = v
+		fn(k, v)
 		if rest == "" {
 			return true
 		}

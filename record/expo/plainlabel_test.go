@@ -1,28 +1,30 @@
-package jsonlabel
+package expo
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/llmrec/llmrec/record/expo"
 )
 
-// TestPlainAsDecode: wherever plainLabel answers, it answers what
-// expo.DecodeLabels maps the label to; it answers for what the recorder
+// TestPlainLabelAsJSON: wherever PlainLabel answers, it answers what
+// encoding/json maps the label to; it answers for what the recorder
 // writes, and leaves escapes, spaces, repeats and non-strings to the
 // decoder or reads them as it does.
-func TestPlainAsDecode(t *testing.T) {
+func TestPlainLabelAsJSON(t *testing.T) {
 	check := func(labels string, wantPlain bool) {
 		t.Helper()
-		v, found, plain := Plain(labels, "le")
+		v, found, plain := PlainLabel(labels, "le")
 		if plain != wantPlain {
 			t.Errorf("%q: plain %v, want %v", labels, plain, wantPlain)
 		}
 		if !plain {
 			return
 		}
-		m, err := expo.DecodeLabels(labels)
-		if err != nil {
+		m := map[string]string{}
+		if labels == "" {
+			labels = "{}"
+		}
+		if err := json.Unmarshal([]byte(labels), &m); err != nil {
 			t.Fatalf("%q: plain, but the decoder refuses it: %v", labels, err)
 		}
 		want, ok := m["le"]
@@ -69,6 +71,6 @@ func TestPlainAsDecode(t *testing.T) {
 		if r.IntN(2) == 0 {
 			m["le"] = "0.25"
 		}
-		check(expo.EncodeLabels(m), true)
+		check(EncodeLabels(m), true)
 	}
 }
