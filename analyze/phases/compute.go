@@ -143,16 +143,31 @@ func Compute(named []Phase, found map[string][]Phase, inputs []*Input, problems 
 func (in *Input) foundAndBusy(found []Phase) ([]Measured, Figures) {
 	var out []Measured
 	steady := in.sum(nil)
+	sc := in.scratch()
+	// The busy headline's polls are the steady phases' polls in turn: each
+	// is read once, by its phase's pass, which hands its values on.
+	sc.busy.reset()
+	ps, most := &in.Target.Polls, 0
+	for _, p := range found {
+		if p.Kind == KindSteady {
+			most += ps.Search(p.End) - ps.Search(p.Start) + 1
+		}
+	}
+	sc.busy.reserve(most)
 	n := 0
 	for _, p := range found {
 		s := in.sumWith([]Phase{p}, p.Kind == KindSteady)
 		if p.Kind == KindSteady {
+			in.gather(&sc.ph, s.pollsIn, &sc.busy.gs)
+			sc.busy.absorb(&sc.ph)
 			steady.merge(s)
 			n++
+		} else {
+			in.gather(&sc.ph, s.pollsIn, nil)
 		}
-		out = append(out, Measured{Phase: p, Targets: []Figures{in.figures(s)}})
+		out = append(out, Measured{Phase: p, Targets: []Figures{in.figures(s, &sc.ph)}})
 	}
-	busy := in.figures(steady)
+	busy := in.figures(steady, &sc.busy)
 	if n == 0 {
 		busy.Bounds.Reason = ReasonNoSteady
 		for k := range busy.Figures {
