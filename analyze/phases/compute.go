@@ -143,31 +143,30 @@ func Compute(named []Phase, found map[string][]Phase, inputs []*Input, problems 
 func (in *Input) foundAndBusy(found []Phase) ([]Measured, Figures) {
 	var out []Measured
 	steady := in.sum(nil)
-	sc := in.scratch()
-	// The busy headline's polls are the steady phases' polls in turn: each
-	// is read once, by its phase's pass, which hands its values on.
-	sc.busy.reset()
-	ps, most := &in.Target.Polls, 0
+	// Room, once, for the longest stretch's values: a phase, or the steady
+	// ones together.
+	ps, most, all := &in.Target.Polls, 0, 0
 	for _, p := range found {
+		k := ps.Search(p.End) - ps.Search(p.Start) + 1
+		most = max(most, k)
 		if p.Kind == KindSteady {
-			most += ps.Search(p.End) - ps.Search(p.Start) + 1
+			all += k
 		}
 	}
-	sc.busy.reserve(most)
+	sc := in.scratch()
+	sc.ph.reserve(max(most, all))
 	n := 0
 	for _, p := range found {
 		s := in.sumWith([]Phase{p}, p.Kind == KindSteady)
 		if p.Kind == KindSteady {
-			in.gather(&sc.ph, s.pollsIn, &sc.busy.gs)
-			sc.busy.absorb(&sc.ph)
 			steady.merge(s)
 			n++
-		} else {
-			in.gather(&sc.ph, s.pollsIn, nil)
 		}
+		in.gather(&sc.ph, s.pollsIn)
 		out = append(out, Measured{Phase: p, Targets: []Figures{in.figures(s, &sc.ph)}})
 	}
-	busy := in.figures(steady, &sc.busy)
+	in.gather(&sc.ph, steady.pollsIn)
+	busy := in.figures(steady, &sc.ph)
 	if n == 0 {
 		busy.Bounds.Reason = ReasonNoSteady
 		for k := range busy.Figures {

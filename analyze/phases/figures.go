@@ -65,12 +65,11 @@ type Input struct {
 	sc      *scratch   // its worker's while Compute measures, shared by the inputs after
 }
 
-// scratch is what a worker's passes over the polls gather: one stretch's
-// (ph) and, while a target's found phases are measured, its steady ones'
-// together (busy); their buffers are reused stretch after stretch and
-// target after target.
+// scratch is what a worker's passes over the polls gather, one stretch
+// at a time: its buffers are reused stretch after stretch and target
+// after target.
 type scratch struct {
-	ph, busy pass
+	ph pass
 }
 
 // scratch returns the input's scratch.
@@ -215,7 +214,7 @@ var offGates = rate.Config{Span: 1e-6, MinWindow: -1, CeilingFactor: -1, JumpFac
 // figures' blocks.
 func Measure(in *Input, windows []Phase) Figures {
 	s, p := in.sumWith(windows, len(windows) == 1), &in.scratch().ph
-	in.gather(p, s.pollsIn, nil)
+	in.gather(p, s.pollsIn)
 	return in.figures(s, p)
 }
 
@@ -468,7 +467,9 @@ func (in *Input) figures(s *sums, p *pass) Figures {
 	if s.bl != nil {
 		in.blockFigures(s, out.Figures)
 	}
-	rates := p.publishedRates()
+	// The stretch's distributions: the rate cells', then PubCells'.
+	pubs := make([]Published, findings.NRates+len(PubCells))
+	rates := p.publishedRates(pubs)
 	for k := range out.Figures {
 		f := &out.Figures[k]
 		tw, ok := twins[f.Name]
@@ -478,7 +479,7 @@ func (in *Input) figures(s *sums, p *pass) Figures {
 		if tw.rate >= 0 {
 			f.Published = rates[tw.rate]
 		} else {
-			f.Published = p.published(l, f.Name, tw.pub)
+			f.Published = p.published(l, f.Name, tw.pub, pollsIn, &pubs[findings.NRates+tw.pub])
 		}
 		// Nothing published and nothing measured: the reason says all.
 		if f.Published.Values == 0 && !f.Value.Valid {

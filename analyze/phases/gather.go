@@ -10,14 +10,14 @@ import (
 
 // pass is what one pass over a stretch's polls gathers for its figures:
 // the gauges' statistics, and the published values of the findings' rate
-// cells and of the log's PubCells with their nulls. The gauges, the rate
-// cells and each published cell were a pass over the polls each.
+// cells with their nulls (the gauges and the rate cells were a pass each).
+// The log's PubCells are read one at a time from its own array (published):
+// a buffer for each would double the scratch of a day's target.
 type pass struct {
 	gs    gaugeStats
 	rxs   [findings.NRates][]float64
 	rnull [findings.NRates]map[string]int // by reason
-	pxs   [][]float64                     // by PubCells index
-	pnull [][256]int                      // by PubCells index, by reason code
+	xs    []float64                       // one PubCell's at a time (published)
 }
 
 // reset empties p for a new stretch, keeping its buffers; the null maps
@@ -28,43 +28,14 @@ func (p *pass) reset() {
 		p.rxs[k] = p.rxs[k][:0]
 		p.rnull[k] = map[string]int{}
 	}
-	if p.pxs == nil {
-		p.pxs = make([][]float64, len(PubCells))
-		p.pnull = make([][256]int, len(PubCells))
-	}
-	for k := range p.pxs {
-		p.pxs[k] = p.pxs[k][:0]
-		clear(p.pnull[k][:])
-	}
 }
 
 // reserve makes room for n values a cell.
 func (p *pass) reserve(n int) {
 	for k := range p.rxs {
-		p.rxs[k] = slices.Grow(p.rxs[k], n)
+		p.rxs[k] = slices.Grow(p.rxs[k][:0], n)
 	}
-	for k := range p.pxs {
-		p.pxs[k] = slices.Grow(p.pxs[k], n)
-	}
-}
-
-// absorb appends o's published values and adds its nulls to p, as a pass
-// over p's polls and then o's would have (the values in the same order,
-// before o's percentiles reorder them); the gauges are not absorbed
-// (their sums must run poll by poll: gather's busy).
-func (p *pass) absorb(o *pass) {
-	for k := range p.rxs {
-		p.rxs[k] = append(p.rxs[k], o.rxs[k]...)
-		for r, n := range o.rnull[k] {
-			p.rnull[k][r] += n
-		}
-	}
-	for k := range p.pxs {
-		p.pxs[k] = append(p.pxs[k], o.pxs[k]...)
-		for c, n := range o.pnull[k] {
-			p.pnull[k][c] += n
-		}
-	}
+	p.xs = slices.Grow(p.xs[:0], n)
 }
 
 // pollFields are the fields a pass reads of each poll: the gauges', then
@@ -75,12 +46,10 @@ var pollFields = func() (fs [len(gauges) + findings.NRates]findings.Field) {
 	return fs
 }()
 
-// gather reads the polls idx once into p (reset first). With busy, each
-// poll's gauges are added to it too, poll by poll, as a pass over every
-// steady phase's polls in turn would add them.
-func (in *Input) gather(p *pass, idx runs, busy *gaugeStats) {
+// gather reads the polls idx once into p (reset first).
+func (in *Input) gather(p *pass, idx runs) {
 	p.reset()
-	ps, l := &in.Target.Polls, in.Log
+	ps := &in.Target.Polls
 	// Nulls are counted by reason as they come, in runs: a run of polls
 	// refused for one reason costs one map update.
 	var run [findings.NRates]struct {
@@ -92,9 +61,6 @@ func (in *Input) gather(p *pass, idx runs, busy *gaugeStats) {
 		ps.Read(i, pollFields[:], vs[:])
 		gv := (*[len(gauges)]rate.Num)(vs[:len(gauges)])
 		p.gs.add(gv)
-		if busy != nil {
-			busy.add(gv)
-		}
 		rv := vs[len(gauges):]
 		// The reasons are decoded only for a poll with a null cell.
 		var reasons [findings.NRates]string
@@ -116,14 +82,6 @@ func (in *Input) gather(p *pass, idx runs, busy *gaugeStats) {
 			}
 			p.rxs[k] = append(p.rxs[k], v.V)
 		}
-		for k := range p.pxs {
-			v, code := l.publishedCode(i, k)
-			if code != 0 {
-				p.pnull[k][code]++
-				continue
-			}
-			p.pxs[k] = append(p.pxs[k], v)
-		}
 	}
 	for k := range run {
 		if run[k].n > 0 {
@@ -133,26 +91,38 @@ func (in *Input) gather(p *pass, idx runs, busy *gaugeStats) {
 }
 
 // publishedRates are the distributions of the findings' rate cells the
-// pass gathered (their values reordered).
-func (p *pass) publishedRates() [findings.NRates]*Published {
+// pass gathered (their values reordered), in dst (findings.NRates of them:
+// one allocation for every distribution of a stretch).
+func (p *pass) publishedRates(dst []Published) [findings.NRates]*Published {
 	var out [findings.NRates]*Published
 	for k := range out {
-		out[k] = &Published{Cell: findings.RateCells[k], Nulls: p.rnull[k]}
+		dst[k] = Published{Cell: findings.RateCells[k], Nulls: p.rnull[k]}
+		out[k] = &dst[k]
 		out[k].finish(p.rxs[k])
 	}
 	return out
 }
 
-// published is the distribution of PubCells[k] the pass gathered (its
-// values reordered).
-func (p *pass) published(l *Log, name string, k int) *Published {
-	out := &Published{Cell: name, Nulls: map[string]int{}}
-	for c, n := range p.pnull[k] {
+// published is the distribution of PubCells[k] over idx, in out.
+func (p *pass) published(l *Log, name string, k int, idx runs, out *Published) *Published {
+	*out = Published{Cell: name, Nulls: map[string]int{}}
+	xs := p.xs[:0]
+	var nulls [256]int
+	for i := range idx.all() {
+		v, code := l.publishedCode(i, k)
+		if code != 0 {
+			nulls[code]++
+			continue
+		}
+		xs = append(xs, v)
+	}
+	for c, n := range nulls {
 		if n > 0 {
 			out.Nulls[l.Reason(uint8(c))] += n
 		}
 	}
-	out.finish(p.pxs[k])
+	out.finish(xs)
+	p.xs = xs[:0]
 	return out
 }
 
