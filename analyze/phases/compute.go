@@ -143,18 +143,10 @@ func Compute(named []Phase, found map[string][]Phase, inputs []*Input, problems 
 func (in *Input) foundAndBusy(found []Phase) ([]Measured, Figures) {
 	var out []Measured
 	steady := in.sum(nil)
-	// Room, once, for the longest stretch's values: a phase, or the steady
-	// ones together.
-	ps, most, all := &in.Target.Polls, 0, 0
-	for _, p := range found {
-		k := ps.Search(p.End) - ps.Search(p.Start) + 1
-		most = max(most, k)
-		if p.Kind == KindSteady {
-			all += k
-		}
-	}
+	// Room for every poll of the target: no stretch holds more, and a
+	// worker's targets of as many polls share one set of buffers.
 	sc := in.scratch()
-	sc.ph.reserve(max(most, all))
+	sc.ph.reserve(in.Target.Polls.Len())
 	n := 0
 	for _, p := range found {
 		s := in.sumWith([]Phase{p}, p.Kind == KindSteady)

@@ -2,7 +2,6 @@ package phases
 
 import (
 	"math"
-	"slices"
 
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/rate"
@@ -30,12 +29,16 @@ func (p *pass) reset() {
 	}
 }
 
-// reserve makes room for n values a cell.
+// reserve makes room for n values a cell, kept when there is.
 func (p *pass) reserve(n int) {
 	for k := range p.rxs {
-		p.rxs[k] = slices.Grow(p.rxs[k][:0], n)
+		if cap(p.rxs[k]) < n {
+			p.rxs[k] = make([]float64, 0, n)
+		}
 	}
-	p.xs = slices.Grow(p.xs[:0], n)
+	if cap(p.xs) < n {
+		p.xs = make([]float64, 0, n)
+	}
 }
 
 // pollFields are the fields a pass reads of each poll: the gauges', then
