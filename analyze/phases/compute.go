@@ -143,6 +143,10 @@ func Compute(named []Phase, found map[string][]Phase, inputs []*Input, problems 
 func (in *Input) foundAndBusy(found []Phase) ([]Measured, Figures) {
 	var out []Measured
 	steady := in.sum(nil)
+	// Room for every poll of the target: no stretch holds more, and a
+	// worker's targets of as many polls share one set of buffers.
+	sc := in.scratch()
+	sc.ph.reserve(in.Target.Polls.Len())
 	n := 0
 	for _, p := range found {
 		s := in.sumWith([]Phase{p}, p.Kind == KindSteady)
@@ -150,9 +154,11 @@ func (in *Input) foundAndBusy(found []Phase) ([]Measured, Figures) {
 			steady.merge(s)
 			n++
 		}
-		out = append(out, Measured{Phase: p, Targets: []Figures{in.figures(s)}})
+		in.gather(&sc.ph, s.pollsIn)
+		out = append(out, Measured{Phase: p, Targets: []Figures{in.figures(s, &sc.ph)}})
 	}
-	busy := in.figures(steady)
+	in.gather(&sc.ph, steady.pollsIn)
+	busy := in.figures(steady, &sc.ph)
 	if n == 0 {
 		busy.Bounds.Reason = ReasonNoSteady
 		for k := range busy.Figures {

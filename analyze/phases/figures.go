@@ -65,29 +65,19 @@ type Input struct {
 	sc      *scratch   // its worker's while Compute measures, shared by the inputs after
 }
 
-// scratch is the values of the published distributions while they are
-// selected from: one poll's worth per cell, reused phase after phase and
-// target after target.
+// scratch is what a worker's passes over the polls gather, one stretch
+// at a time: its buffers are reused stretch after stretch and target
+// after target.
 type scratch struct {
-	xs  []float64                  // of published
-	rxs [findings.NRates][]float64 // of publishedRates
+	ph pass
 }
 
-// scratch returns the input's scratch, with room for n values a cell.
-func (in *Input) scratch(n int) *scratch {
+// scratch returns the input's scratch.
+func (in *Input) scratch() *scratch {
 	if in.sc == nil {
 		in.sc = &scratch{}
 	}
-	sc := in.sc
-	// Room for every poll of the target: no window holds more.
-	if cap(sc.xs) < n {
-		n = max(n, in.Target.Polls.Len())
-		sc.xs = make([]float64, 0, n)
-		for k := range sc.rxs {
-			sc.rxs[k] = make([]float64, 0, n)
-		}
-	}
-	return sc
+	return in.sc
 }
 
 // Figures are one target's figures over one or more windows (one phase, or
@@ -193,7 +183,7 @@ var counterFigures = []string{
 }
 
 // quantiles of the histogram figures.
-var quantiles = []struct {
+var quantiles = [...]struct {
 	suffix string
 	q      float64
 }{{"__p50", 0.5}, {"__p90", 0.9}, {"__p99", 0.99}}
@@ -223,7 +213,9 @@ var offGates = rate.Config{Span: 1e-6, MinWindow: -1, CeilingFactor: -1, JumpFac
 // Measure measures one target over windows; over one window with its
 // figures' blocks.
 func Measure(in *Input, windows []Phase) Figures {
-	return in.figures(in.sumWith(windows, len(windows) == 1))
+	s, p := in.sumWith(windows, len(windows) == 1), &in.scratch().ph
+	in.gather(p, s.pollsIn)
+	return in.figures(s, p)
 }
 
 // sums are the counters' Δ over windows and what they were read over.
@@ -449,8 +441,9 @@ func (s *sums) merge(o *sums) {
 	}
 }
 
-// figures are the figures of the sums.
-func (in *Input) figures(s *sums) Figures {
+// figures are the figures of the sums and of what pass p gathered over
+// their polls (its values are reordered).
+func (in *Input) figures(s *sums, p *pass) Figures {
 	t, l := in.Target, in.Log
 	ps := &t.Polls
 	out := Figures{Target: t.Name, Bounds: s.b, Figures: make([]Figure, 0, 48)}
@@ -470,11 +463,13 @@ func (in *Input) figures(s *sums) Figures {
 	} else {
 		cells = in.evaluate(dt, acc)
 	}
-	out.Figures = counted(out.Figures, l, ps, cells, acc, pollsIn, true)
+	out.Figures = countedWith(out.Figures, l, cells, acc, &p.gs, true)
 	if s.bl != nil {
 		in.blockFigures(s, out.Figures)
 	}
-	rates := in.publishedRates(pollsIn)
+	// The stretch's distributions: the rate cells', then PubCells'.
+	pubs := make([]Published, findings.NRates+len(PubCells))
+	rates := p.publishedRates(pubs)
 	for k := range out.Figures {
 		f := &out.Figures[k]
 		tw, ok := twins[f.Name]
@@ -484,7 +479,7 @@ func (in *Input) figures(s *sums) Figures {
 		if tw.rate >= 0 {
 			f.Published = rates[tw.rate]
 		} else {
-			f.Published = in.published(f.Name, tw.pub, pollsIn)
+			f.Published = p.published(l, f.Name, tw.pub, pollsIn, &pubs[findings.NRates+tw.pub])
 		}
 		// Nothing published and nothing measured: the reason says all.
 		if f.Published.Values == 0 && !f.Value.Valid {
@@ -502,6 +497,12 @@ func (in *Input) figures(s *sums) Figures {
 // blocks are measured by it alike (a block's figures without their
 // sources: only the values are kept).
 func counted(out []Figure, l *Log, ps *findings.PollList, cells engine.Cells, acc []float64, idx runs, sources bool) []Figure {
+	gs := gaugesOver(ps, idx)
+	return countedWith(out, l, cells, acc, &gs, sources)
+}
+
+// countedWith is counted with the gauges' statistics over the polls given.
+func countedWith(out []Figure, l *Log, cells engine.Cells, acc []float64, gs *gaugeStats, sources bool) []Figure {
 	for _, name := range counterFigures {
 		f := Figure{Name: name}
 		if cells == nil {
@@ -511,10 +512,10 @@ func counted(out []Figure, l *Log, ps *findings.PollList, cells engine.Cells, ac
 		}
 		out = append(out, f)
 	}
-	for _, base := range engine.Histograms {
-		out = histFigures(out, l, base, cells, acc, sources)
+	for h := range engine.Histograms {
+		out = histFigures(out, l, h, cells, acc, sources)
 	}
-	return gaugeFigures(out, ps, idx, sources)
+	return gaugeFigures(out, gs, sources)
 }
 
 // gateReasons are the estimator's refusals.
@@ -605,23 +606,23 @@ func (in *Input) evaluate(dt float64, acc []float64) engine.Cells {
 
 // histFigures are a histogram's count and mean as the reader makes them
 // from the phase's Δ, and its quantiles from the bucket deltas.
-func histFigures(out []Figure, l *Log, base string, cells engine.Cells, acc []float64, sources bool) []Figure {
-	hc := engine.HistCells(base)
-	for _, name := range hc[:2] {
+func histFigures(out []Figure, l *Log, h int, cells engine.Cells, acc []float64, sources bool) []Figure {
+	hc := &histNames[h]
+	for _, name := range hc.cells[:2] {
 		f := Figure{Name: name, Reason: ReasonFewPolls}
 		if c, ok := cells.Get(name); ok {
 			f.Value, f.Reason, f.Source = c.Value, c.Reason, c.Source
 		}
 		out = append(out, f)
 	}
-	p50, _ := cells.Get(hc[2])
+	p50, _ := cells.Get(hc.cells[2])
 	series, ok := histSeries(p50.Source)
 	var bs *buckets
 	if cells != nil && ok {
 		bs = l.buckets(series, acc)
 	}
-	for _, q := range quantiles {
-		f := Figure{Name: base + q.suffix}
+	for j, q := range quantiles {
+		f := Figure{Name: hc.quantiles[j]}
 		switch {
 		case cells == nil:
 			f.Reason = ReasonFewPolls
@@ -630,7 +631,11 @@ func histFigures(out []Figure, l *Log, base string, cells engine.Cells, acc []fl
 			f.Reason, f.Source = p50.Reason, p50.Source
 		default:
 			if sources {
-				f.Source = "computed:histogram_quantile(" + strconv.FormatFloat(q.q, 'g', -1, 64) + ", Δ" + series + " across the phase)"
+				// The same for every stretch: made once a series.
+				if bs.sources[j] == "" {
+					bs.sources[j] = "computed:histogram_quantile(" + strconv.FormatFloat(q.q, 'g', -1, 64) + ", Δ" + series + " across the phase)"
+				}
+				f.Source = bs.sources[j]
 			}
 			f.Value, f.Bucket, f.Reason = bs.quantile(q.q)
 		}
@@ -638,6 +643,25 @@ func histFigures(out []Figure, l *Log, base string, cells engine.Cells, acc []fl
 	}
 	return out
 }
+
+// histNames are each of engine.Histograms' cell names (engine.HistCells)
+// and quantile figures' names, made once.
+var histNames = func() []struct {
+	cells     [5]string
+	quantiles [len(quantiles)]string
+} {
+	out := make([]struct {
+		cells     [5]string
+		quantiles [len(quantiles)]string
+	}, len(engine.Histograms))
+	for h, base := range engine.Histograms {
+		out[h].cells = engine.HistCells(base)
+		for j, q := range quantiles {
+			out[h].quantiles[j] = base + q.suffix
+		}
+	}
+	return out
+}()
 
 // histSeries is the bucket series a reader's quantile cell names in its
 // source ("computed:histogram_quantile(0.5, ΔNAME_bucket)").
@@ -657,6 +681,9 @@ type buckets struct {
 	les   []float64
 	n     []float64
 	mixed bool // the label sets have different bounds (rate.MixedEdges)
+	// sources are the quantile figures' sources, by quantiles' index,
+	// made when first asked.
+	sources [len(quantiles)]string
 }
 
 // bucketLayout is where each logged series of a bucket series adds:
@@ -743,51 +770,62 @@ func leOf(labels string) (float64, bool) {
 	return le, true
 }
 
-// gauge is a gauge figure's cell and its statistics.
+// gauge is a gauge figure's cell and its statistics; names and prefixes
+// are, by statistic, its figures' names and their sources' beginnings
+// (made once: gaugeFigures is called for every stretch).
 type gauge struct {
-	name  string
-	src   string
-	stats []string
+	name            string
+	src             string
+	stats           []string
+	names, prefixes []string
 }
 
 // gauges are the gauge figures, in the order gaugeValues reads them.
-var gauges = [...]gauge{
-	{engine.RequestsRunning, engine.RequestsRunning, []string{"mean", "max"}},
-	{engine.RequestsWaiting, engine.RequestsWaiting, []string{"mean", "max"}},
-	{"waiting_capacity", engine.WaitingByReason + `{reason="capacity"}`, []string{"mean", "max"}},
-	{"waiting_deferred", engine.WaitingByReason + `{reason="deferred"}`, []string{"mean", "max"}},
-	{engine.KVCacheUsageRatio, engine.KVCacheUsageRatio, []string{"max"}},
-}
+var gauges = func() [5]gauge {
+	gs := [...]gauge{
+		{name: engine.RequestsRunning, src: engine.RequestsRunning, stats: []string{"mean", "max"}},
+		{name: engine.RequestsWaiting, src: engine.RequestsWaiting, stats: []string{"mean", "max"}},
+		{name: "waiting_capacity", src: engine.WaitingByReason + `{reason="capacity"}`, stats: []string{"mean", "max"}},
+		{name: "waiting_deferred", src: engine.WaitingByReason + `{reason="deferred"}`, stats: []string{"mean", "max"}},
+		{name: engine.KVCacheUsageRatio, src: engine.KVCacheUsageRatio, stats: []string{"max"}},
+	}
+	for g := range gs {
+		for _, st := range gs[g].stats {
+			gs[g].names = append(gs[g].names, gs[g].name+"__"+st)
+			gs[g].prefixes = append(gs[g].prefixes, st+" of "+gs[g].src+" over ")
+		}
+	}
+	return gs
+}()
 
 // gaugeFields are the polls' fields of the gauges.
 var gaugeFields = [len(gauges)]findings.Field{findings.FieldRunning, findings.FieldWaiting, findings.FieldCapacity,
 	findings.FieldDeferred, findings.FieldKV}
 
-// gaugeFigures are the mean and max of the gauges over the polls inside
-// the windows: every poll counts the same (the cadence is fixed). The
-// polls are read once for every gauge.
-func gaugeFigures(out []Figure, ps *findings.PollList, idx runs, sources bool) []Figure {
-	var sum [len(gauges)]float64
-	var n [len(gauges)]int
-	hi := [len(gauges)]float64{}
-	for g := range hi {
-		hi[g] = math.Inf(-1)
-	}
+// gaugesOver are the gauges' statistics over the polls idx, read once for
+// every gauge.
+func gaugesOver(ps *findings.PollList, idx runs) gaugeStats {
+	gs := newGaugeStats()
 	var vs [len(gauges)]rate.Num
 	for i := range idx.all() {
 		ps.Read(i, gaugeFields[:], vs[:])
-		for g, v := range vs {
-			if !v.Valid {
-				continue
-			}
-			sum[g], hi[g], n[g] = sum[g]+v.V, max(hi[g], v.V), n[g]+1
-		}
+		gs.add(&vs)
 	}
+	return gs
+}
+
+// gaugeFigures are the mean and max of the gauges over the polls of gs:
+// every poll counts the same (the cadence is fixed).
+func gaugeFigures(out []Figure, gs *gaugeStats, sources bool) []Figure {
+	sum, n, hi := &gs.sum, &gs.n, &gs.hi
+	var buf [128]byte
 	for g, x := range gauges {
-		for _, st := range x.stats {
-			f := Figure{Name: x.name + "__" + st}
+		for j, st := range x.stats {
+			f := Figure{Name: x.names[j]}
 			if sources {
-				f.Source = fmt.Sprintf("%s of %s over %d polls", st, x.src, n[g])
+				// "STAT of SOURCE over N polls", in one allocation.
+				b := strconv.AppendInt(append(buf[:0], x.prefixes[j]...), int64(n[g]), 10)
+				f.Source = string(append(b, " polls"...))
 			}
 			switch {
 			case n[g] == 0:
@@ -804,29 +842,6 @@ func gaugeFigures(out []Figure, ps *findings.PollList, idx runs, sources bool) [
 	return out
 }
 
-// published is the distribution of PubCells[k] over idx.
-func (in *Input) published(name string, k int, idx runs) *Published {
-	out := &Published{Cell: name, Nulls: map[string]int{}}
-	sc := in.scratch(idx.len())
-	xs := sc.xs[:0]
-	var nulls [256]int
-	for i := range idx.all() {
-		v, code := in.Log.publishedCode(i, k)
-		if code != 0 {
-			nulls[code]++
-			continue
-		}
-		xs = append(xs, v)
-	}
-	for c, n := range nulls {
-		if n > 0 {
-			out.Nulls[in.Log.Reason(uint8(c))] += n
-		}
-	}
-	out.finish(xs)
-	return out
-}
-
 // rateFields are the polls' fields of the rate cells, by findings rate
 // index.
 var rateFields = func() (fs [findings.NRates]findings.Field) {
@@ -835,57 +850,6 @@ var rateFields = func() (fs [findings.NRates]findings.Field) {
 	}
 	return fs
 }()
-
-// publishedRates are the distributions of the findings' rate cells over
-// idx, gathered in one pass over the polls.
-func (in *Input) publishedRates(idx runs) [findings.NRates]*Published {
-	var out [findings.NRates]*Published
-	rxs := &in.scratch(idx.len()).rxs
-	for k := range out {
-		out[k] = &Published{Cell: findings.RateCells[k], Nulls: map[string]int{}}
-		rxs[k] = rxs[k][:0]
-	}
-	// Nulls are counted by reason as they come, in runs: a run of polls
-	// refused for one reason costs one map update.
-	var run [findings.NRates]struct {
-		reason string
-		n      int
-	}
-	ps := &in.Target.Polls
-	var vs [findings.NRates]rate.Num
-	for i := range idx.all() {
-		ps.Read(i, rateFields[:], vs[:])
-		// The reasons are decoded only for a poll with a null cell.
-		var reasons [findings.NRates]string
-		for _, v := range vs {
-			if !v.Valid {
-				reasons = ps.Reasons(i)
-				break
-			}
-		}
-		for k, v := range vs {
-			if !v.Valid {
-				if run[k].n > 0 && run[k].reason != reasons[k] {
-					out[k].Nulls[run[k].reason] += run[k].n
-					run[k].n = 0
-				}
-				run[k].reason = reasons[k]
-				run[k].n++
-				continue
-			}
-			rxs[k] = append(rxs[k], v.V)
-		}
-	}
-	for k := range out {
-		if run[k].n > 0 {
-			out[k].Nulls[run[k].reason] += run[k].n
-		}
-	}
-	for k := range out {
-		out[k].finish(rxs[k])
-	}
-	return out
-}
 
 // finish sets the counts and percentiles of values xs (reordered). The
 // median is selected first; each other percentile is then selected within
@@ -984,8 +948,12 @@ func disagrees(f *Figure, ps *findings.PollList, idx runs, tw twin) string {
 		fmt.Fprintf(&b, "; of the %d polls the gates refused, the ungated per-interval rate lay below the figure in %d and above it in %d", refused, below, above)
 		return b.String()
 	}
+	lean := "below"
+	if m > v {
+		lean = "above"
+	}
 	fmt.Fprintf(&b, "; the published values lean %s it: the windows left out (%d refused, and those that lagged the phase) lay %s it",
-		map[bool]string{true: "above", false: "below"}[m > v], refused, side)
+		lean, refused, side)
 	return b.String()
 }
 
