@@ -84,7 +84,7 @@ func (e *Estimator) HistogramCells(hp HistPtrs, base string, match func(labels s
 	readable, malformed, mixed := false, false, false
 	var g *group
 	if match == nil {
-		g = e.wholeRun(src.bucket.keys)
+		g = e.wholeRun(src.bucket)
 	}
 	if g != nil {
 		// One label set's buckets, stepped together and rising: the
@@ -181,9 +181,14 @@ func (e *Estimator) split(bs []bucket) (les, ns []float64) {
 // cumulative counts cannot fall with le; float noise across label sets
 // can.
 func (e *Estimator) monotonic(ns []float64) []float64 {
-	out := append(e.qn[:0], ns...)
-	for i := 1; i < len(out); i++ {
-		out[i] = maxOf(out[i], out[i-1])
+	out := e.qn[:0]
+	var prev float64
+	for i, n := range ns {
+		if i > 0 {
+			n = maxOf(n, prev)
+		}
+		prev = n
+		out = append(out, n)
 	}
 	e.qn = out
 	return out

@@ -114,32 +114,54 @@ func (e *Estimator) join(id int32) {
 	g.les, g.lesOK = append(g.les, le), g.lesOK && ok
 }
 
-// wholeRun returns the group whose members are all of keys, in order,
-// when they were stepped together this poll, every window accepted, with
-// strictly rising bounds, a finite first one and +Inf last: gather in
-// modeBuckets (no matcher) would read them in one run (gatherRun) and
-// prepareBuckets would hand them on as gathered. nil otherwise.
-func (e *Estimator) wholeRun(keys []int32) *group {
-	// No keys, or a first key outside a group: no run.
-	if len(keys) == 0 {
+// wholeRun returns the group whose members are all of series' keys, in
+// order, when they were stepped together this poll, every window
+// accepted, with strictly rising bounds, a finite first one and +Inf
+// last: gather in modeBuckets (no matcher) would read them in one run
+// (gatherRun) and prepareBuckets would hand them on as gathered. nil
+// otherwise.
+func (e *Estimator) wholeRun(series *seriesState) *group {
+	gi := e.wholeGroup(series)
+	// Keys that are not one group's members: no run.
+	if gi == 0 {
 		return nil
 	}
-	st := &e.keys[keys[0]]
-	if st.grp == 0 || st.member != 0 {
-		return nil
-	}
-	g := &e.groups[st.grp-1]
+	g := &e.groups[gi-1]
 	M := len(g.members)
-	if M != len(keys) || M < 2 || !g.rising || !math.IsInf(g.les[M-1], 1) || !g.inStep || g.vseq != e.seq ||
+	if M < 2 || !g.rising || !math.IsInf(g.les[M-1], 1) || !g.inStep || g.vseq != e.seq ||
 		g.reason != "" || !g.hasWin || !g.lesOK {
 		return nil
 	}
+	return g
+}
+
+// wholeGroup returns the group (index + 1) whose members are series'
+// keys, in order, or 0; found once while no key is added.
+func (e *Estimator) wholeGroup(series *seriesState) int32 {
+	keys := series.keys
+	// Found since the last key was added.
+	if series.whole != 0 && series.wholeLen == len(keys) {
+		return series.whole
+	}
+	// No keys, or a first key outside a group: no group.
+	if len(keys) == 0 {
+		return 0
+	}
+	st := &e.keys[keys[0]]
+	if st.grp == 0 || st.member != 0 {
+		return 0
+	}
+	g := &e.groups[st.grp-1]
+	if len(g.members) != len(keys) {
+		return 0
+	}
 	for m, id := range g.members {
 		if keys[m] != id {
-			return nil
+			return 0
 		}
 	}
-	return g
+	series.whole, series.wholeLen = st.grp, len(keys)
+	return st.grp
 }
 
 // spanSet is SetSpan of a member: a span apart from the group's takes the
