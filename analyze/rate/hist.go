@@ -154,8 +154,7 @@ func (e *Estimator) HistogramCells(hp HistPtrs, base string, match func(labels s
 			// A window with no new observations has no quantile, not a quantile of 0.
 			c.Reason, c.Window = ReasonEmpty, Some(b.window)
 		default:
-			v, bk := risingQuantile(q.q, les, ns, &k, &lastRank)
-			c.Value, c.Window, c.Bucket = Some(v), Some(b.window), bk
+			c.Value, c.Window = Some(risingQuantile(q.q, les, ns, &k, &lastRank, &c.Bucket)), Some(b.window)
 		}
 	}
 }
@@ -199,15 +198,15 @@ func (e *Estimator) monotonic(ns []float64) []float64 {
 // one's ended (*k) when its rank is no lower than the last one's
 // (*lastRank; −Inf before the first). Counts can be negative float noise,
 // and NaN never compares: then it searches from the first bucket.
-func risingQuantile(q float64, les, n []float64, k *int, lastRank *float64) (float64, Bucket) {
+func risingQuantile(q float64, les, n []float64, k *int, lastRank *float64, b *Bucket) float64 {
 	rank := q * n[len(n)-1]
 	// A lower rank (or NaN) may lie below the last one's bucket.
 	if !(rank >= *lastRank) {
 		*k = 0
 	}
-	v, b, at := bucketQuantileFrom(q, les, n, *k)
+	v, at := bucketQuantileFrom(q, les, n, *k, b)
 	*k, *lastRank = at, rank
-	return v, b
+	return v
 }
 
 // prepareBuckets sorts the gathered bucket deltas of series, merges equal
