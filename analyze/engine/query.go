@@ -391,7 +391,7 @@ func (q *query) rate(s *sel, names ...string) Cell {
 func (q *query) rateTo(c *Cell, s *sel, names ...string) {
 	q.fed(names...)
 	name, _ := q.pick(names...)
-	c.Cell = q.est.Rate(name, s.match())
+	q.est.RateTo(&c.Cell, name, s.match())
 	if s != nil {
 		c.Source = q.src('r', name, s.text)
 	}
@@ -410,7 +410,7 @@ func (q *query) ratioTo(c *Cell, num, den []string) {
 	q.fed(den...)
 	n, _ := q.pick(num...)
 	d, _ := q.pick(den...)
-	c.Cell = q.est.Ratio(n, d, nil)
+	q.est.RatioTo(&c.Cell, n, d, nil)
 }
 
 // pickHist returns the first of hs whose histogram is in the poll, else the
