@@ -54,17 +54,18 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 // Hist is five cells, and a caller that keeps one for every histogram
 // of every poll saves copying them.
 func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) bool) {
-	e.HistogramCells(HistPtrs{&h.Count, &h.Mean, &h.P50, &h.P95, &h.P99}, base, match)
+	e.HistogramCells(&HistPtrs{&h.Count, &h.Mean, &h.P50, &h.P95, &h.P99}, base, match)
 }
 
 // HistPtrs are the five cells a histogram is written into, in the order
 // of a Hist: count, mean, p50, p95, p99.
 type HistPtrs [5]*Cell
 
-// HistogramCells is Histogram written into the five cells of hp, each
+// HistogramCells is Histogram written into the five cells of *hp, each
 // overwritten whole: a caller whose cells are not a Hist (a poll's row
-// of cells) is written in place, not copied into.
-func (e *Estimator) HistogramCells(hp HistPtrs, base string, match func(labels string) bool) {
+// of cells) is written in place, not copied into. hp is a pointer: five
+// pointers passed by value went through the stack in a stalled copy.
+func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels string) bool) {
 	src := e.histSources(base)
 	count, mean, p50, p95, p99 := hp[0], hp[1], hp[2], hp[3], hp[4]
 	*count = Cell{Source: src.count, Derived: true}
