@@ -391,7 +391,7 @@ func (q *query) rate(s *sel, names ...string) Cell {
 func (q *query) rateTo(c *Cell, s *sel, names ...string) {
 	q.fed(names...)
 	name, _ := q.pick(names...)
-	c.Cell = q.est.Rate(name, s.match())
+	q.est.RateTo(&c.Cell, name, s.match())
 	if s != nil {
 		c.Source = q.src('r', name, s.text)
 	}
@@ -410,18 +410,22 @@ func (q *query) ratioTo(c *Cell, num, den []string) {
 	q.fed(den...)
 	n, _ := q.pick(num...)
 	d, _ := q.pick(den...)
-	c.Cell = q.est.Ratio(n, d, nil)
+	q.est.RatioTo(&c.Cell, n, d, nil)
 }
 
 // pickHist returns the first of hs whose histogram is in the poll, else the
 // first.
-func (q *query) pickHist(hs ...hname) hname {
-	for _, h := range hs {
-		if q.present(h.bucket) || q.present(h.count) {
-			return h
+func (q *query) pickHist(hs ...hname) hname { return hs[q.pickHistAt(hs)] }
+
+// pickHistAt is pickHist's index in hs: a caller reading the name in place
+// does not copy its four strings through the stack.
+func (q *query) pickHistAt(hs []hname) int {
+	for i := range hs {
+		if h := &hs[i]; q.present(h.bucket) || q.present(h.count) {
+			return i
 		}
 	}
-	return hs[0]
+	return 0
 }
 
 // histTo writes the windowed histogram of the first present of hs into
@@ -429,10 +433,10 @@ func (q *query) pickHist(hs ...hname) hname {
 // mean's cell (in the poll's cells: valid until the reader appends one
 // of its own) and the name read.
 func (q *query) histTo(base string, hs ...hname) (*rate.Cell, hname) {
-	for _, h := range hs {
-		q.fed(h.bucket, h.count, h.sum)
+	for i := range hs {
+		q.fed(hs[i].bucket, hs[i].count, hs[i].sum)
 	}
-	h := q.pickHist(hs...)
+	h := &hs[q.pickHistAt(hs)]
 	i := at(&q.hpos, histIndex, base)
 	q.put1 |= 0x1f << i
 	d := q.dst[i : i+5]
@@ -443,14 +447,20 @@ func (q *query) histTo(base string, hs ...hname) (*rate.Cell, hname) {
 		for k, c := range q.dst[q.hat : q.hat+5] {
 			d[k].Cell = c.Cell
 		}
-		return &d[1].Cell.Cell, h
+		return &d[1].Cell.Cell, *h
 	}
 	for k := range d {
 		d[k].Cell.By = nil
 	}
-	q.est.HistogramCells(rate.HistPtrs{&d[0].Cell.Cell, &d[1].Cell.Cell, &d[2].Cell.Cell, &d[3].Cell.Cell, &d[4].Cell.Cell}, h.base, nil)
+	// Element by element: a composite literal was built aside and copied
+	// in wider loads than it was stored with (a stalled copy).
+	var hp rate.HistPtrs
+	for k := range d {
+		hp[k] = &d[k].Cell.Cell
+	}
+	q.est.HistogramCells(&hp, h.base, nil)
 	q.hseq, q.hbase, q.hat = q.t.seq, h.base, i
-	return &d[1].Cell.Cell, h
+	return &d[1].Cell.Cell, *h
 }
 
 // total is the lifetime value of the first present of names: its counters

@@ -146,15 +146,19 @@ func (b Bucket) Text(v float64, f func(float64) string) string {
 // a first bucket with a positive bound), and that bucket with its flags.
 // Past the highest finite bound the value is that bound (FlagPastEdge).
 func BucketQuantile(q float64, les, n []float64) (float64, Bucket) {
-	v, b, _ := bucketQuantileFrom(q, les, n, 0)
+	var b Bucket
+	v, _ := bucketQuantileFrom(q, les, n, 0, &b)
 	return v, b
 }
 
 // bucketQuantileFrom is BucketQuantile whose search for the rank's bucket
 // starts at bucket k0, every count below which is under the rank: a
 // caller taking rising quantiles of one histogram passes the bucket the
-// last one fell in (HistogramCells). It returns that bucket's index.
-func bucketQuantileFrom(q float64, les, n []float64, k0 int) (float64, Bucket, int) {
+// last one fell in (HistogramCells). It writes the bucket into *b, field
+// by field (a Bucket returned was built on the stack and read back in
+// wider loads than it was stored with: a stalled copy), and returns the
+// value and the bucket's index.
+func bucketQuantileFrom(q float64, les, n []float64, k0 int, b *Bucket) (float64, int) {
 	last := len(n) - 1
 	total := n[last]
 	rank := q * total
@@ -169,11 +173,13 @@ func bucketQuantileFrom(q float64, les, n []float64, k0 int) (float64, Bucket, i
 	// Past every finite bound: the last one is all that can be said.
 	if k == last {
 		lo := les[last-1]
-		return lo, Bucket{Lo: Some(lo), Flags: fl | FlagPastEdge}, k
+		b.Lo, b.Hi, b.Flags = Some(lo), Num{}, fl|FlagPastEdge
+		return lo, k
 	}
 	// A first bucket with a bound ≤ 0 has no lower bound to interpolate from.
 	if k == 0 && les[0] <= 0 {
-		return les[0], Bucket{Hi: Some(les[0]), Flags: fl | FlagFirst}, k
+		b.Lo, b.Hi, b.Flags = Num{}, Some(les[0]), fl|FlagFirst
+		return les[0], k
 	}
 	lo, c, r := 0.0, n[k], rank
 	if k > 0 {
@@ -189,5 +195,6 @@ func bucketQuantileFrom(q float64, les, n []float64, k0 int) (float64, Bucket, i
 	if c == 0 || math.IsNaN(v) {
 		v = les[k]
 	}
-	return v, Bucket{Lo: Some(lo), Hi: Some(les[k]), Flags: fl}, k
+	b.Lo, b.Hi, b.Flags = Some(lo), Some(les[k]), fl
+	return v, k
 }

@@ -113,7 +113,8 @@ func TestRisingQuantileIsBucketQuantile(t *testing.T) {
 		}
 		k, last := 0, math.Inf(-1)
 		for _, q := range []float64{0.5, 0.95, 0.99} {
-			v, b := risingQuantile(q, les, n, &k, &last)
+			var b Bucket
+			v := risingQuantile(q, les, n, &k, &last, &b)
 			wv, wb := BucketQuantile(q, les, n)
 			if math.Float64bits(v) != math.Float64bits(wv) && !(math.IsNaN(v) && math.IsNaN(wv)) || b != wb {
 				t.Fatalf("counts %v, q%g: %g %+v, BucketQuantile %g %+v", n, q, v, b, wv, wb)

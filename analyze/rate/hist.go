@@ -54,17 +54,18 @@ func (e *Estimator) Histogram(base string, match func(labels string) bool) Hist 
 // Hist is five cells, and a caller that keeps one for every histogram
 // of every poll saves copying them.
 func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) bool) {
-	e.HistogramCells(HistPtrs{&h.Count, &h.Mean, &h.P50, &h.P95, &h.P99}, base, match)
+	e.HistogramCells(&HistPtrs{&h.Count, &h.Mean, &h.P50, &h.P95, &h.P99}, base, match)
 }
 
 // HistPtrs are the five cells a histogram is written into, in the order
 // of a Hist: count, mean, p50, p95, p99.
 type HistPtrs [5]*Cell
 
-// HistogramCells is Histogram written into the five cells of hp, each
+// HistogramCells is Histogram written into the five cells of *hp, each
 // overwritten whole: a caller whose cells are not a Hist (a poll's row
-// of cells) is written in place, not copied into.
-func (e *Estimator) HistogramCells(hp HistPtrs, base string, match func(labels string) bool) {
+// of cells) is written in place, not copied into. hp is a pointer: five
+// pointers passed by value went through the stack in a stalled copy.
+func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels string) bool) {
 	src := e.histSources(base)
 	count, mean, p50, p95, p99 := hp[0], hp[1], hp[2], hp[3], hp[4]
 	*count = Cell{Source: src.count, Derived: true}
@@ -79,31 +80,34 @@ func (e *Estimator) HistogramCells(hp HistPtrs, base string, match func(labels s
 		}
 		return
 	}
-	e.buckets = e.buckets[:0]
 	var b, cnt, sum agg
-	e.gather(&b, src.bucket, match, modeBuckets)
+	var les, ns []float64
+	readable, malformed, mixed := false, false, false
+	var g *group
+	if match == nil {
+		g = e.wholeRun(src.bucket)
+	}
+	if g != nil {
+		// One label set's buckets, stepped together and rising: the
+		// bounds are read from the group in place and the counts from
+		// its deltas, as gather and prepareBuckets would have copied
+		// them (b's sum is not read when the buckets are readable).
+		b.window = maxOf(0, g.dt)
+		b.present, b.contributed = len(g.members), len(g.members)
+		les, ns = g.les, e.monotonic(g.delta)
+		readable = true
+	} else {
+		e.buckets = e.buckets[:0]
+		e.gather(&b, src.bucket, match, modeBuckets)
+		var bs []bucket
+		if b.usable() {
+			bs, readable, mixed = e.prepareBuckets(src.bucket, e.buckets)
+			malformed = !readable
+		}
+		les, ns = e.split(bs)
+	}
 	e.gather(&cnt, src.countName, match, modeDelta)
 	e.gather(&sum, src.sumName, match, modeDelta)
-	var bs []bucket
-	readable, malformed, mixed := false, false, false
-	if b.usable() {
-		bs, readable, mixed = e.prepareBuckets(src.bucket, e.buckets)
-		malformed = !readable
-	}
-	// The bounds and counts apart, for BucketQuantile, the counts made
-	// monotonic on the way: cumulative counts cannot fall with le; float
-	// noise across label sets can.
-	les, ns := e.qles[:0], e.qn[:0]
-	var prev float64
-	for i, x := range bs {
-		n := x.n
-		if i > 0 {
-			n = maxOf(n, prev)
-		}
-		prev = n
-		les, ns = append(les, x.le), append(ns, n)
-	}
-	e.qles, e.qn = les, ns
 
 	// Count: Δ_count, or the +Inf bucket's Δ when the engine has no _count.
 	switch {
@@ -111,7 +115,7 @@ func (e *Estimator) HistogramCells(hp HistPtrs, base string, match func(labels s
 		cnt.cellTo(count)
 	case readable:
 		count.Source = src.countInf
-		count.Value, count.Window = Some(e.qn[len(e.qn)-1]), Some(b.window)
+		count.Value, count.Window = Some(ns[len(ns)-1]), Some(b.window)
 	case malformed:
 		count.Reason, count.Window = ReasonBuckets, Some(b.window)
 	default:
@@ -147,14 +151,47 @@ func (e *Estimator) HistogramCells(hp HistPtrs, base string, match func(labels s
 		case mixed:
 			// Label sets with different bounds: a seam no quantile crosses.
 			c.Reason, c.Window = ReasonEdges, Some(b.window)
-		case e.qn[len(e.qn)-1] == 0:
+		case ns[len(ns)-1] == 0:
 			// A window with no new observations has no quantile, not a quantile of 0.
 			c.Reason, c.Window = ReasonEmpty, Some(b.window)
 		default:
-			v, bk := risingQuantile(q.q, e.qles, e.qn, &k, &lastRank)
-			c.Value, c.Window, c.Bucket = Some(v), Some(b.window), bk
+			c.Value, c.Window = Some(risingQuantile(q.q, les, ns, &k, &lastRank, &c.Bucket)), Some(b.window)
 		}
 	}
+}
+
+// split returns the bounds and counts of bs apart, for BucketQuantile,
+// the counts made monotonic on the way (monotonic).
+func (e *Estimator) split(bs []bucket) (les, ns []float64) {
+	les, ns = e.qles[:0], e.qn[:0]
+	var prev float64
+	for i, x := range bs {
+		n := x.n
+		if i > 0 {
+			n = maxOf(n, prev)
+		}
+		prev = n
+		les, ns = append(les, x.le), append(ns, n)
+	}
+	e.qles, e.qn = les, ns
+	return les, ns
+}
+
+// monotonic returns the counts ns made monotonic, in the scratch qn:
+// cumulative counts cannot fall with le; float noise across label sets
+// can.
+func (e *Estimator) monotonic(ns []float64) []float64 {
+	out := e.qn[:0]
+	var prev float64
+	for i, n := range ns {
+		if i > 0 {
+			n = maxOf(n, prev)
+		}
+		prev = n
+		out = append(out, n)
+	}
+	e.qn = out
+	return out
 }
 
 // risingQuantile is BucketQuantile for one of a histogram's quantiles
@@ -162,15 +199,15 @@ func (e *Estimator) HistogramCells(hp HistPtrs, base string, match func(labels s
 // one's ended (*k) when its rank is no lower than the last one's
 // (*lastRank; −Inf before the first). Counts can be negative float noise,
 // and NaN never compares: then it searches from the first bucket.
-func risingQuantile(q float64, les, n []float64, k *int, lastRank *float64) (float64, Bucket) {
+func risingQuantile(q float64, les, n []float64, k *int, lastRank *float64, b *Bucket) float64 {
 	rank := q * n[len(n)-1]
 	// A lower rank (or NaN) may lie below the last one's bucket.
 	if !(rank >= *lastRank) {
 		*k = 0
 	}
-	v, b, at := bucketQuantileFrom(q, les, n, *k)
+	v, at := bucketQuantileFrom(q, les, n, *k, b)
 	*k, *lastRank = at, rank
-	return v, b
+	return v
 }
 
 // prepareBuckets sorts the gathered bucket deltas of series, merges equal

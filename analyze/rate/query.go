@@ -136,20 +136,27 @@ func (a *agg) usable() bool { return a.present > 0 && a.refused == "" && a.contr
 // sum of the rates of the label sets match accepts (nil accepts all), each
 // over its own window, every gate applied. Source is computed:Δ<series>/Δt.
 func (e *Estimator) Rate(series string, match func(labels string) bool) Cell {
+	var c Cell
+	e.RateTo(&c, series, match)
+	return c
+}
+
+// RateTo is Rate written into *c, which it overwrites whole: a Cell
+// returned by value was built on the stack and copied.
+func (e *Estimator) RateTo(c *Cell, series string, match func(labels string) bool) {
 	ss := e.queried(series)
 	if ss.rateSrc == "" {
 		ss.rateSrc = "computed:Δ" + series + "/Δt"
 	}
-	c := Cell{Source: ss.rateSrc, Derived: true}
+	*c = Cell{Source: ss.rateSrc, Derived: true}
 	// A refused poll measured nothing.
 	if e.disordered {
 		c.Reason = ReasonOrder
-		return c
+		return
 	}
 	var a agg
 	e.gather(&a, ss, match, modeRate)
-	a.cellTo(&c)
-	return c
+	a.cellTo(c)
 }
 
 // Ratio returns ΣΔnum / ΣΔden over the window of the poll just observed,
@@ -158,34 +165,40 @@ func (e *Estimator) Rate(series string, match func(labels string) bool) Cell {
 // ratio (accepted over drafted tokens). Every gate but the jump gate applies;
 // a window without denominator events is null with reason empty.
 func (e *Estimator) Ratio(num, den string, match func(labels string) bool) Cell {
+	var c Cell
+	e.RatioTo(&c, num, den, match)
+	return c
+}
+
+// RatioTo is Ratio written into *c, which it overwrites whole.
+func (e *Estimator) RatioTo(c *Cell, num, den string, match func(labels string) bool) {
 	ns, ds := e.queried(num), e.queried(den)
-	c := Cell{Source: ns.ratioSource(num, den), Derived: true}
+	*c = Cell{Source: ns.ratioSource(num, den), Derived: true}
 	// A refused poll measured nothing.
 	if e.disordered {
 		c.Reason = ReasonOrder
-		return c
+		return
 	}
 	var n, d agg
 	e.gather(&n, ns, match, modeDelta)
 	e.gather(&d, ds, match, modeDelta)
 	// The side that cannot be read decides the cell, numerator first.
 	if !n.usable() {
-		n.cellTo(&c)
-		return c
+		n.cellTo(c)
+		return
 	}
 	if !d.usable() {
-		d.cellTo(&c)
-		return c
+		d.cellTo(c)
+		return
 	}
 	c.Notes = append(n.notes, d.notes...)
 	c.Window = Some(max(n.window, d.window))
 	// A window without denominator events has no ratio, not a ratio of 0.
 	if d.sum == 0 {
 		c.Reason = ReasonEmpty
-		return c
+		return
 	}
 	c.Value = Some(n.sum / d.sum)
-	return c
 }
 
 // histSources are a histogram's provenance strings and the names of its

@@ -134,6 +134,11 @@ type seriesState struct {
 	rateSrc  string  // computed:Δ<series>/Δt, once asked for
 	ratioSrc []ratioSource
 	merge    *mergePlan // a bucket series' last merge of unordered buckets
+	// whole is the group (index + 1) whose members are keys, in order,
+	// found when keys had wholeLen keys: a key joins one group once, so
+	// it stays true until a key is added.
+	whole    int32
+	wholeLen int
 }
 
 // ratioSource is the provenance of a ratio with one denominator: a series

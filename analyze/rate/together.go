@@ -48,9 +48,11 @@ type group struct {
 	dt     float64
 	delta  []float64
 	// The members' le bounds, parsed as addBucket does; lesOK when every
-	// member has one.
-	les   []float64
-	lesOK bool
+	// member has one, rising when they are strictly rising in member order
+	// (prepareBuckets then neither sorts nor merges them).
+	les    []float64
+	lesOK  bool
+	rising bool
 
 	// This poll's readings, by member; mark[m] == seq when it has one,
 	// or every member has one when n is their number.
@@ -92,7 +94,7 @@ func (e *Estimator) join(id int32) {
 	}
 	gi, ok := e.groupOf[gk]
 	if !ok {
-		e.groups = append(e.groups, group{inStep: true, span: st.span, lesOK: true})
+		e.groups = append(e.groups, group{inStep: true, span: st.span, lesOK: true, rising: true})
 		gi = int32(len(e.groups))
 		e.groupOf[gk] = gi
 	}
@@ -108,7 +110,58 @@ func (e *Estimator) join(id int32) {
 	g.mark, g.pend, g.created = append(g.mark, 0), append(g.pend, 0), append(g.created, 0)
 	g.known, g.delta = append(g.known, st.created), append(g.delta, 0)
 	le, ok := parseLe(st.key.Labels)
+	g.rising = g.rising && ok && (len(g.les) == 0 || g.les[len(g.les)-1] < le)
 	g.les, g.lesOK = append(g.les, le), g.lesOK && ok
+}
+
+// wholeRun returns the group whose members are all of series' keys, in
+// order, when they were stepped together this poll, every window
+// accepted, with strictly rising bounds, a finite first one and +Inf
+// last: gather in modeBuckets (no matcher) would read them in one run
+// (gatherRun) and prepareBuckets would hand them on as gathered. nil
+// otherwise.
+func (e *Estimator) wholeRun(series *seriesState) *group {
+	gi := e.wholeGroup(series)
+	// Keys that are not one group's members: no run.
+	if gi == 0 {
+		return nil
+	}
+	g := &e.groups[gi-1]
+	M := len(g.members)
+	if M < 2 || !g.rising || !math.IsInf(g.les[M-1], 1) || !g.inStep || g.vseq != e.seq ||
+		g.reason != "" || !g.hasWin || !g.lesOK {
+		return nil
+	}
+	return g
+}
+
+// wholeGroup returns the group (index + 1) whose members are series'
+// keys, in order, or 0; found once while no key is added.
+func (e *Estimator) wholeGroup(series *seriesState) int32 {
+	keys := series.keys
+	// Found since the last key was added.
+	if series.whole != 0 && series.wholeLen == len(keys) {
+		return series.whole
+	}
+	// No keys, or a first key outside a group: no group.
+	if len(keys) == 0 {
+		return 0
+	}
+	st := &e.keys[keys[0]]
+	if st.grp == 0 || st.member != 0 {
+		return 0
+	}
+	g := &e.groups[st.grp-1]
+	if len(g.members) != len(keys) {
+		return 0
+	}
+	for m, id := range g.members {
+		if keys[m] != id {
+			return 0
+		}
+	}
+	series.whole, series.wholeLen = st.grp, len(keys)
+	return st.grp
 }
 
 // spanSet is SetSpan of a member: a span apart from the group's takes the

@@ -4,7 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -236,4 +238,91 @@ func TestStepTogetherIsStepAlone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWholeRunIsGathered checks that a histogram of one label set read
+// from its group in place (wholeRun) is, poll by poll, the one its
+// buckets stepped alone give, on random timelines with every gate's
+// events, bucket deltas now and then falling with le (the monotonic
+// pass), and a late bucket whose bound is out of order.
+func TestWholeRunIsGathered(t *testing.T) {
+	for seed := range uint64(20) {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 5))
+			f := newHistFeed()
+			alone, grouped := New(Config{Span: 10}), New(Config{Span: 10})
+			keys := slices.Clone(f.keys)
+			// An odd seed's buckets are registered with two bounds out of
+			// order: sorted and merged, never read in place.
+			swapped := seed%2 == 1
+			if swapped {
+				keys[1], keys[2] = keys[2], keys[1]
+			}
+			for _, k := range keys {
+				// Set a alone: its buckets are the whole series.
+				if !labelsHave(k.Labels, `set="a"`) {
+					continue
+				}
+				a, g := alone.Register(k), grouped.Register(k)
+				if k.Series == "h_bucket" {
+					setBucket(alone, a, false)
+					setBucket(grouped, g, true)
+				}
+			}
+			late := Key{"h_bucket", Labels("set", "a", "le", "2")}
+			fast, T, proc, extra := 0, 1e9, 1.0, 0.0
+			for i := range 3000 {
+				T += gap(r)
+				p := f.next(r, T)
+				if r.IntN(200) == 0 {
+					proc++
+				}
+				p.ProcessStart = proc
+				if r.IntN(3) == 0 {
+					extra += float64(1 + r.IntN(4))
+				}
+				kept := p.Samples[:0]
+				for _, s := range p.Samples {
+					// Set a alone; its first bucket now and then ahead of the next.
+					if labelsHave(s.Key.Labels, `set="a"`) {
+						if s.Key.Labels == Labels("le", "0.1", "set", "a") {
+							s.Value += extra
+						}
+						kept = append(kept, s)
+					}
+				}
+				p.Samples = kept
+				if i == 2000 {
+					setBucket(alone, alone.Register(late), false)
+					setBucket(grouped, grouped.Register(late), true)
+				}
+				if i >= 2000 {
+					p.Samples = append(p.Samples, Sample{Key: late, Value: float64(i)})
+				}
+				alone.Observe(p)
+				grouped.Observe(p)
+				if grouped.wholeRun(grouped.seriesOf("h_bucket")) != nil {
+					fast++
+				}
+				if got, want := grouped.Histogram("h", nil), alone.Histogram("h", nil); !reflect.DeepEqual(got, want) {
+					t.Fatalf("poll %d: histogram %+v, want %+v", i, got, want)
+				}
+			}
+			if swapped && fast > 0 {
+				t.Fatalf("%d polls of buckets out of order read in place", fast)
+			}
+			// Most polls must be read in place, or the test compares gather with itself.
+			if !swapped && fast < 500 {
+				t.Fatalf("%d polls read in place of 3000", fast)
+			}
+			if grouped.wholeRun(grouped.seriesOf("h_bucket")) != nil {
+				t.Fatal("a late bucket out of order is read in place")
+			}
+		})
+	}
+}
+
+// labelsHave reports whether a canonical label set contains pair.
+func labelsHave(labels, pair string) bool {
+	return len(labels) > 0 && (strings.Contains(labels, "{"+pair) || strings.Contains(labels, ","+pair))
 }
