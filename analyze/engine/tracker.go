@@ -87,6 +87,7 @@ type Tracker struct {
 	sources map[srcKey]string
 	names2  map[srcKey]string // generic cell names, built once
 	quick   map[string]int32  // ObserveSamples: name+labels → key
+	memo    *Memo             // UseMemo: the series' facts shared with other trackers
 	facts   map[factKey]factVal
 	// lastBy is each by-label cell's last split (query.by), shared by the
 	// polls it did not change in: it is never modified once published.
@@ -284,7 +285,8 @@ func (t *Tracker) Notes() map[string]string {
 // Key registers a series and returns its id; a series registered twice gets
 // the same id. Call it once per distinct series, not per sample.
 func (t *Tracker) Key(s Series) int32 {
-	rk := rate.Key{Series: s.Name, Labels: canonicalLabels(s.Labels)}
+	f := t.factsOf(s)
+	rk := f.rkey
 	if id, ok := t.byKey[rk]; ok {
 		return id
 	}
@@ -297,14 +299,12 @@ func (t *Tracker) Key(s Series) int32 {
 			t.procSlot = slot
 		}
 	}
-	ks := keyState{Series: s, rkey: rk, counter: rateable(s, rk.Labels), est: -1}
+	ks := keyState{Series: s, rkey: rk, counter: f.counter, est: -1}
 	if ks.counter {
-		ks.createdKey = createdOf(s, rk.Labels)
+		ks.createdKey = f.createdKey
 		ks.est = t.est.Register(rk)
-		// A histogram's bucket is read by Histogram alone (no reader
-		// rates a _bucket series): no jump gate to keep.
-		if s.Type == "histogram" && strings.HasSuffix(s.Name, "_bucket") {
-			t.est.SetBucket(ks.est)
+		if f.bucket {
+			t.est.SetBucketOf(ks.est, f.bf)
 		}
 	}
 	id := int32(len(t.keys))
