@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
@@ -73,4 +74,54 @@ func TestMemoSavesWork(t *testing.T) {
 		t.Fatalf("keying %d samples: %v allocations with a warm memo, %v without", len(ss), with, without)
 	}
 	t.Logf("keying %d samples: %v allocations with a warm memo, %v without", len(ss), with, without)
+}
+
+// canonicalLabels' plain path writes what the general one (jsonPairs or
+// DecodeLabels, then rate.Labels) writes, on the objects it takes:
+// hand-written ones and random one-byte changes of them.
+func TestPlainCanonical(t *testing.T) {
+	objs := []string{
+		`{"a":"x"}`, `{"engine":"0","le":"0.001","model_name":"meta-llama/Llama-3.1-8B-Instruct"}`,
+		`{"":"x"}`, `{"a":""}`, `{"a":"x","b":"y"}`, `{"b":"x","a":"y"}`, `{"a":"x","a":"y"}`,
+		`{"a":"x\"y"}`, `{"a":"x\ny"}`, `{"a":"x` + "\n" + `"}`, `{"a":"x",}`, `{"a":"x" }`, `{"a" :"x"}`,
+		`{"a":"x","b"}`, `{"a":x}`, `{"a":"x"`, `"a":"x"}`, `{"a":"x","b":"y,z="}`, `{"a=":"x"}`, `{a:"x"}`,
+	}
+	general := func(js string) string {
+		pairs, ok := jsonPairs(js)
+		if !ok {
+			m, err := expo.DecodeLabels(js)
+			if err != nil {
+				return js
+			}
+			pairs = pairs[:0]
+			for k, v := range m {
+				pairs = append(pairs, k, v)
+			}
+		}
+		return rate.Labels(pairs...)
+	}
+	check := func(js string) bool {
+		got, ok := plainCanonical(js)
+		if ok && got != general(js) {
+			t.Fatalf("plainCanonical(%q) = %q, the general path %q", js, got, general(js))
+		}
+		return ok
+	}
+	plain := 0
+	for _, js := range objs {
+		if check(js) {
+			plain++
+		}
+	}
+	// The plain ones: the first five, and two of the last three.
+	if plain != 7 {
+		t.Fatalf("%d of the hand-written objects taken as plain, want 7", plain)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	const alphabet = `{}:",\ ` + "\nabxz0"
+	for range 20000 {
+		b := []byte(objs[r.IntN(len(objs))])
+		b[r.IntN(len(b))] = alphabet[r.IntN(len(alphabet))]
+		check(string(b))
+	}
 }

@@ -64,6 +64,10 @@ type group struct {
 // groupKey is the label set of a bucket without its le label; ok false
 // when the set is not well formed.
 func groupKey(k Key) (Key, bool) {
+	// A plain set is cut where it is, without a copy of its pairs.
+	if l, ok := PlainWithout(k.Labels, "le"); ok {
+		return Key{Series: k.Series, Labels: l}, true
+	}
 	var pairs []string
 	if !eachLabel(k.Labels, func(name, value string) bool {
 		if name != "le" {
