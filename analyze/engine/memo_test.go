@@ -125,3 +125,17 @@ func TestPlainCanonical(t *testing.T) {
 		check(string(b))
 	}
 }
+
+// A label set that is not plain takes withoutLabel's general path: its
+// values unescaped and escaped again, its names put in order.
+func TestWithoutLabelGeneral(t *testing.T) {
+	for in, want := range map[string]string{
+		`{a="x\"y",le="1"}`:    `{a="x\"y"}`,
+		`{b="1",a="2",le="3"}`: `{a="2",b="1"}`,
+		`{le="x\\y"}`:          "",
+	} {
+		if got := withoutLabel(in, "le"); got != want {
+			t.Errorf("withoutLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -62,3 +62,19 @@ func TestPlainWithout(t *testing.T) {
 		check(string(b))
 	}
 }
+
+// A bucket whose label set is not plain gets its group key by the
+// general path; one that is not well formed has none.
+func TestGroupKeyGeneral(t *testing.T) {
+	k, ok := groupKey(Key{Series: "h_bucket", Labels: `{b="1",a="x\"y",le="3"}`})
+	if want := (Key{Series: "h_bucket", Labels: `{a="x\"y",b="1"}`}); !ok || k != want {
+		t.Errorf("groupKey = %+v, %v; want %+v, true", k, ok, want)
+	}
+	if _, ok := groupKey(Key{Series: "h_bucket", Labels: `{a="x\",le="3"}`}); ok {
+		t.Error("groupKey of a set that is not well formed: ok")
+	}
+	b := BucketOf(Key{Series: "h_bucket", Labels: `{a="x",le="0.5"}`})
+	if !b.grouped || b.group != (Key{Series: "h_bucket", Labels: `{a="x"}`}) || !b.leOK || b.le != 0.5 {
+		t.Errorf("BucketOf = %+v", b)
+	}
+}
