@@ -351,6 +351,11 @@ type analyzer struct {
 
 	metricsID, okID, httpErrID int32
 
+	// memo is the series' target-independent facts, shared by the
+	// trackers of this analyzer's targets (one goroutine's): made with
+	// the first target.
+	memo *engine.Memo
+
 	// seen, in a Session, is the last seq replayed of each (run, target,
 	// endpoint); untilSkipped says a row after Options.Until was passed
 	// over since it was last cleared.
@@ -480,6 +485,10 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		stats: make([]headStat, len(engine.Headline)),
 		sink:  a.opts.Polls,
 	}
+	if a.memo == nil {
+		a.memo = engine.NewMemo()
+	}
+	st.tr.UseMemo(a.memo)
 	// Counters that move on every engine step are windowed over the
 	// target's interval unless a span was asked for (docs/analysis-format.md).
 	if m := a.metas[st.out.Name]; m != nil && m.interval > 0 && a.opts.Gates.Span == 0 {

@@ -344,6 +344,7 @@ func (fs *findingsState) startReplays(id string) {
 	}
 	for _, x := range fs.extra {
 		x.DecodeOnly()
+		x.UseMemo(fs.main.Memo())
 	}
 	fs.xcells = make([]engine.Cells, len(fs.extra))
 	for k := range fs.xid {

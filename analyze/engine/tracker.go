@@ -87,6 +87,7 @@ type Tracker struct {
 	sources map[srcKey]string
 	names2  map[srcKey]string // generic cell names, built once
 	quick   map[string]int32  // ObserveSamples: name+labels → key
+	memo    *Memo             // UseMemo: the series' facts shared with other trackers
 	facts   map[factKey]factVal
 	// lastBy is each by-label cell's last split (query.by), shared by the
 	// polls it did not change in: it is never modified once published.
@@ -284,7 +285,8 @@ func (t *Tracker) Notes() map[string]string {
 // Key registers a series and returns its id; a series registered twice gets
 // the same id. Call it once per distinct series, not per sample.
 func (t *Tracker) Key(s Series) int32 {
-	rk := rate.Key{Series: s.Name, Labels: canonicalLabels(s.Labels)}
+	f := t.factsOf(s)
+	rk := f.rkey
 	if id, ok := t.byKey[rk]; ok {
 		return id
 	}
@@ -297,14 +299,12 @@ func (t *Tracker) Key(s Series) int32 {
 			t.procSlot = slot
 		}
 	}
-	ks := keyState{Series: s, rkey: rk, counter: rateable(s, rk.Labels), est: -1}
+	ks := keyState{Series: s, rkey: rk, counter: f.counter, est: -1}
 	if ks.counter {
-		ks.createdKey = createdOf(s, rk.Labels)
+		ks.createdKey = f.createdKey
 		ks.est = t.est.Register(rk)
-		// A histogram's bucket is read by Histogram alone (no reader
-		// rates a _bucket series): no jump gate to keep.
-		if s.Type == "histogram" && strings.HasSuffix(s.Name, "_bucket") {
-			t.est.SetBucket(ks.est)
+		if f.bucket {
+			t.est.SetBucketOf(ks.est, f.bf)
 		}
 	}
 	id := int32(len(t.keys))
@@ -719,6 +719,9 @@ func canonicalLabels(js string) string {
 	if js == "" || js == "{}" {
 		return ""
 	}
+	if l, ok := plainCanonical(js); ok {
+		return l
+	}
 	pairs, ok := jsonPairs(js)
 	if !ok {
 		m, err := expo.DecodeLabels(js)
@@ -731,6 +734,59 @@ func canonicalLabels(js string) string {
 		}
 	}
 	return rate.Labels(pairs...)
+}
+
+// plainCanonical is canonicalLabels of a plain JSON object: strings with
+// no escape and no newline, names strictly ascending (rate.Labels' order),
+// written in one copy; ok false for any other (the general path decides).
+func plainCanonical(js string) (string, bool) {
+	if len(js) < 2 || js[0] != '{' || js[len(js)-1] != '}' || strings.ContainsAny(js, "\\\n") {
+		return "", false
+	}
+	var b strings.Builder
+	b.Grow(len(js))
+	b.WriteByte('{')
+	s, prev := js[1:len(js)-1], ""
+	for n := 0; s != ""; n++ {
+		k, rest, ok := plainString(s)
+		if !ok || rest == "" || rest[0] != ':' || (n > 0 && k <= prev) {
+			return "", false
+		}
+		v, rest, ok := plainString(rest[1:])
+		if !ok {
+			return "", false
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k)
+		b.WriteString(`="`)
+		b.WriteString(v)
+		b.WriteByte('"')
+		prev, s = k, rest
+		if s == "" {
+			break
+		}
+		if s[0] != ',' || len(s) == 1 {
+			return "", false
+		}
+		s = s[1:]
+	}
+	b.WriteByte('}')
+	return b.String(), true
+}
+
+// plainString is a JSON string without escapes at the start of s; it
+// returns the rest of s.
+func plainString(s string) (str, rest string, ok bool) {
+	if s == "" || s[0] != '"' {
+		return "", s, false
+	}
+	i := strings.IndexByte(s[1:], '"')
+	if i < 0 {
+		return "", s, false
+	}
+	return s[1 : 1+i], s[2+i:], true
 }
 
 // jsonPairs decodes the flat object of strings expo writes ({"a":"x"}) into
@@ -877,6 +933,10 @@ func splitLabels(labels string) [][2]string {
 
 // withoutLabel returns canonical labels without one label.
 func withoutLabel(labels, name string) string {
+	// A plain set is cut where it is.
+	if l, ok := rate.PlainWithout(labels, name); ok {
+		return l
+	}
 	ps := splitLabels(labels)
 	pairs := make([]string, 0, 2*len(ps))
 	for _, p := range ps {

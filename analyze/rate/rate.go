@@ -337,8 +337,14 @@ func (e *Estimator) SetPerRequest(id int32, on bool) { e.keys[id].perRequest = o
 // its windows as never held.
 // The buckets of one label set are stepped together (together.go).
 func (e *Estimator) SetBucket(id int32) {
+	e.SetBucketOf(id, BucketOf(e.keys[id].key))
+}
+
+// SetBucketOf is SetBucket with the key's facts worked out before:
+// b must be BucketOf the key of id.
+func (e *Estimator) SetBucketOf(id int32, b BucketFacts) {
 	e.keys[id].bucket = true
-	e.join(id)
+	e.join(id, b)
 }
 
 // RequestSteps is how many typical steps of a per-request key a window may

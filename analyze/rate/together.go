@@ -66,6 +66,10 @@ type group struct {
 // groupKey is the label set of a bucket without its le label; ok false
 // when the set is not well formed.
 func groupKey(k Key) (Key, bool) {
+	// A plain set is cut where it is, without a copy of its pairs.
+	if l, ok := PlainWithout(k.Labels, "le"); ok {
+		return Key{Series: k.Series, Labels: l}, true
+	}
 	var pairs []string
 	if !eachLabel(k.Labels, func(name, value string) bool {
 		if name != "le" {
@@ -78,17 +82,36 @@ func groupKey(k Key) (Key, bool) {
 	return Key{Series: k.Series, Labels: Labels(pairs...)}, true
 }
 
-// join makes bucket key id a member of its label set's group.
-func (e *Estimator) join(id int32) {
+// BucketFacts is what joining a bucket's group takes of its key alone: the
+// group's key (its label set without le) and its le bound. BucketOf works
+// it out once; it serves every estimator the key is registered with.
+type BucketFacts struct {
+	group   Key
+	grouped bool // the label set is well formed
+	le      float64
+	leOK    bool
+}
+
+// BucketOf returns the bucket facts of key k, as SetBucket works them out.
+func BucketOf(k Key) BucketFacts {
+	var b BucketFacts
+	b.group, b.grouped = groupKey(k)
+	b.le, b.leOK = parseLe(k.Labels)
+	return b
+}
+
+// join makes bucket key id, whose facts are b, a member of its label
+// set's group.
+func (e *Estimator) join(id int32, b BucketFacts) {
 	st := &e.keys[id]
 	if st.grp != 0 || !together {
 		return
 	}
-	gk, ok := groupKey(st.key)
 	// A label set that does not parse steps alone.
-	if !ok {
+	if !b.grouped {
 		return
 	}
+	gk := b.group
 	if e.groupOf == nil {
 		e.groupOf = map[Key]int32{}
 	}
@@ -109,7 +132,7 @@ func (e *Estimator) join(id int32) {
 	g.members = append(g.members, id)
 	g.mark, g.pend, g.created = append(g.mark, 0), append(g.pend, 0), append(g.created, 0)
 	g.known, g.delta = append(g.known, st.created), append(g.delta, 0)
-	le, ok := parseLe(st.key.Labels)
+	le, ok := b.le, b.leOK
 	g.rising = g.rising && ok && (len(g.les) == 0 || g.les[len(g.les)-1] < le)
 	g.les, g.lesOK = append(g.les, le), g.lesOK && ok
 }
