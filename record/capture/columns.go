@@ -252,6 +252,10 @@ type ColumnReader struct {
 	noHeaders bool
 	// sealed says the file being read matched its seal (ReadSealed).
 	sealed bool
+	// pf and gi are the file and row group being read: the family and
+	// type columns are read from their pages' bytes (lazyCol).
+	pf *parquet.File
+	gi int
 	// next are the segments being opened ahead of their reads (Ahead),
 	// in the order asked for: at most the one read next and the one
 	// after it.
@@ -497,7 +501,10 @@ func (r *ColumnReader) readFrom(path string, a *opened, fn func(*Row) error) (er
 	}
 	r.deltaCol = deltaColumn(pf)
 	var before int64
+	r.pf = pf
+	defer func() { r.pf = nil }()
 	for gi, rg := range pf.RowGroups() {
+		r.gi = gi
 		if err := r.rowGroup(rg, leaves[:], before, fn); err != nil {
 			// Whatever stops the decoding of a file's rows is damage to
 			// it, for every reader alike (compaction leaves a damaged
@@ -579,6 +586,16 @@ func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColum
 			return 0, fmt.Errorf("%w: column %s: chunk %d of %d", ErrDamaged, strings.Join(columns[i], "."), leaves[i].ColumnIndex, len(cc))
 		}
 		r.cur[i].open(cc[leaves[i].ColumnIndex], leaves[i])
+	}
+	// A replay reads the family and type of a few rows: from their
+	// pages' bytes, by position. Whole rows read every value.
+	if r.pf != nil && !r.whole && r.gi < len(r.pf.Metadata().RowGroups) {
+		chunks := r.pf.Metadata().RowGroups[r.gi].Columns
+		for _, i := range [...]int{cFamily, cType} {
+			if k := leaves[i].ColumnIndex; k >= 0 && k < len(chunks) {
+				r.cur[i].lazy = newLazyCol(r.pf, &chunks[k].MetaData, leaves[i])
+			}
+		}
 	}
 	return rg.NumRows(), nil
 }
@@ -816,19 +833,71 @@ func (r *ColumnReader) rest(w *Row) (err error) {
 // values of the rows that did not need them.
 func (r *ColumnReader) kinds(w *Row) (err error) {
 	m, lag := len(w.Name), r.vals-r.kindsAt
-	for _, col := range [...]int{cFamily, cType} {
-		if err := r.cur[col].skip(lag); err != nil {
-			return colErr(col, err)
-		}
-	}
-	if w.Family, err = r.cur[cFamily].strs(w.Family, m); err != nil {
+	if w.Family, err = r.cur[cFamily].passRead(w.Family, lag, m); err != nil {
 		return colErr(cFamily, err)
 	}
-	if w.Type, err = r.cur[cType].strs(w.Type, m); err != nil {
+	if w.Type, err = r.cur[cType].passRead(w.Type, lag, m); err != nil {
 		return colErr(cType, err)
 	}
 	r.kindsAt = r.vals + m
 	return nil
+}
+
+// passRead appends the next m values of a sample column to dst after
+// passing over lag: from the pages' bytes when the column has a lazyCol
+// that can read them, else page by page.
+func (c *colCursor) passRead(dst []int32, lag, m int) ([]int32, error) {
+	if c.lazy != nil {
+		at, k := c.lazy.done, len(dst)
+		dst, err := c.lazyRead(dst, lag, m)
+		if !errors.Is(err, errNotLazy) {
+			return dst, err
+		}
+		// A page lazyCol does not read: the cursor reads the column from
+		// where lazyCol was (it had read none of it).
+		c.lazy, dst = nil, dst[:k]
+		if err := c.skip(at); err != nil {
+			return dst, err
+		}
+	}
+	if err := c.skip(lag); err != nil {
+		return dst, err
+	}
+	return c.strs(dst, m)
+}
+
+// lazyRead is passRead through the column's lazyCol.
+func (c *colCursor) lazyRead(dst []int32, lag, m int) (_ []int32, err error) {
+	defer recoverDamage(&err)
+	if c.dict == nil {
+		fp, ok := c.pages.(*parquet.FilePages)
+		if !ok {
+			return dst, errNotLazy
+		}
+		d, err := fp.ReadDictionary()
+		if err != nil {
+			return dst, err
+		}
+		if d == nil {
+			return dst, errNotLazy
+		}
+		c.setDict(d)
+	}
+	if err := c.lazy.skip(lag); err != nil {
+		return dst, err
+	}
+	k := len(dst)
+	if dst, err = c.lazy.read(dst, m); err != nil {
+		return dst[:k], err
+	}
+	trans := c.trans
+	for j, i := range dst[k:] {
+		if uint32(i) >= uint32(len(trans)) {
+			return dst[:k], errIndex(i, len(trans))
+		}
+		dst[k+j] = trans[i]
+	}
+	return dst, nil
 }
 
 func colErr(c int, err error) error {
@@ -838,11 +907,14 @@ func colErr(c int, err error) error {
 // colCursor walks one leaf column of a row group, page by page.
 type colCursor struct {
 	missing bool // the file lacks the column: every value is null
-	tab     *Strings
-	leaf    parquet.LeafColumn
-	maxDef  byte
-	pages   parquet.Pages
-	page    parquet.Page
+	// lazy, when set, reads the column's values from its pages' bytes
+	// (passRead); the cursor has read none of them then.
+	lazy   *lazyCol
+	tab    *Strings
+	leaf   parquet.LeafColumn
+	maxDef byte
+	pages  parquet.Pages
+	page   parquet.Page
 	// ahead says the column's pages are decoded one ahead of the cursor
 	// on a goroutine of their own (readAhead), started by the first load:
 	// decoding them is most of a read, and a replay's consumer is on
@@ -916,6 +988,7 @@ func (c *colCursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
 }
 
 func (c *colCursor) close() {
+	c.lazy = nil
 	// The file was read, or failed already.
 	defer func() { _ = recover() }()
 	if c.page != nil {
@@ -1066,14 +1139,7 @@ func (c *colCursor) loadStrings(p parquet.Page, data *encoding.Values, want int)
 	c.idx, c.ids = nil, c.ids[:0]
 	if d := p.Dictionary(); d != nil {
 		if d != c.dict {
-			c.dict = d
-			c.dictGen++
-			dd := d.Page().Data()
-			vals, offs := dd.ByteArray()
-			c.trans = c.trans[:0]
-			for i := 0; i < d.Len(); i++ {
-				c.trans = append(c.trans, c.tab.ID(vals[offs[i]:offs[i+1]]))
-			}
+			c.setDict(d)
 		}
 		idx := data.Int32()
 		if err := count(len(idx), want); err != nil {
@@ -1098,6 +1164,18 @@ func (c *colCursor) loadStrings(p parquet.Page, data *encoding.Values, want int)
 		c.ids = append(c.ids, c.tab.ID(vals[offs[i]:offs[i+1]]))
 	}
 	return nil
+}
+
+// setDict makes d the page's dictionary, its entries string ids.
+func (c *colCursor) setDict(d parquet.Dictionary) {
+	c.dict = d
+	c.dictGen++
+	dd := d.Page().Data()
+	vals, offs := dd.ByteArray()
+	c.trans = c.trans[:0]
+	for i := 0; i < d.Len(); i++ {
+		c.trans = append(c.trans, c.tab.ID(vals[offs[i]:offs[i+1]]))
+	}
 }
 
 // level advances one level and reports whether it carries a value.

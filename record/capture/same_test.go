@@ -85,8 +85,9 @@ func TestSameByIndexes(t *testing.T) {
 // of the row that holds it, never a panic, through every way a row's
 // names are read: the Same hook's (asked of the unchecked indexes, it
 // knows only those of rows delivered before: the analyzers' way), by
-// strings (Known), and whole rows. Every byte of the name and labels
-// columns' data pages of an uncompressed segment is set to 0xff in turn;
+// strings (Known; the family and type then read from their pages' bytes,
+// lazyCol), and whole rows. Every byte of the name, labels, family and
+// type columns' data pages of an uncompressed segment is set to 0xff in turn;
 // some of those copies must hold an index out of range, or the test
 // missed what it is for.
 func TestIndexOutOfRangeIsAnError(t *testing.T) {
@@ -111,7 +112,7 @@ func TestIndexOutOfRangeIsAnError(t *testing.T) {
 		h        format.PageHeader
 	}
 	var pages []page
-	for _, col := range []int{cName, cLabels} {
+	for _, col := range []int{cName, cLabels, cFamily, cType} {
 		leaf, _ := pf.Schema().Lookup(columns[col]...)
 		pos := pf.Metadata().RowGroups[0].Columns[leaf.ColumnIndex].MetaData.DataPageOffset
 		h, n, _, err := readPageHeader(bytes.NewReader(data), pos, int64(len(data)), make([]byte, 256))
