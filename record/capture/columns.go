@@ -592,8 +592,9 @@ func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColum
 	if r.pf != nil && !r.whole && r.gi < len(r.pf.Metadata().RowGroups) {
 		chunks := r.pf.Metadata().RowGroups[r.gi].Columns
 		for _, i := range [...]int{cFamily, cType} {
-			if k := leaves[i].ColumnIndex; k >= 0 && k < len(chunks) {
-				r.cur[i].lazy = newLazyCol(r.pf, &chunks[k].MetaData, leaves[i])
+			c := &r.cur[i]
+			if k := leaves[i].ColumnIndex; k >= 0 && k < len(chunks) && c.lz.reset(r.pf, &chunks[k].MetaData, leaves[i]) {
+				c.lazy = &c.lz
 			}
 		}
 	}
@@ -908,8 +909,10 @@ func colErr(c int, err error) error {
 type colCursor struct {
 	missing bool // the file lacks the column: every value is null
 	// lazy, when set, reads the column's values from its pages' bytes
-	// (passRead); the cursor has read none of them then.
+	// (passRead); the cursor has read none of them then. It is lz, whose
+	// buffers serve the next row groups.
 	lazy   *lazyCol
+	lz     lazyCol
 	tab    *Strings
 	leaf   parquet.LeafColumn
 	maxDef byte
@@ -988,7 +991,8 @@ func (c *colCursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
 }
 
 func (c *colCursor) close() {
-	c.lazy = nil
+	// lz keeps its buffers, not the file.
+	c.lazy, c.lz.r = nil, nil
 	// The file was read, or failed already.
 	defer func() { _ = recover() }()
 	if c.page != nil {

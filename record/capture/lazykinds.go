@@ -40,15 +40,19 @@ type lazyCol struct {
 	done   int
 }
 
-// newLazyCol returns a lazyCol on the column chunk md of a file read
-// through r, or nil when the chunk is not one it can read.
-func newLazyCol(r io.ReaderAt, md *format.ColumnMetaData, leaf parquet.LeafColumn) *lazyCol {
-	codec := parquet.LookupCompressionCodec(md.Codec)
+// reset makes l a lazyCol on the column chunk md of a file read through
+// r, keeping its buffers, and reports whether it can read the chunk.
+func (l *lazyCol) reset(r io.ReaderAt, md *format.ColumnMetaData, leaf parquet.LeafColumn) bool {
 	if md.DictionaryPageOffset <= 0 || md.DataPageOffset <= md.DictionaryPageOffset || leaf.MaxDefinitionLevel <= 0 {
-		return nil
+		return false
 	}
-	return &lazyCol{r: r, codec: codec, maxDef: leaf.MaxDefinitionLevel, pos: md.DataPageOffset,
-		end: md.DictionaryPageOffset + md.TotalCompressedSize, hdr: make([]byte, 256)}
+	if l.hdr == nil {
+		l.hdr = make([]byte, 256)
+	}
+	*l = lazyCol{r: r, codec: parquet.LookupCompressionCodec(md.Codec), maxDef: leaf.MaxDefinitionLevel,
+		pos: md.DataPageOffset, end: md.DictionaryPageOffset + md.TotalCompressedSize,
+		hdr: l.hdr, raw: l.raw, buf: l.buf}
+	return true
 }
 
 // skip passes over the next n values.
