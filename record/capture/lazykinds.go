@@ -59,9 +59,11 @@ func (l *lazyCol) reset(r io.ReaderAt, md *format.ColumnMetaData, leaf parquet.L
 func (l *lazyCol) skip(n int) error {
 	for n > 0 {
 		if l.left == 0 {
-			if err := l.page(n); err != nil {
+			passed, err := l.page(n)
+			if err != nil {
 				return err
 			}
+			n -= passed
 			continue
 		}
 		k := min(n, l.left)
@@ -77,7 +79,7 @@ func (l *lazyCol) skip(n int) error {
 func (l *lazyCol) read(dst []int32, n int) ([]int32, error) {
 	for n > 0 {
 		if l.left == 0 {
-			if err := l.page(0); err != nil {
+			if _, err := l.page(0); err != nil {
 				return dst, err
 			}
 			continue
@@ -93,20 +95,20 @@ func (l *lazyCol) read(dst []int32, n int) ([]int32, error) {
 }
 
 // page moves to the next data page holding a value, passing over whole
-// the pages of at most pass values (counted in done).
-func (l *lazyCol) page(pass int) error {
+// the pages of at most pass values: passed of them (counted in done).
+func (l *lazyCol) page(pass int) (passed int, err error) {
 	for {
 		if l.pos >= l.end {
-			return errFewValues
+			return passed, errFewValues
 		}
 		h, n, hdr, err := readPageHeader(l.r, l.pos, l.end, l.hdr)
 		l.hdr = hdr
 		if err != nil {
-			return fmt.Errorf("%w: page header at byte %d: %v", ErrDamaged, l.pos, err)
+			return passed, fmt.Errorf("%w: page header at byte %d: %v", ErrDamaged, l.pos, err)
 		}
 		data, size := l.pos+int64(n), int64(h.CompressedPageSize)
 		if size < 0 || data+size > l.end {
-			return fmt.Errorf("%w: a page of %d bytes at byte %d past its chunk's end %d", ErrDamaged, size, data, l.end)
+			return passed, fmt.Errorf("%w: a page of %d bytes at byte %d past its chunk's end %d", ErrDamaged, size, data, l.end)
 		}
 		l.pos = data + size
 		if h.Type == format.DictionaryPage || h.Type == format.IndexPage {
@@ -114,21 +116,21 @@ func (l *lazyCol) page(pass int) error {
 		}
 		v := &h.DataPageHeaderV2
 		if h.Type != format.DataPageV2 || !v.Valid || v.V.Encoding != format.RLEDictionary {
-			return errNotLazy
+			return passed, errNotLazy
 		}
 		rl, dl := int64(v.V.RepetitionLevelsByteLength), int64(v.V.DefinitionLevelsByteLength)
 		if rl < 0 || dl < 0 || rl+dl > size {
-			return fmt.Errorf("%w: levels of %d and %d bytes in a page of %d", ErrDamaged, rl, dl, size)
+			return passed, fmt.Errorf("%w: levels of %d and %d bytes in a page of %d", ErrDamaged, rl, dl, size)
 		}
 		l.raw = grow(l.raw, int(size))
 		if _, err := l.r.ReadAt(l.raw, data); err != nil {
-			return fmt.Errorf("read page at byte %d: %w", data, err)
+			return passed, fmt.Errorf("read page at byte %d: %w", data, err)
 		}
 		// The values are the definition levels at the maximum.
 		levels := rleReader{b: l.raw[rl : rl+dl], width: uint(bits.Len(uint(l.maxDef)))}
 		vals, err := levels.count(int(v.V.NumValues), int32(l.maxDef))
 		if err != nil {
-			return fmt.Errorf("%w: definition levels: %v", ErrDamaged, err)
+			return passed, fmt.Errorf("%w: definition levels: %v", ErrDamaged, err)
 		}
 		if vals == 0 {
 			continue
@@ -137,21 +139,22 @@ func (l *lazyCol) page(pass int) error {
 			// A page wholly passed over is never decompressed.
 			l.done += vals
 			pass -= vals
+			passed += vals
 			continue
 		}
 		body := l.raw[rl+dl:]
 		if !v.V.IsCompressed.Valid || v.V.IsCompressed.V {
 			if l.buf, err = l.codec.Decode(l.buf[:0], body); err != nil {
-				return fmt.Errorf("%w: page at byte %d: %v", ErrDamaged, data, err)
+				return passed, fmt.Errorf("%w: page at byte %d: %v", ErrDamaged, data, err)
 			}
 			body = l.buf
 		}
 		if len(body) == 0 || body[0] > 32 {
-			return fmt.Errorf("%w: a dictionary page's indexes without their bit width", ErrDamaged)
+			return passed, fmt.Errorf("%w: a dictionary page's indexes without their bit width", ErrDamaged)
 		}
 		l.idx = rleReader{b: body[1:], width: uint(body[0])}
 		l.left = vals
-		return nil
+		return passed, nil
 	}
 }
 

@@ -65,7 +65,7 @@ func checkKinds(t *testing.T, path string) bool {
 	t.Helper()
 	wf, wt := wholeKinds(t, path)
 	lazy := true
-	for _, every := range []int{1, 2, 7, 300} {
+	for _, every := range []int{1, 2, 7, 60, 300} {
 		fam, typ, l := kindsOf(t, path, func(k int) bool { return k%every != every-1 })
 		lazy = lazy && l
 		if len(fam) != len(wf) {
@@ -99,7 +99,7 @@ func TestLazyKindsAsParquetGo(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var rows []Scrape
-	for i := range 120 {
+	for i := range 600 {
 		rows = append(rows, row(runR, []string{"a", "b", "c"}[i%3], i/3))
 	}
 	for _, c := range []struct {
@@ -108,6 +108,7 @@ func TestLazyKindsAsParquetGo(t *testing.T) {
 		lazy bool
 	}{
 		{"small pages", []parquet.WriterOption{parquet.PageBufferSize(2 << 10)}, true},
+		{"tiny pages", []parquet.WriterOption{parquet.PageBufferSize(256)}, true},
 		{"v1 pages", []parquet.WriterOption{parquet.DataPageVersion(1)}, false},
 		{"v1 small pages", []parquet.WriterOption{parquet.DataPageVersion(1), parquet.PageBufferSize(2 << 10)}, false},
 	} {
