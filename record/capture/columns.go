@@ -223,7 +223,11 @@ type ColumnReader struct {
 	// delivered with Name and Labels empty (Value holds its samples), its
 	// family and type not read, Known not asked. Translating every
 	// sample's name and labels into strings' ids was most of the reading
-	// goroutine's own work.
+	// goroutine's own work. The indexes Same is handed are not checked
+	// against the dictionaries yet (a damaged or crafted page may hold
+	// one past them): Same may only compare them with indexes of rows
+	// delivered before under the same Dict, which were (a row whose
+	// indexes Same does not know is checked as it is read as strings).
 	Same func(*Row) bool
 	// Headers says whether the headers column is read (a target names a
 	// process start header): Row.Headers is nil when it is not.
@@ -248,6 +252,10 @@ type ColumnReader struct {
 	noHeaders bool
 	// sealed says the file being read matched its seal (ReadSealed).
 	sealed bool
+	// pf and gi are the file and row group being read: the family and
+	// type columns are read from their pages' bytes (lazyCol).
+	pf *parquet.File
+	gi int
 	// next are the segments being opened ahead of their reads (Ahead),
 	// in the order asked for: at most the one read next and the one
 	// after it.
@@ -493,7 +501,10 @@ func (r *ColumnReader) readFrom(path string, a *opened, fn func(*Row) error) (er
 	}
 	r.deltaCol = deltaColumn(pf)
 	var before int64
+	r.pf = pf
+	defer func() { r.pf = nil }()
 	for gi, rg := range pf.RowGroups() {
+		r.gi = gi
 		if err := r.rowGroup(rg, leaves[:], before, fn); err != nil {
 			// Whatever stops the decoding of a file's rows is damage to
 			// it, for every reader alike (compaction leaves a damaged
@@ -575,6 +586,17 @@ func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColum
 			return 0, fmt.Errorf("%w: column %s: chunk %d of %d", ErrDamaged, strings.Join(columns[i], "."), leaves[i].ColumnIndex, len(cc))
 		}
 		r.cur[i].open(cc[leaves[i].ColumnIndex], leaves[i])
+	}
+	// A replay reads the family and type of a few rows: from their
+	// pages' bytes, by position. Whole rows read every value.
+	if r.pf != nil && !r.whole && r.gi < len(r.pf.Metadata().RowGroups) {
+		chunks := r.pf.Metadata().RowGroups[r.gi].Columns
+		for _, i := range [...]int{cFamily, cType} {
+			c := &r.cur[i]
+			if k := leaves[i].ColumnIndex; k >= 0 && k < len(chunks) && c.lz.reset(r.pf, &chunks[k].MetaData, leaves[i]) {
+				c.lazy = &c.lz
+			}
+		}
 	}
 	return rg.NumRows(), nil
 }
@@ -688,9 +710,13 @@ func (r *ColumnReader) series(w *Row) (m int, same bool, err error) {
 					return m, true, nil
 				}
 			}
-			w.Name = name.translate(w.Name, idx)
+			if w.Name, err = name.translate(w.Name, idx); err != nil {
+				return m, false, colErr(cName, err)
+			}
 			if lok {
-				w.Labels = labels.translate(w.Labels, lidx)
+				if w.Labels, err = labels.translate(w.Labels, lidx); err != nil {
+					return m, false, colErr(cLabels, err)
+				}
 			} else if w.Labels, err = labels.strs(w.Labels, m); err != nil {
 				return m, false, colErr(cLabels, err)
 			}
@@ -808,19 +834,71 @@ func (r *ColumnReader) rest(w *Row) (err error) {
 // values of the rows that did not need them.
 func (r *ColumnReader) kinds(w *Row) (err error) {
 	m, lag := len(w.Name), r.vals-r.kindsAt
-	for _, col := range [...]int{cFamily, cType} {
-		if err := r.cur[col].skip(lag); err != nil {
-			return colErr(col, err)
-		}
-	}
-	if w.Family, err = r.cur[cFamily].strs(w.Family, m); err != nil {
+	if w.Family, err = r.cur[cFamily].passRead(w.Family, lag, m); err != nil {
 		return colErr(cFamily, err)
 	}
-	if w.Type, err = r.cur[cType].strs(w.Type, m); err != nil {
+	if w.Type, err = r.cur[cType].passRead(w.Type, lag, m); err != nil {
 		return colErr(cType, err)
 	}
 	r.kindsAt = r.vals + m
 	return nil
+}
+
+// passRead appends the next m values of a sample column to dst after
+// passing over lag: from the pages' bytes when the column has a lazyCol
+// that can read them, else page by page.
+func (c *colCursor) passRead(dst []int32, lag, m int) ([]int32, error) {
+	if c.lazy != nil {
+		at, k := c.lazy.done, len(dst)
+		dst, err := c.lazyRead(dst, lag, m)
+		if !errors.Is(err, errNotLazy) {
+			return dst, err
+		}
+		// A page lazyCol does not read: the cursor reads the column from
+		// where lazyCol was (it had read none of it).
+		c.lazy, dst = nil, dst[:k]
+		if err := c.skip(at); err != nil {
+			return dst, err
+		}
+	}
+	if err := c.skip(lag); err != nil {
+		return dst, err
+	}
+	return c.strs(dst, m)
+}
+
+// lazyRead is passRead through the column's lazyCol.
+func (c *colCursor) lazyRead(dst []int32, lag, m int) (_ []int32, err error) {
+	defer recoverDamage(&err)
+	if c.dict == nil {
+		fp, ok := c.pages.(*parquet.FilePages)
+		if !ok {
+			return dst, errNotLazy
+		}
+		d, err := fp.ReadDictionary()
+		if err != nil {
+			return dst, err
+		}
+		if d == nil {
+			return dst, errNotLazy
+		}
+		c.setDict(d)
+	}
+	if err := c.lazy.skip(lag); err != nil {
+		return dst, err
+	}
+	k := len(dst)
+	if dst, err = c.lazy.read(dst, m); err != nil {
+		return dst[:k], err
+	}
+	trans := c.trans
+	for j, i := range dst[k:] {
+		if uint32(i) >= uint32(len(trans)) {
+			return dst[:k], errIndex(i, len(trans))
+		}
+		dst[k+j] = trans[i]
+	}
+	return dst, nil
 }
 
 func colErr(c int, err error) error {
@@ -830,11 +908,16 @@ func colErr(c int, err error) error {
 // colCursor walks one leaf column of a row group, page by page.
 type colCursor struct {
 	missing bool // the file lacks the column: every value is null
-	tab     *Strings
-	leaf    parquet.LeafColumn
-	maxDef  byte
-	pages   parquet.Pages
-	page    parquet.Page
+	// lazy, when set, reads the column's values from its pages' bytes
+	// (passRead); the cursor has read none of them then. It is lz, whose
+	// buffers serve the next row groups.
+	lazy   *lazyCol
+	lz     lazyCol
+	tab    *Strings
+	leaf   parquet.LeafColumn
+	maxDef byte
+	pages  parquet.Pages
+	page   parquet.Page
 	// ahead says the column's pages are decoded one ahead of the cursor
 	// on a goroutine of their own (readAhead), started by the first load:
 	// decoding them is most of a read, and a replay's consumer is on
@@ -866,11 +949,21 @@ type colCursor struct {
 }
 
 // at returns string value i of the page.
-func (c *colCursor) at(i int) int32 {
+func (c *colCursor) at(i int) (int32, error) {
 	if c.idx != nil {
-		return c.trans[c.idx[i]]
+		x := c.idx[i]
+		if uint32(x) >= uint32(len(c.trans)) {
+			return 0, errIndex(x, len(c.trans))
+		}
+		return c.trans[x], nil
 	}
-	return c.ids[i]
+	return c.ids[i], nil
+}
+
+// errIndex is a dictionary index i outside its dictionary of n entries: a
+// damaged or crafted page (a negative index is as far out as a large one).
+func errIndex(i int32, n int) error {
+	return fmt.Errorf("%w: dictionary index %d out of range [0,%d)", ErrDamaged, i, n)
 }
 
 // nstr is the number of string values in the page.
@@ -898,6 +991,8 @@ func (c *colCursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
 }
 
 func (c *colCursor) close() {
+	// lz keeps its buffers, not the file.
+	c.lazy, c.lz.r = nil, nil
 	// The file was read, or failed already.
 	defer func() { _ = recover() }()
 	if c.page != nil {
@@ -1048,28 +1143,16 @@ func (c *colCursor) loadStrings(p parquet.Page, data *encoding.Values, want int)
 	c.idx, c.ids = nil, c.ids[:0]
 	if d := p.Dictionary(); d != nil {
 		if d != c.dict {
-			c.dict = d
-			c.dictGen++
-			dd := d.Page().Data()
-			vals, offs := dd.ByteArray()
-			c.trans = c.trans[:0]
-			for i := 0; i < d.Len(); i++ {
-				c.trans = append(c.trans, c.tab.ID(vals[offs[i]:offs[i+1]]))
-			}
+			c.setDict(d)
 		}
 		idx := data.Int32()
 		if err := count(len(idx), want); err != nil {
 			return err
 		}
-		// The largest index, unsigned (a negative one is larger than any),
-		// is checked once; the one out of range is looked for only then.
-		if int64(maxIndex(idx)) >= int64(len(c.trans)) {
-			for _, i := range idx {
-				if i < 0 || int(i) >= len(c.trans) {
-					return fmt.Errorf("dictionary index %d out of range [0,%d)", i, len(c.trans))
-				}
-			}
-		}
+		// The indexes are checked against the dictionary as they are
+		// read as strings (inRange), not here: the rows the Same hook
+		// knows by their indexes, most of a replay's, never are, and a
+		// check of every index of every page was 1.7 % of a replay.
 		c.idx = idx
 		return nil
 	}
@@ -1087,20 +1170,16 @@ func (c *colCursor) loadStrings(p parquet.Page, data *encoding.Values, want int)
 	return nil
 }
 
-// maxIndex is the largest of idx, unsigned (a negative index is larger
-// than any). Four maxima taken side by side: one was a chain of
-// dependent steps, twice as slow.
-func maxIndex(idx []int32) uint32 {
-	var a, b, c, d uint32
-	for ; len(idx) >= 4; idx = idx[4:] {
-		x := idx[:4:4]
-		a, b = max(a, uint32(x[0])), max(b, uint32(x[1]))
-		c, d = max(c, uint32(x[2])), max(d, uint32(x[3]))
+// setDict makes d the page's dictionary, its entries string ids.
+func (c *colCursor) setDict(d parquet.Dictionary) {
+	c.dict = d
+	c.dictGen++
+	dd := d.Page().Data()
+	vals, offs := dd.ByteArray()
+	c.trans = c.trans[:0]
+	for i := 0; i < d.Len(); i++ {
+		c.trans = append(c.trans, c.tab.ID(vals[offs[i]:offs[i+1]]))
 	}
-	for _, i := range idx {
-		a = max(a, uint32(i))
-	}
-	return max(a, b, c, d)
 }
 
 // level advances one level and reports whether it carries a value.
@@ -1124,7 +1203,7 @@ func (c *colCursor) str() (int32, error) {
 		return 0, errors.New("null in a required column")
 	}
 	c.vi++
-	return c.at(c.vi - 1), nil
+	return c.at(c.vi - 1)
 }
 
 // optStr reads an optional string of the next row: -1 for null.
@@ -1138,7 +1217,7 @@ func (c *colCursor) optStr() (int32, error) {
 		return -1, err
 	}
 	c.vi++
-	return c.at(c.vi - 1), nil
+	return c.at(c.vi - 1)
 }
 
 // optBytes reads an optional string of the next row of a raw column,
@@ -1161,7 +1240,11 @@ func (c *colCursor) optRaw() ([]byte, bool, error) {
 	}
 	c.vi++
 	if c.idx != nil {
-		return []byte(c.tab.Str(c.at(c.vi - 1))), true, nil
+		id, err := c.at(c.vi - 1)
+		if err != nil {
+			return nil, false, err
+		}
+		return []byte(c.tab.Str(id)), true, nil
 	}
 	if c.vi >= len(c.ro) {
 		return nil, false, fmt.Errorf("%w: %d strings in the page, value %d asked for", ErrDamaged, len(c.ro)-1, c.vi)
@@ -1271,7 +1354,10 @@ func (c *colCursor) rowStrs(dst []int32) ([]int32, error) {
 		if c.defs != nil {
 			n = bytes.Count(c.defs[c.lv:end], []byte{c.maxDef})
 		}
-		dst = c.appendStrs(dst, n)
+		var err error
+		if dst, err = c.appendStrs(dst, n); err != nil {
+			return dst, err
+		}
 		c.lv = end
 	}
 }
@@ -1280,7 +1366,7 @@ func (c *colCursor) rowStrs(dst []int32) ([]int32, error) {
 // column that delimits rows, passing over them, when the row lies in the
 // current page and the page is dictionary-encoded; else ok is false and
 // nothing is passed over (rowStrs reads the row). The indexes are the
-// page's, checked against the dictionary when it was loaded.
+// page's, not checked against the dictionary (translate checks them).
 func (c *colCursor) rowIdx() (idx []int32, ok bool) {
 	if c.idx == nil || c.lv >= c.nlv || c.reps[c.lv] != 0 {
 		return nil, false
@@ -1305,7 +1391,8 @@ func (c *colCursor) rowIdx() (idx []int32, ok bool) {
 
 // valIdx returns the dictionary indexes of the next n values of a sample
 // column, passing over them, when the current page holds them and is
-// dictionary-encoded; else ok is false and nothing is passed over.
+// dictionary-encoded; else ok is false and nothing is passed over. The
+// indexes are not checked against the dictionary (translate checks them).
 func (c *colCursor) valIdx(n int) (idx []int32, ok bool) {
 	if c.idx == nil || c.vi+n > len(c.idx) {
 		return nil, false
@@ -1316,34 +1403,35 @@ func (c *colCursor) valIdx(n int) (idx []int32, ok bool) {
 }
 
 // translate appends the string ids of the page's dictionary indexes idx
-// (rowIdx's, valIdx's) to dst.
-func (c *colCursor) translate(dst, idx []int32) []int32 {
+// (rowIdx's, valIdx's) to dst; an index outside the dictionary is an
+// error (dst is then cut back to what it was).
+func (c *colCursor) translate(dst, idx []int32) ([]int32, error) {
 	k := len(dst)
 	dst = slices.Grow(dst, len(idx))[:k+len(idx)]
-	// out as long as idx: its index needs no bounds check.
+	// out as long as idx: its index needs no bounds check; the index
+	// checked against trans's length as unsigned: trans[i] needs none.
 	out, trans := dst[k:][:len(idx)], c.trans
 	for j, i := range idx {
+		if uint32(i) >= uint32(len(trans)) {
+			return dst[:k], errIndex(i, len(trans))
+		}
 		out[j] = trans[i]
 	}
-	return dst
+	return dst, nil
 }
 
 // appendStrs appends the page's next n string values to dst.
-func (c *colCursor) appendStrs(dst []int32, n int) []int32 {
+func (c *colCursor) appendStrs(dst []int32, n int) ([]int32, error) {
 	if c.idx != nil {
-		k := len(dst)
-		dst = slices.Grow(dst, n)[:k+n]
-		// out as long as idx: its index needs no bounds check.
-		idx, trans := c.idx[c.vi:c.vi+n], c.trans
-		out := dst[k:][:len(idx)]
-		for j, i := range idx {
-			out[j] = trans[i]
+		var err error
+		if dst, err = c.translate(dst, c.idx[c.vi:c.vi+n]); err != nil {
+			return dst, err
 		}
 	} else {
 		dst = append(dst, c.ids[c.vi:c.vi+n]...)
 	}
 	c.vi += n
-	return dst
+	return dst, nil
 }
 
 // strs appends the next n values of a sample column.
@@ -1356,7 +1444,10 @@ func (c *colCursor) strs(dst []int32, n int) ([]int32, error) {
 			continue
 		}
 		k := min(n, c.nstr()-c.vi)
-		dst = c.appendStrs(dst, k)
+		var err error
+		if dst, err = c.appendStrs(dst, k); err != nil {
+			return dst, err
+		}
 		n -= k
 	}
 	return dst, nil

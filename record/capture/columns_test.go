@@ -457,26 +457,3 @@ func TestWorstCaseBodiesReadBack(t *testing.T) {
 		}
 	})
 }
-
-// maxIndex finds the largest index wherever it is in the page, a
-// negative one larger than any (it is out of every dictionary's range),
-// at every length around its four-wide steps.
-func TestMaxIndex(t *testing.T) {
-	for n := range 11 {
-		for at := range n {
-			for _, top := range []int32{7, -1} {
-				idx := make([]int32, n)
-				for i := range idx {
-					idx[i] = int32(i % 5)
-				}
-				idx[at] = top
-				if got := maxIndex(idx); got != uint32(top) {
-					t.Errorf("%v: %d, want %d", idx, got, uint32(top))
-				}
-			}
-		}
-	}
-	if got := maxIndex(nil); got != 0 {
-		t.Errorf("no index: %d", got)
-	}
-}

@@ -1,9 +1,19 @@
 package capture
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // A reader's Same hook is asked of a row of samples with its names and
@@ -69,4 +79,121 @@ func TestSameByIndexes(t *testing.T) {
 	if i != len(plain) || asked < len(plain)/2 {
 		t.Fatalf("%d rows of %d, Same asked of %d", i, len(plain), asked)
 	}
+}
+
+// An index past its dictionary in a page of names or labels is an error
+// of the row that holds it, never a panic, through every way a row's
+// names are read: the Same hook's (asked of the unchecked indexes, it
+// knows only those of rows delivered before: the analyzers' way), by
+// strings (Known; the family and type then read from their pages' bytes,
+// lazyCol), and whole rows. Every byte of the name, labels, family and
+// type columns' data pages of an uncompressed segment is set to 0xff in turn;
+// some of those copies must hold an index out of range, or the test
+// missed what it is for.
+func TestIndexOutOfRangeIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	var rows []Scrape
+	for i := range 6 {
+		rows = append(rows, row(runR, []string{"a", "b"}[i%2], i/2))
+	}
+	path := writeWith(t, dir, &parquet.Uncompressed, rows)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The data page of each column: where its header starts, its length,
+	// the header.
+	type page struct {
+		pos, hdr int64
+		h        format.PageHeader
+	}
+	var pages []page
+	for _, col := range []int{cName, cLabels, cFamily, cType} {
+		leaf, _ := pf.Schema().Lookup(columns[col]...)
+		pos := pf.Metadata().RowGroups[0].Columns[leaf.ColumnIndex].MetaData.DataPageOffset
+		h, n, _, err := readPageHeader(bytes.NewReader(data), pos, int64(len(data)), make([]byte, 256))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, page{pos, int64(n), h})
+	}
+	reads := map[string]func(*ColumnReader, string) error{
+		"same": func(r *ColumnReader, p string) error {
+			seen := map[[3]int64]bool{}
+			r.Same = func(w *Row) bool {
+				for j, x := range w.NameIdx {
+					if !seen[[3]int64{int64(w.Dict), int64(x), int64(w.LabelsIdx[j])}] {
+						return false
+					}
+				}
+				return true
+			}
+			return r.Read(p, func(w *Row) {
+				for j, x := range w.NameIdx {
+					if len(w.Name) > 0 {
+						seen[[3]int64{int64(w.Dict), int64(x), int64(w.LabelsIdx[j])}] = true
+					}
+				}
+			})
+		},
+		"names": func(r *ColumnReader, p string) error {
+			r.Known = func(*Row) bool { return false }
+			return r.Read(p, func(*Row) {})
+		},
+		"whole": func(_ *ColumnReader, p string) error {
+			return ReadScrapes(p, 0, func(*Scrape) error { return nil })
+		},
+	}
+	out := map[string]int{}
+	bad := filepath.Join(t.TempDir(), filepath.Base(path))
+	for _, pg := range pages {
+		start := pg.pos + pg.hdr
+		for at := start; at < start+int64(pg.h.CompressedPageSize); at++ {
+			b := slices.Clone(data)
+			b[at] = 0xff
+			// The page's checksum stated anew, in a header as long.
+			h := pg.h
+			h.CRC = int32(crc32.ChecksumIEEE(b[start : start+int64(h.CompressedPageSize)]))
+			hb, err := thrift.Marshal(new(thrift.CompactProtocol), &h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(hb)) != pg.hdr {
+				continue
+			}
+			copy(b[pg.pos:], hb)
+			if err := os.WriteFile(bad, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for how, read := range reads {
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							t.Fatalf("%s: byte %d set: panic %v", how, at, p)
+						}
+					}()
+					err := read(NewColumnReader(NewStrings()), bad)
+					if err != nil {
+						out[how+" err"]++
+					}
+					if err != nil && strings.Contains(err.Error(), "dictionary index") {
+						if !errors.Is(err, ErrDamaged) {
+							t.Errorf("%s: byte %d set: %v is not damage", how, at, err)
+						}
+						out[how]++
+					}
+				}()
+			}
+		}
+	}
+	for how := range reads {
+		if out[how] == 0 {
+			t.Errorf("%s: no copy held an index out of range (%v)", how, out)
+		}
+	}
+	t.Log(out)
 }
