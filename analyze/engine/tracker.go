@@ -736,25 +736,19 @@ func canonicalLabels(js string) string {
 	return rate.Labels(pairs...)
 }
 
-// plainCanonical is canonicalLabels of a plain JSON object: strings with
-// no escape and no newline, names strictly ascending (rate.Labels' order),
-// written in one copy; ok false for any other (the general path decides).
+// plainCanonical is canonicalLabels of a plain JSON object
+// (expo.EachPlainLabel) whose names are strictly ascending (rate.Labels'
+// order), written in one copy; ok false for any other (the general path
+// decides).
 func plainCanonical(js string) (string, bool) {
-	if len(js) < 2 || js[0] != '{' || js[len(js)-1] != '}' || strings.ContainsAny(js, "\\\n") {
-		return "", false
-	}
 	var b strings.Builder
 	b.Grow(len(js))
 	b.WriteByte('{')
-	s, prev := js[1:len(js)-1], ""
-	for n := 0; s != ""; n++ {
-		k, rest, ok := plainString(s)
-		if !ok || rest == "" || rest[0] != ':' || (n > 0 && k <= prev) {
-			return "", false
-		}
-		v, rest, ok := plainString(rest[1:])
-		if !ok {
-			return "", false
+	prev, n := "", 0
+	ok := expo.EachPlainLabel(js, func(k, v string) bool {
+		// Names out of Labels' order: the general path sorts them.
+		if n > 0 && k <= prev {
+			return false
 		}
 		if n > 0 {
 			b.WriteByte(',')
@@ -763,30 +757,14 @@ func plainCanonical(js string) (string, bool) {
 		b.WriteString(`="`)
 		b.WriteString(v)
 		b.WriteByte('"')
-		prev, s = k, rest
-		if s == "" {
-			break
-		}
-		if s[0] != ',' || len(s) == 1 {
-			return "", false
-		}
-		s = s[1:]
+		prev, n = k, n+1
+		return true
+	})
+	if !ok {
+		return "", false
 	}
 	b.WriteByte('}')
 	return b.String(), true
-}
-
-// plainString is a JSON string without escapes at the start of s; it
-// returns the rest of s.
-func plainString(s string) (str, rest string, ok bool) {
-	if s == "" || s[0] != '"' {
-		return "", s, false
-	}
-	i := strings.IndexByte(s[1:], '"')
-	if i < 0 {
-		return "", s, false
-	}
-	return s[1 : 1+i], s[2+i:], true
 }
 
 // jsonPairs decodes the flat object of strings expo writes ({"a":"x"}) into

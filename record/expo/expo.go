@@ -553,28 +553,30 @@ func DecodeLabels(s string) (map[string]string, error) {
 	return m, nil
 }
 
-// plainLabels puts the pairs of s into m when s is plain (eachPlain),
+// plainLabels puts the pairs of s into m when s is plain (EachPlainLabel),
 // and says whether it was: then m is what encoding/json decodes (a
 // repeated name keeps its last value). Anything else is encoding/json's
 // to decode (m may hold some pairs).
 func plainLabels(s string, m map[string]string) bool {
-	return eachPlain(s, func(k, v string) { m[k] = v })
+	return EachPlainLabel(s, func(k, v string) bool { m[k] = v; return true })
 }
 
 // PlainLabel returns label name's value in labels, an object
 // EncodeLabels writes, as DecodeLabels maps it (the last of repeated
 // keys), and whether the object holds it, without decoding the object.
 // plain is false, and the caller must decode (DecodeLabels), unless the
-// object is plain (eachPlain): a series' labels are, and a decode is dear.
+// object is plain (EachPlainLabel): a series' labels are, and a decode is
+// dear.
 func PlainLabel(labels, name string) (value string, found, plain bool) {
 	// No labels: an empty set.
 	if labels == "" || labels == "{}" {
 		return "", false, true
 	}
-	plain = eachPlain(labels, func(k, v string) {
+	plain = EachPlainLabel(labels, func(k, v string) bool {
 		if k == name {
 			value, found = v, true
 		}
+		return true
 	})
 	if !plain {
 		return "", false, false
@@ -582,11 +584,13 @@ func PlainLabel(labels, name string) (value string, found, plain bool) {
 	return value, found, true
 }
 
-// eachPlain calls fn with each pair of s, in order, when s is a
+// EachPlainLabel calls fn with each pair of s, in order, when s is a
 // non-empty object of strings of printable ASCII without escapes and
-// without whitespace ({"a":"x","b":"y"}, most label sets), and says
-// whether it was; on false fn may have been called for some pairs.
-func eachPlain(s string, fn func(k, v string)) bool {
+// without whitespace ({"a":"x","b":"y"}, most label sets, whose strings
+// are their text as written), and says whether it was; fn returning false
+// stops the walk, and then it says false too. On false fn may have been
+// called for some pairs.
+func EachPlainLabel(s string, fn func(k, v string) bool) bool {
 	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
 		return false
 	}
@@ -600,7 +604,9 @@ func eachPlain(s string, fn func(k, v string)) bool {
 		if !ok {
 			return false
 		}
-		fn(k, v)
+		if !fn(k, v) {
+			return false
+		}
 		if rest == "" {
 			return true
 		}
