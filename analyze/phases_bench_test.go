@@ -3,8 +3,6 @@ package analyze
 import (
 	"testing"
 	"time"
-
-	"github.com/llmrec/llmrec/record/sim"
 )
 
 // BenchmarkPhases times the tail's phases alone (analyzer.phases: the
@@ -13,11 +11,7 @@ import (
 // -replay.dir names one, else one of -replay.duration is generated as
 // BenchmarkReplay does.
 func BenchmarkPhases(b *testing.B) {
-	dir := *replayDir
-	if dir == "" {
-		dir = b.TempDir()
-		generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
-	}
+	dir := benchRecording(b)
 	t0 := time.Now()
 	an, res, err := replay(Options{Dirs: []string{dir}, SkipPolls: true})
 	if err != nil {

@@ -47,11 +47,7 @@ func BenchmarkReadSealed(b *testing.B) {
 // over the polls of the first two segments of the recording, held in
 // memory.
 func BenchmarkSeenKnown(b *testing.B) {
-	dir := *replayDir
-	if dir == "" {
-		dir = b.TempDir()
-		generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
-	}
+	dir := benchRecording(b)
 	run, err := capture.Open(dir)
 	if err != nil {
 		b.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/llmrec/llmrec/record/capture"
-	"github.com/llmrec/llmrec/record/sim"
 )
 
 // BenchmarkFirstPolls is each target's first poll replayed into a new
@@ -15,11 +14,7 @@ import (
 // memory. Each series is registered once a replay, per target: the 1 h ×
 // 8 recording has some 2,400 (6 vLLM targets of ~350, one of 638).
 func BenchmarkFirstPolls(b *testing.B) {
-	dir := *replayDir
-	if dir == "" {
-		dir = b.TempDir()
-		generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
-	}
+	dir := benchRecording(b)
 	run, err := capture.Open(dir)
 	if err != nil {
 		b.Fatal(err)

@@ -14,11 +14,7 @@ import (
 // is generated as BenchmarkReplay does. The options are llmrec analyze's
 // without --json (SkipPolls).
 func BenchmarkTail(b *testing.B) {
-	dir := *replayDir
-	if dir == "" {
-		dir = b.TempDir()
-		generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
-	}
+	dir := benchRecording(b)
 	t0 := time.Now()
 	an, res, err := replay(Options{Dirs: []string{dir}, SkipPolls: true})
 	if err != nil {
@@ -31,4 +27,15 @@ func BenchmarkTail(b *testing.B) {
 		an.tail(res)
 	}
 	b.ReportMetric((cpuTime(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+}
+
+// benchRecording is the recording a benchmark reads: -replay.dir, else
+// one of -replay.duration generated as BenchmarkReplay does.
+func benchRecording(b *testing.B) string {
+	if *replayDir != "" {
+		return *replayDir
+	}
+	dir := b.TempDir()
+	generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
+	return dir
 }

@@ -86,20 +86,7 @@ func TestPlainCanonical(t *testing.T) {
 		`{"a":"x\"y"}`, `{"a":"x\ny"}`, `{"a":"x` + "\n" + `"}`, `{"a":"x",}`, `{"a":"x" }`, `{"a" :"x"}`,
 		`{"a":"x","b"}`, `{"a":x}`, `{"a":"x"`, `"a":"x"}`, `{"a":"x","b":"y,z="}`, `{"a=":"x"}`, `{a:"x"}`,
 	}
-	general := func(js string) string {
-		pairs, ok := jsonPairs(js)
-		if !ok {
-			m, err := expo.DecodeLabels(js)
-			if err != nil {
-				return js
-			}
-			pairs = pairs[:0]
-			for k, v := range m {
-				pairs = append(pairs, k, v)
-			}
-		}
-		return rate.Labels(pairs...)
-	}
+	general := generalCanonical
 	check := func(js string) bool {
 		got, ok := plainCanonical(js)
 		if ok && got != general(js) {

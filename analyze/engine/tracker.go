@@ -722,6 +722,12 @@ func canonicalLabels(js string) string {
 	if l, ok := plainCanonical(js); ok {
 		return l
 	}
+	return generalCanonical(js)
+}
+
+// generalCanonical is canonicalLabels of any object: its pairs by
+// jsonPairs, else by encoding/json; a set neither reads is kept as it is.
+func generalCanonical(js string) string {
 	pairs, ok := jsonPairs(js)
 	if !ok {
 		m, err := expo.DecodeLabels(js)
