@@ -145,3 +145,58 @@ func BenchmarkSetAllVLLM(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(ss))/b.Elapsed().Seconds(), "samples/s")
 }
+
+// BenchmarkTrackerDecodeOnly is the per-poll cost of a decode-only tracker
+// (Tracker.DecodeOnly: the findings' interval and counterfactual replays)
+// on the series a replay feeds it from a real vLLM V1 page: the decode
+// counters, their _created siblings and the process start.
+func BenchmarkTrackerDecodeOnly(b *testing.B) {
+	all := vllmPage(b)
+	var ss []expo.Sample
+	for _, s := range all {
+		if s.Family == "vllm:generation_tokens" || s.Family == "vllm:generation_tokens_total" || s.Family == "process_start_time_seconds" ||
+			strings.HasPrefix(s.Name, "vllm:generation_tokens_") {
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		b.Fatal("no decode series on the page")
+	}
+	strictFeeds = false // as in a replay
+	defer func() { strictFeeds = true }()
+	base := make([]float64, len(ss))
+	for j := range ss {
+		base[j] = ss[j].Value
+	}
+	tr := NewTracker(VLLM, rate.Config{Span: 10})
+	tr.DecodeOnly()
+	ids := make([]int32, len(ss))
+	for j := range ss {
+		s := &ss[j]
+		ids[j] = tr.Key(Series{Family: s.Family, Type: s.Type, Name: s.Name, Labels: s.Labels})
+	}
+	vals := make([]float64, len(ss))
+	var dst Cells
+	poll := func(i int) {
+		advancePage(ss, base, i)
+		for j := range ss {
+			vals[j] = ss[j].Value
+		}
+		T := 1e9 + 2*float64(i) + 0.001*float64(i%3)
+		tr.Begin(T, T-0.01)
+		tr.SetAll(ids, vals)
+		dst = tr.End(dst)
+	}
+	i := 0
+	for ; i < 16; i++ {
+		poll(i)
+	}
+	if c := dst[0].Cell; !c.Value.Valid {
+		b.Fatalf("decode is null (%s) over %d series", c.Reason, len(ss))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		poll(i)
+		i++
+	}
+}
