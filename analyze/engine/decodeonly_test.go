@@ -59,10 +59,45 @@ func (p *pair) poll(t *testing.T, T float64, ss []expo.Sample) {
 	}
 }
 
+// multi is a pair per findings configuration, and a tracker replaying
+// them all at once (DecodeUnder) whose cells must be the decode-only
+// trackers'.
+type multi struct {
+	pairs []*pair
+	all   *Tracker
+	cells Cells
+}
+
+func newMulti(what, id string) *multi {
+	m := &multi{all: NewTracker(id, decodeConfigs[0])}
+	m.all.DecodeUnder(decodeConfigs[1:]...)
+	for ci, cfg := range decodeConfigs {
+		m.pairs = append(m.pairs, newPair(fmt.Sprintf("%s config %d", what, ci), id, cfg))
+	}
+	return m
+}
+
+func (m *multi) poll(t *testing.T, T float64, ss []expo.Sample) {
+	t.Helper()
+	for _, p := range m.pairs {
+		p.poll(t, T, ss)
+	}
+	m.cells = m.all.ObserveSamples(T, T-0.01, ss, m.cells)
+	if len(m.cells) != len(m.pairs) {
+		t.Fatalf("%s poll %d: DecodeUnder gave %d cells, want %d", m.pairs[0].what, m.pairs[0].polls, len(m.cells), len(m.pairs))
+	}
+	for i, p := range m.pairs {
+		if m.cells[i].Name != DecodeTokensPerSecond || !reflect.DeepEqual(m.cells[i].Cell, p.b[0].Cell) {
+			t.Fatalf("%s poll %d: DecodeUnder's cell %+v, the decode-only tracker's %+v", p.what, p.polls, m.cells[i], p.b[0].Cell)
+		}
+	}
+}
+
 // A decode-only tracker's decode cell is the full tracker's, field for
 // field, on every real capture moved poll after poll (with a counter
 // restart and an empty poll on the way) and under each configuration the
-// findings use.
+// findings use; a tracker replaying every configuration at once
+// (DecodeUnder) gives each the same cell.
 func TestDecodeOnlyRealCaptures(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(realCaptures, "*.txt"))
 	if len(files) == 0 {
@@ -75,31 +110,29 @@ func TestDecodeOnlyRealCaptures(t *testing.T) {
 		det.ObserveSamples(1000, 999.99, page, nil)
 		id, _ := det.Engine()
 		engines[id] = true
-		for ci, cfg := range decodeConfigs {
-			what := fmt.Sprintf("%s (%s, config %d)", filepath.Base(f), id, ci)
-			ss := append([]expo.Sample(nil), page...)
-			base := make([]float64, len(ss))
-			for j := range ss {
-				base[j] = ss[j].Value
-			}
-			p := newPair(what, id, cfg)
-			for i := range 40 {
-				T := 1000 + 2*float64(i) + 0.001*float64(i%3)
-				switch i {
-				case 20: // a restart: every counter back near zero
-					for j := range ss {
-						if ss[j].Type != "gauge" {
-							ss[j].Value = float64(j % 3)
-						}
+		what := fmt.Sprintf("%s (%s)", filepath.Base(f), id)
+		ss := append([]expo.Sample(nil), page...)
+		base := make([]float64, len(ss))
+		for j := range ss {
+			base[j] = ss[j].Value
+		}
+		m := newMulti(what, id)
+		for i := range 40 {
+			T := 1000 + 2*float64(i) + 0.001*float64(i%3)
+			switch i {
+			case 20: // a restart: every counter back near zero
+				for j := range ss {
+					if ss[j].Type != "gauge" {
+						ss[j].Value = float64(j % 3)
 					}
-				case 30: // an empty poll
-					p.poll(t, T, nil)
-					continue
-				default:
-					advancePage(ss, base, i)
 				}
-				p.poll(t, T, ss)
+			case 30: // an empty poll
+				m.poll(t, T, nil)
+				continue
+			default:
+				advancePage(ss, base, i)
 			}
+			m.poll(t, T, ss)
 		}
 	}
 	for _, id := range []string{VLLM, LlamaCpp, SGLang, TGI, TRTLLM} {
@@ -128,10 +161,7 @@ func TestDecodeOnlySimulator(t *testing.T) {
 				t.Fatal(err)
 			}
 			what := sc.sc.Name + "/" + spec.Name
-			pairs := make([]*pair, len(decodeConfigs))
-			for ci, cfg := range decodeConfigs {
-				pairs[ci] = newPair(fmt.Sprintf("%s config %d", what, ci), string(spec.Format), cfg)
-			}
+			m := newMulti(what, string(spec.Format))
 			var body []byte
 			for at := time.Duration(0); at <= sc.sc.Duration; at += sc.every {
 				body = e.AppendRender(body[:0], at)
@@ -139,11 +169,9 @@ func TestDecodeOnlySimulator(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s at %v: %v", what, at, err)
 				}
-				for _, p := range pairs {
-					p.poll(t, float64(sc.sc.Start.Add(at).UnixNano())/1e9, ss)
-				}
+				m.poll(t, float64(sc.sc.Start.Add(at).UnixNano())/1e9, ss)
 			}
-			for _, p := range pairs {
+			for _, p := range m.pairs {
 				if p.valued == 0 {
 					t.Errorf("%s: no poll had a decode value over %d polls: the check compared nothing", p.what, p.polls)
 				}
