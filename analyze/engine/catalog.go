@@ -38,6 +38,9 @@ type reader struct {
 	// engine exports none), for a tracker that reads nothing else
 	// (Tracker.DecodeOnly).
 	decode func(q *query, c *Cell)
+	// decodeReads is the counter decode reads: a decode-only tracker feeds
+	// the estimator no other (a histogram's buckets, when it reads the sum).
+	decodeReads string
 	// everyStep are the counter families that move on every engine step
 	// (vLLM's token counters), as opposed to those that move when a
 	// request completes: they get the tracker's step span (SetStepSpan).

@@ -94,7 +94,7 @@ func newLlamaCpp() *reader {
 		}
 		return strings.Join(parts, "; ")
 	}
-	r.decode = func(q *query, c *Cell) { q.rateTo(c, nil, lcPredicted) }
+	r.decode, r.decodeReads = func(q *query, c *Cell) { q.rateTo(c, nil, lcPredicted) }, lcPredicted
 	r.fill = func(q *query) {
 		r.decode(q, q.cell(DecodeTokensPerSecond))
 		prompt := q.rate(nil, lcPrompt)

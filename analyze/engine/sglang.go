@@ -67,7 +67,7 @@ func newSGLang() *reader {
 		}
 		return ""
 	}
-	r.decode = func(q *query, c *Cell) { q.rateTo(c, nil, gen) }
+	r.decode, r.decodeReads = func(q *query, c *Cell) { q.rateTo(c, nil, gen) }, gen
 	r.fill = func(q *query) {
 		r.decode(q, q.cell(DecodeTokensPerSecond))
 		pr := q.rate(nil, prompt)

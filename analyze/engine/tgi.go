@@ -44,7 +44,7 @@ func newTGI() *reader {
 		TPOT:                  "tgi_request_mean_time_per_token_duration: (prefill + decode) ÷ generated tokens per request; prefill is spread over the tokens",
 		E2E:                   "validation + queue + inference",
 	}
-	r.decode = func(q *query, c *Cell) { q.rateTo(c, nil, output) }
+	r.decode, r.decodeReads = func(q *query, c *Cell) { q.rateTo(c, nil, output) }, output
 	r.fill = func(q *query) {
 		r.decode(q, q.cell(DecodeTokensPerSecond))
 		q.put(PromptTokensPerSecond, q.rate(nil, input))

@@ -668,7 +668,8 @@ func (t *Tracker) classify(id int32) {
 			return
 		}
 	}
-	if ks.counter && t.rd.feeds(ks.Family) {
+	// A decode-only tracker feeds the decode cell's counter alone.
+	if ks.counter && t.rd.feeds(ks.Family) && (!t.only || ks.Name == t.rd.decodeReads) {
 		t.vals[id].est = ks.est
 	}
 	if ks.counter {

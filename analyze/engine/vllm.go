@@ -150,7 +150,7 @@ func newVLLM(id, p string) *reader {
 		return b * size, ok1 && ok2
 	}
 	caching := func(l func(string) (string, bool)) (float64, bool) { return labelBool(l, "enable_prefix_caching") }
-	r.decode = func(q *query, c *Cell) { q.rateTo(c, nil, gen) }
+	r.decode, r.decodeReads = func(q *query, c *Cell) { q.rateTo(c, nil, gen) }, gen
 	// The cells are written in place (query.cell), each once.
 	r.fill = func(q *query) {
 		r.decode(q, q.cell(DecodeTokensPerSecond))
