@@ -266,11 +266,15 @@ type keyInfo struct {
 // process start time), under the engine the main replay detected: they
 // start at the poll where it is known, with that poll.
 type findingsState struct {
-	t      *findings.Target
-	keys   []keyInfo
-	main   *engine.Tracker   // the published replay, whose engine the others take
-	extra  []*engine.Tracker // [0]: the interval replay; then one per counterfactual span
-	xcells []engine.Cells
+	t    *findings.Target
+	keys []keyInfo
+	main *engine.Tracker // the published replay, whose engine the others take
+	// x replays the polls for the interval and the counterfactual spans
+	// at once (engine.Tracker.DecodeUnder): its cells are the interval
+	// replay's decode cell, then one per span. nil until the engine is
+	// known.
+	x      *engine.Tracker
+	xcells engine.Cells
 	xid    []int32 // main key id → the replays' id; -1 not fed to them
 	// busy says, by main key id, whether set has anything to do with the
 	// series: most have nothing, and one byte is cheaper to look at than
@@ -336,37 +340,19 @@ func newFindingsState(name string, main *engine.Tracker, cfg rate.Config, spans 
 // startReplays makes the interval and counterfactual replays under the
 // engine the main replay detected, and registers the series they read.
 func (fs *findingsState) startReplays(id string) {
-	fs.extra = append(fs.extra, engine.NewTracker(id, intervalGates))
-	for _, sp := range fs.spans {
-		c := fs.cfg
-		c.Span = sp
-		fs.extra = append(fs.extra, engine.NewTracker(id, c))
+	cfgs := make([]rate.Config, len(fs.spans))
+	for i, sp := range fs.spans {
+		cfgs[i] = fs.cfg
+		cfgs[i].Span = sp
 	}
-	for _, x := range fs.extra {
-		x.DecodeOnly()
-		x.UseMemo(fs.main.Memo())
-	}
-	fs.xcells = make([]engine.Cells, len(fs.extra))
+	fs.x = engine.NewTracker(id, intervalGates)
+	fs.x.DecodeUnder(cfgs...)
+	fs.x.UseMemo(fs.main.Memo())
 	for k := range fs.xid {
 		if fs.xid[k] >= 0 {
-			fs.xid[k] = fs.register(fs.series[k])
+			fs.xid[k] = fs.x.Key(fs.series[k])
 		}
 	}
-}
-
-// register adds a series to every replay: they register in the same
-// order, so it has one id in all.
-func (fs *findingsState) register(s engine.Series) int32 {
-	id := int32(-1)
-	for i, x := range fs.extra {
-		n := x.Key(s)
-		// The replays register the same series in the same order: the same ids.
-		if i > 0 && n != id {
-			panic("analyze: replay trackers out of step")
-		}
-		id = n
-	}
-	return id
 }
 
 // row keeps one /metrics row.
@@ -410,8 +396,8 @@ func (fs *findingsState) key(id int32, s engine.Series) {
 	}
 	if feedsDecode(s) {
 		fs.series[id], fs.xid[id] = s, 0
-		if len(fs.extra) > 0 {
-			fs.xid[id] = fs.register(s)
+		if fs.x != nil {
+			fs.xid[id] = fs.x.Key(s)
 		}
 	}
 	k := &fs.keys[id]
@@ -559,7 +545,6 @@ func (fs *findingsState) addInfo(name string, id int32) {
 func canonAt(name string) int { return slices.Index(engine.Canonical, name) }
 
 var (
-	atDecode                         = canonAt(engine.DecodeTokensPerSecond)
 	atRunning, atWaiting, atByReason = canonAt(engine.RequestsRunning), canonAt(engine.RequestsWaiting), canonAt(engine.WaitingByReason)
 	atKV, atTokens                   = canonAt(engine.KVCacheUsageRatio), canonAt(engine.TokensTotal)
 	atCapacity, atCaching            = canonAt(engine.KVCacheCapacityTokens), canonAt(engine.PrefixCachingEnabled)
@@ -673,7 +658,7 @@ func (fs *findingsState) replay() {
 		clear(fs.slab)
 		p.Spans = fs.slab[:fs.nspans:fs.nspans]
 	}
-	if len(fs.extra) == 0 {
+	if fs.x == nil {
 		id, how := fs.main.Engine()
 		// No engine yet, or none to read a decode rate from: nothing to replay.
 		if how == "" || id == engine.Generic {
@@ -685,19 +670,18 @@ func (fs *findingsState) replay() {
 	for i, id := range fs.feedIDs {
 		fs.feedIDs[i] = fs.xid[id]
 	}
-	for i, x := range fs.extra {
-		x.Begin(p.T, p.Start)
-		// A restart the replays' own series may not show is still one.
-		if p.Restart != "" {
-			x.MarkRestart(p.Restart)
-		}
-		x.SetAll(fs.feedIDs, fs.feedVals)
-		fs.xcells[i] = x.End(fs.xcells[i])
+	x := fs.x
+	x.Begin(p.T, p.Start)
+	// A restart the replays' own series may not show is still one.
+	if p.Restart != "" {
+		x.MarkRestart(p.Restart)
 	}
-	d := cellAt(fs.xcells[0], atDecode)
+	x.SetAll(fs.feedIDs, fs.feedVals)
+	fs.xcells = x.End(fs.xcells)
+	d := &fs.xcells[0].Cell
 	p.Interval = findings.Value{V: d.Value, Window: d.Window, Reason: d.Reason}
 	for j := range p.Spans {
-		p.Spans[j] = cellAt(fs.xcells[j+1], atDecode).Value
+		p.Spans[j] = fs.xcells[j+1].Cell.Value
 	}
 }
 

@@ -145,3 +145,145 @@ func BenchmarkSetAllVLLM(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(ss))/b.Elapsed().Seconds(), "samples/s")
 }
+
+// BenchmarkTrackerDecodeOnly is the per-poll cost of a decode-only tracker
+// (Tracker.DecodeOnly: the findings' interval and counterfactual replays)
+// on the series a replay feeds it from a real vLLM V1 page: the decode
+// counters, their _created siblings and the process start.
+func BenchmarkTrackerDecodeOnly(b *testing.B) {
+	all := vllmPage(b)
+	var ss []expo.Sample
+	for _, s := range all {
+		if s.Family == "vllm:generation_tokens" || s.Family == "vllm:generation_tokens_total" || s.Family == "process_start_time_seconds" ||
+			strings.HasPrefix(s.Name, "vllm:generation_tokens_") {
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		b.Fatal("no decode series on the page")
+	}
+	strictFeeds = false // as in a replay
+	defer func() { strictFeeds = true }()
+	base := make([]float64, len(ss))
+	for j := range ss {
+		base[j] = ss[j].Value
+	}
+	tr := NewTracker(VLLM, rate.Config{Span: 10})
+	tr.DecodeOnly()
+	ids := make([]int32, len(ss))
+	for j := range ss {
+		s := &ss[j]
+		ids[j] = tr.Key(Series{Family: s.Family, Type: s.Type, Name: s.Name, Labels: s.Labels})
+	}
+	vals := make([]float64, len(ss))
+	var dst Cells
+	poll := func(i int) {
+		advancePage(ss, base, i)
+		for j := range ss {
+			vals[j] = ss[j].Value
+		}
+		T := 1e9 + 2*float64(i) + 0.001*float64(i%3)
+		tr.Begin(T, T-0.01)
+		tr.SetAll(ids, vals)
+		dst = tr.End(dst)
+	}
+	i := 0
+	for ; i < 16; i++ {
+		poll(i)
+	}
+	if c := dst[0].Cell; !c.Value.Valid {
+		b.Fatalf("decode is null (%s) over %d series", c.Reason, len(ss))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		poll(i)
+		i++
+	}
+}
+
+// BenchmarkDecodeUnder is the per-poll cost of the findings' replays
+// under the interval gates and two counterfactual spans, fed what a
+// replay feeds them (the decode family's series and the process start) of
+// a real vLLM V1 page and a real TGI page (whose decode family is a
+// histogram): three decode-only trackers (separate), or one tracker
+// replaying the three configurations (under).
+func BenchmarkDecodeUnder(b *testing.B) {
+	strictFeeds = false // as in a replay
+	defer func() { strictFeeds = true }()
+	for _, page := range []struct{ id, file, family string }{
+		{VLLM, "vllm-v1-armandossrecife-vllm-server-api-chat.txt", "vllm:generation_tokens"},
+		{TGI, "tgi-datadog-integrations-core.txt", "tgi_request_generated_tokens"},
+	} {
+		body, err := os.ReadFile(filepath.Join(realCaptures, page.file))
+		if err != nil {
+			b.Skipf("no real capture (%v): the shared folder is absent", err)
+		}
+		all, err := expo.Parse(body, "text/plain; version=0.0.4")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ss []expo.Sample
+		for _, s := range all {
+			if strings.HasPrefix(s.Family, page.family) || s.Family == "process_start_time_seconds" {
+				ss = append(ss, s)
+			}
+		}
+		for _, mode := range []string{"separate", "under"} {
+			b.Run(page.id+"/"+mode, func(b *testing.B) { benchDecodeUnder(b, page.id, ss, mode == "under") })
+		}
+	}
+}
+
+func benchDecodeUnder(b *testing.B, id string, ss []expo.Sample, under bool) {
+	var trs []*Tracker
+	if under {
+		tr := NewTracker(id, decodeConfigs[0])
+		tr.DecodeUnder(decodeConfigs[1:]...)
+		trs = append(trs, tr)
+	} else {
+		for _, c := range decodeConfigs {
+			tr := NewTracker(id, c)
+			tr.DecodeOnly()
+			trs = append(trs, tr)
+		}
+	}
+	page := append([]expo.Sample(nil), ss...)
+	base := make([]float64, len(page))
+	for j := range page {
+		base[j] = page[j].Value
+	}
+	ids := make([]int32, len(page))
+	for _, tr := range trs {
+		for j := range page {
+			s := &page[j]
+			ids[j] = tr.Key(Series{Family: s.Family, Type: s.Type, Name: s.Name, Labels: s.Labels})
+		}
+	}
+	vals := make([]float64, len(page))
+	dst := make([]Cells, len(trs))
+	poll := func(i int) {
+		advancePage(page, base, i)
+		for j := range page {
+			vals[j] = page[j].Value
+		}
+		T := 1e9 + 2*float64(i) + 0.001*float64(i%3)
+		for k, tr := range trs {
+			tr.Begin(T, T-0.01)
+			tr.SetAll(ids, vals)
+			dst[k] = tr.End(dst[k])
+		}
+	}
+	i := 0
+	for ; i < 16; i++ {
+		poll(i)
+	}
+	if c := dst[len(dst)-1]; !c[len(c)-1].Cell.Value.Valid {
+		b.Fatalf("decode is null (%s) over %d series", c[len(c)-1].Cell.Reason, len(page))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		poll(i)
+		i++
+	}
+	b.ReportMetric(float64(len(page)), "series")
+}

@@ -34,9 +34,13 @@ type reader struct {
 	notes    map[string]string // cell → what it means for this engine
 	variant  func(t *Tracker) string
 	fill     func(q *query)
-	// decode makes the decode cell alone (nil: the engine exports none),
-	// for a tracker that reads nothing else (Tracker.DecodeOnly).
-	decode func(q *query) Cell
+	// decode makes the decode cell alone in *c, which is zero (nil: the
+	// engine exports none), for a tracker that reads nothing else
+	// (Tracker.DecodeOnly).
+	decode func(q *query, c *Cell)
+	// decodeReads is the counter decode reads: a decode-only tracker feeds
+	// the estimator no other (a histogram's buckets, when it reads the sum).
+	decodeReads string
 	// everyStep are the counter families that move on every engine step
 	// (vLLM's token counters), as opposed to those that move when a
 	// request completes: they get the tracker's step span (SetStepSpan).
@@ -106,11 +110,15 @@ func (r *reader) feeds(family string) bool {
 // with only, the decode cell alone.
 func (r *reader) cells(q *query, dst Cells, only bool) Cells {
 	if only {
-		c := notExported
-		if r.decode != nil {
-			c = r.decode(q)
+		// Written in place: a cell is as large as a cache line or three.
+		dst = append(dst, Named{Name: DecodeTokensPerSecond})
+		c := &dst[len(dst)-1].Cell
+		if r.decode == nil {
+			*c = notExported
+			return dst
 		}
-		return append(dst, Named{DecodeTokensPerSecond, c})
+		r.decode(q, c)
+		return dst
 	}
 	// The canonical cells are written in place: the reader puts most of
 	// them, and only those it did not put are made not exported after.

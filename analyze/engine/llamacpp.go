@@ -94,9 +94,9 @@ func newLlamaCpp() *reader {
 		}
 		return strings.Join(parts, "; ")
 	}
-	r.decode = func(q *query) Cell { return q.rate(nil, lcPredicted) }
+	r.decode, r.decodeReads = func(q *query, c *Cell) { q.rateTo(c, nil, lcPredicted) }, lcPredicted
 	r.fill = func(q *query) {
-		q.put(DecodeTokensPerSecond, r.decode(q))
+		r.decode(q, q.cell(DecodeTokensPerSecond))
 		prompt := q.rate(nil, lcPrompt)
 		q.put(PromptTokensPerSecond, prompt)
 		q.put(PromptTokensComputedPerSecond, prompt)

@@ -67,9 +67,9 @@ func newSGLang() *reader {
 		}
 		return ""
 	}
-	r.decode = func(q *query) Cell { return q.rate(nil, gen) }
+	r.decode, r.decodeReads = func(q *query, c *Cell) { q.rateTo(c, nil, gen) }, gen
 	r.fill = func(q *query) {
-		q.put(DecodeTokensPerSecond, r.decode(q))
+		r.decode(q, q.cell(DecodeTokensPerSecond))
 		pr := q.rate(nil, prompt)
 		q.put(PromptTokensPerSecond, pr)
 		q.put(PromptTokensComputedPerSecond, q.diffRates(pr, q.rate(nil, cached), prompt, cached))

@@ -44,9 +44,9 @@ func newTGI() *reader {
 		TPOT:                  "tgi_request_mean_time_per_token_duration: (prefill + decode) ÷ generated tokens per request; prefill is spread over the tokens",
 		E2E:                   "validation + queue + inference",
 	}
-	r.decode = func(q *query) Cell { return q.rate(nil, output) }
+	r.decode, r.decodeReads = func(q *query, c *Cell) { q.rateTo(c, nil, output) }, output
 	r.fill = func(q *query) {
-		q.put(DecodeTokensPerSecond, r.decode(q))
+		r.decode(q, q.cell(DecodeTokensPerSecond))
 		q.put(PromptTokensPerSecond, q.rate(nil, input))
 		q.put(RequestsRunning, q.gauge(aggSum, nil, "tgi_batch_current_size"))
 		q.put(RequestsWaiting, q.gauge(aggSum, nil, "tgi_queue_size"))

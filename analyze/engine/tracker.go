@@ -30,9 +30,12 @@ type Series struct {
 // [Tracker.Key] (the caller keeps the id), then per poll call
 // [Tracker.Begin], [Tracker.Set] for every sample and [Tracker.End].
 type Tracker struct {
-	hint    string
-	only    bool // DecodeOnly
-	est     *rate.Estimator
+	hint string
+	only bool // DecodeOnly
+	est  *rate.Estimator
+	// more are the estimators of DecodeUnder's other configurations, fed
+	// the polls est is fed (their keys have est's ids).
+	more    []*rate.Estimator
 	rd      *reader
 	engine  string
 	how     string // DetectedBy*
@@ -306,6 +309,14 @@ func (t *Tracker) Key(s Series) int32 {
 		if f.bucket {
 			t.est.SetBucketOf(ks.est, f.bf)
 		}
+		for _, e := range t.more {
+			// Registered in the same order as est, from the same
+			// start: the same id.
+			e.Register(rk)
+			if f.bucket {
+				e.SetBucketOf(ks.est, f.bf)
+			}
+		}
 	}
 	id := int32(len(t.keys))
 	t.keys, t.vals = append(t.keys, ks), append(t.vals, reading{slot: slot, est: ks.est})
@@ -501,6 +512,9 @@ func (t *Tracker) End(dst Cells) Cells {
 		t.chooseSpan()
 	}
 	t.est.Observe(t.poll)
+	for _, e := range t.more {
+		e.Observe(t.poll)
+	}
 	if !t.decided && t.samples > 0 {
 		t.detect()
 	}
@@ -517,9 +531,16 @@ func (t *Tracker) End(dst Cells) Cells {
 		for _, name := range names {
 			dst = append(dst, Named{name, Cell{Cell: rate.Cell{Reason: rate.ReasonAbsent}}})
 		}
+		for range t.more {
+			dst = append(dst, Named{DecodeTokensPerSecond, Cell{Cell: rate.Cell{Reason: rate.ReasonAbsent}}})
+		}
 		return dst
 	}
 	dst = t.rd.cells(q, dst, t.only)
+	for _, e := range t.more {
+		q.est = e
+		dst = t.rd.cells(q, dst, true)
+	}
 	q.dst = nil
 	refuseOverflow(dst)
 	return dst
@@ -573,6 +594,20 @@ func refuseOverflow(dst Cells) {
 // (DecodeTokensPerSecond, first as always), for a replay that reads
 // nothing else.
 func (t *Tracker) DecodeOnly() { t.only = true }
+
+// DecodeUnder makes t decode-only (DecodeOnly) and replays its polls
+// under each of cfgs as well: End returns the decode cell under t's own
+// configuration, then one under each of cfgs, in order, each what a
+// decode-only tracker of that configuration fed the same polls returns.
+// The series are keyed, set and checked once for all. Call it before the
+// first Key; a tracker with a completion span (SetCompletionSpan) or a
+// step span (SetStepSpan) gives them to its own configuration alone.
+func (t *Tracker) DecodeUnder(cfgs ...rate.Config) {
+	t.only = true
+	for _, c := range cfgs {
+		t.more = append(t.more, rate.New(c))
+	}
+}
 
 // detect decides the engine from the series of the current poll.
 func (t *Tracker) detect() {
@@ -633,7 +668,8 @@ func (t *Tracker) classify(id int32) {
 			return
 		}
 	}
-	if ks.counter && t.rd.feeds(ks.Family) {
+	// A decode-only tracker feeds the decode cell's counter alone.
+	if ks.counter && t.rd.feeds(ks.Family) && (!t.only || ks.Name == t.rd.decodeReads) {
 		t.vals[id].est = ks.est
 	}
 	if ks.counter {
@@ -644,6 +680,10 @@ func (t *Tracker) classify(id int32) {
 		t.est.SetSpan(ks.est, span)
 		// A counter that moves once per request steps by a request's size.
 		t.est.SetPerRequest(ks.est, t.rd.atCompletion[ks.Family])
+		for _, e := range t.more {
+			e.SetSpan(ks.est, 0)
+			e.SetPerRequest(ks.est, t.rd.atCompletion[ks.Family])
+		}
 		t.classifyCompletion(ks)
 	}
 }

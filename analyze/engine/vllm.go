@@ -150,10 +150,10 @@ func newVLLM(id, p string) *reader {
 		return b * size, ok1 && ok2
 	}
 	caching := func(l func(string) (string, bool)) (float64, bool) { return labelBool(l, "enable_prefix_caching") }
-	r.decode = func(q *query) Cell { return q.rate(nil, gen) }
+	r.decode, r.decodeReads = func(q *query, c *Cell) { q.rateTo(c, nil, gen) }, gen
 	// The cells are written in place (query.cell), each once.
 	r.fill = func(q *query) {
-		q.rateTo(q.cell(DecodeTokensPerSecond), nil, gen)
+		r.decode(q, q.cell(DecodeTokensPerSecond))
 		pr := q.cell(PromptTokensPerSecond)
 		q.rateTo(pr, nil, prompt)
 		if q.present(bySource) {
