@@ -70,29 +70,10 @@ func BenchmarkTrackerVLLM(b *testing.B) {
 	// replay does not.
 	strictFeeds = false
 	defer func() { strictFeeds = true }()
-	base := make([]float64, len(ss))
-	for j := range ss {
-		base[j] = ss[j].Value
-	}
 	tr := NewTracker(VLLM, rate.Config{Span: 10})
 	tr.SetStepSpan(2)
-	ids := make([]int32, len(ss))
-	for j := range ss {
-		s := &ss[j]
-		ids[j] = tr.Key(Series{Family: s.Family, Type: s.Type, Name: s.Name, Labels: s.Labels})
-	}
-	vals := make([]float64, len(ss))
 	var dst Cells
-	poll := func(i int) {
-		advancePage(ss, base, i)
-		for j := range ss {
-			vals[j] = ss[j].Value
-		}
-		T := 1e9 + 2*float64(i) + 0.001*float64(i%3)
-		tr.Begin(T, T-0.01)
-		tr.SetAll(ids, vals)
-		dst = tr.End(dst)
-	}
+	poll := pagePolls(ss, tr, &dst)
 	i := 0
 	for ; i < 16; i++ { // warm: every key seen, histories at their steady length
 		poll(i)
@@ -164,29 +145,10 @@ func BenchmarkTrackerDecodeOnly(b *testing.B) {
 	}
 	strictFeeds = false // as in a replay
 	defer func() { strictFeeds = true }()
-	base := make([]float64, len(ss))
-	for j := range ss {
-		base[j] = ss[j].Value
-	}
 	tr := NewTracker(VLLM, rate.Config{Span: 10})
 	tr.DecodeOnly()
-	ids := make([]int32, len(ss))
-	for j := range ss {
-		s := &ss[j]
-		ids[j] = tr.Key(Series{Family: s.Family, Type: s.Type, Name: s.Name, Labels: s.Labels})
-	}
-	vals := make([]float64, len(ss))
 	var dst Cells
-	poll := func(i int) {
-		advancePage(ss, base, i)
-		for j := range ss {
-			vals[j] = ss[j].Value
-		}
-		T := 1e9 + 2*float64(i) + 0.001*float64(i%3)
-		tr.Begin(T, T-0.01)
-		tr.SetAll(ids, vals)
-		dst = tr.End(dst)
-	}
+	poll := pagePolls(ss, tr, &dst)
 	i := 0
 	for ; i < 16; i++ {
 		poll(i)
@@ -286,4 +248,30 @@ func benchDecodeUnder(b *testing.B, id string, ss []expo.Sample, under bool) {
 		i++
 	}
 	b.ReportMetric(float64(len(page)), "series")
+}
+
+// pagePolls keys page ss in tr, as a replay does, and returns poll(i):
+// the page advanced to poll i (advancePage), 2 s apart, fed to tr with
+// SetAll and its cells ended into dst.
+func pagePolls(ss []expo.Sample, tr *Tracker, dst *Cells) func(i int) {
+	base := make([]float64, len(ss))
+	for j := range ss {
+		base[j] = ss[j].Value
+	}
+	ids := make([]int32, len(ss))
+	for j := range ss {
+		s := &ss[j]
+		ids[j] = tr.Key(Series{Family: s.Family, Type: s.Type, Name: s.Name, Labels: s.Labels})
+	}
+	vals := make([]float64, len(ss))
+	return func(i int) {
+		advancePage(ss, base, i)
+		for j := range ss {
+			vals[j] = ss[j].Value
+		}
+		T := 1e9 + 2*float64(i) + 0.001*float64(i%3)
+		tr.Begin(T, T-0.01)
+		tr.SetAll(ids, vals)
+		*dst = tr.End(*dst)
+	}
 }
