@@ -113,14 +113,7 @@ func BenchmarkFeedRead(b *testing.B) {
 					}
 					f.place(s, w)
 				}
-				for i, seg := range run.Segments {
-					if i+1 < len(run.Segments) {
-						an.r.Ahead(seals, run.Segments[i+1])
-					}
-					if _, err := an.r.ReadSealed(seals, seg, fn); err != nil {
-						b.Fatal(err)
-					}
-				}
+				readSegments(b, an.r, run, seals, fn)
 				if an.samples != int64(samples) {
 					b.Fatalf("placed %d samples of %d", an.samples, samples)
 				}
@@ -128,6 +121,19 @@ func BenchmarkFeedRead(b *testing.B) {
 			c := (cpuTime(b) - cpu0).Seconds() / float64(b.N)
 			b.ReportMetric(float64(samples)/c, "samples/cpu-s")
 		})
+	}
+}
+
+// readSegments reads run's segments through r, as a replay does: each
+// next one opened ahead while one is read.
+func readSegments(b *testing.B, r *capture.ColumnReader, run *capture.Run, seals capture.Seals, fn func(*capture.Row)) {
+	for i, seg := range run.Segments {
+		if i+1 < len(run.Segments) {
+			r.Ahead(seals, run.Segments[i+1])
+		}
+		if _, err := r.ReadSealed(seals, seg, fn); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -209,14 +215,7 @@ func BenchmarkSerialRead(b *testing.B) {
 					}
 					st.unreg = slices.Contains(st.prevI[len(w.Value):], -1)
 				}
-				for i, seg := range run.Segments {
-					if i+1 < len(run.Segments) {
-						a.r.Ahead(seals, run.Segments[i+1])
-					}
-					if _, err := a.r.ReadSealed(seals, seg, fn); err != nil {
-						b.Fatal(err)
-					}
-				}
+				readSegments(b, a.r, run, seals, fn)
 				if a.samples != int64(samples) {
 					b.Fatalf("placed %d samples of %d", a.samples, samples)
 				}
