@@ -414,11 +414,8 @@ func (fs *findingsState) key(id int32, s engine.Series) {
 		return m
 	}
 	if s.Type == "histogram" && strings.HasSuffix(s.Name, "_bucket") {
-		v, _, plain := expo.PlainLabel(s.Labels, "le")
-		// Labels that are not plain are decoded whole.
-		if !plain {
-			v = labels()["le"]
-		}
+		// Labels that do not decode hold no le.
+		v, _, _ := expo.Label(s.Labels, "le")
 		if le, err := strconv.ParseFloat(v, 64); err == nil && !slices.Contains(t.Histograms[s.Family], le) {
 			bs := append(t.Histograms[s.Family], le)
 			slices.Sort(bs)

@@ -13,7 +13,6 @@ import (
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/internal/order"
 	"github.com/llmrec/llmrec/analyze/rate"
-	"github.com/llmrec/llmrec/record/expo"
 )
 
 // Reasons a phase figure is null, besides the estimator's (empty: no
@@ -755,19 +754,6 @@ func (bs *buckets) quantile(q float64) (rate.Num, rate.Bucket, string) {
 	}
 	v, b := rate.BucketQuantile(q, les, n)
 	return rate.Some(v), b, ""
-}
-
-// leOf reads the le label of a bucket series' canonical label set.
-func leOf(labels string) (float64, bool) {
-	m, err := expo.DecodeLabels(labels)
-	if err != nil {
-		return 0, false
-	}
-	le, err := strconv.ParseFloat(m["le"], 64)
-	if err != nil || math.IsNaN(le) {
-		return 0, false
-	}
-	return le, true
 }
 
 // gauge is a gauge figure's cell and its statistics; names and prefixes

@@ -488,14 +488,12 @@ func (l *Log) le(x int) float64 {
 	return l.les[x]
 }
 
-// bucketLe is leOf, read by a scan when the labels are plain
-// (expo.PlainLabel): a histogram's buckets are read once each, by a JSON
-// decode a bucket otherwise.
+// bucketLe reads the le label of a bucket series' label set (expo.Label:
+// by a scan when the labels are plain, decoded whole otherwise).
 func bucketLe(labels string) (float64, bool) {
-	v, _, plain := expo.PlainLabel(labels, "le")
-	// Labels that are not plain are decoded whole.
-	if !plain {
-		return leOf(labels)
+	v, _, err := expo.Label(labels, "le")
+	if err != nil {
+		return 0, false
 	}
 	le, err := strconv.ParseFloat(v, 64)
 	if err != nil || math.IsNaN(le) {

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/llmrec/llmrec/analyze/engine"
+	"github.com/llmrec/llmrec/record/expo"
 )
 
 // The log's increments, summed over any run of polls, are the counters'
@@ -157,4 +159,18 @@ func TestBucketLeAsLeOf(t *testing.T) {
 			t.Errorf("%q: %v %v, leOf %v %v", labels, got, gok, want, wok)
 		}
 	}
+}
+
+// leOf reads the le label of a bucket series' label set by decoding the
+// object whole: bucketLe's reference.
+func leOf(labels string) (float64, bool) {
+	m, err := expo.DecodeLabels(labels)
+	if err != nil {
+		return 0, false
+	}
+	le, err := strconv.ParseFloat(m["le"], 64)
+	if err != nil || math.IsNaN(le) {
+		return 0, false
+	}
+	return le, true
 }

@@ -584,6 +584,21 @@ func PlainLabel(labels, name string) (value string, found, plain bool) {
 	return value, found, true
 }
 
+// Label returns label name's value in labels, an object EncodeLabels
+// writes, as DecodeLabels maps it, and whether the object holds it: read
+// by a scan when the object is plain (PlainLabel), else decoded whole.
+func Label(labels, name string) (value string, found bool, err error) {
+	if v, found, plain := PlainLabel(labels, name); plain {
+		return v, found, nil
+	}
+	m, err := DecodeLabels(labels)
+	if err != nil {
+		return "", false, err
+	}
+	value, found = m[name]
+	return value, found, nil
+}
+
 // EachPlainLabel calls fn with each pair of s, in order, when s is a
 // non-empty object of strings of printable ASCII without escapes and
 // without whitespace ({"a":"x","b":"y"}, most label sets, whose strings
