@@ -171,8 +171,11 @@ func openFooter(r io.ReaderAt, size int64) (pf *parquet.File, footer int64, err 
 
 // checkFooterBytes checks the footer's stated length against the file and
 // the lists in it against their bytes, and returns the length. A file
-// without the magic at both ends passes: parquet-go refuses it before it
-// reads a length.
+// without PAR1 at its head passes: parquet-go refuses it before it reads a
+// length. One with PAR1 at its head and anything else at its tail is
+// refused here: parquet-go takes "PARE" (an encrypted footer, which llmrec
+// never writes) as a tail and allocates its stated length, up to 4 GB for
+// a 45-byte file, before anything checks it.
 func checkFooterBytes(r io.ReaderAt, size int64) (int64, error) {
 	var head, tail [8]byte
 	if _, err := r.ReadAt(head[:4], 0); err != nil || string(head[:4]) != "PAR1" {
@@ -185,7 +188,7 @@ func checkFooterBytes(r io.ReaderAt, size int64) (int64, error) {
 		return 0, fmt.Errorf("read footer: %w", err)
 	}
 	if string(tail[4:]) != "PAR1" {
-		return 0, nil
+		return 0, fmt.Errorf("%w: the file ends in %q, not the magic PAR1 (llmrec writes no encrypted footer)", ErrDamaged, tail[4:])
 	}
 	footer := int64(binary.LittleEndian.Uint32(tail[:4]))
 	if footer > size-12 || footer > maxFooterBytes {

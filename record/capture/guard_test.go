@@ -37,7 +37,7 @@ func footerOf(data []byte) []byte {
 // at once in a fuzz worker of two readers, which died of it ("fuzzing
 // process hung or terminated unexpectedly: exit status 2"; the input read
 // fine alone, on a machine with the memory). Before the checks of guard.go
-// each case here allocated 1.4 GB or more.
+// each case here allocated 1.4 GB or more (the encrypted tails: 3.5 GB).
 func TestReadSegmentStatedSizesAllocateLittle(t *testing.T) {
 	data, err := os.ReadFile(shippedSegment)
 	if err != nil {
@@ -55,6 +55,11 @@ func TestReadSegmentStatedSizesAllocateLittle(t *testing.T) {
 		{"footer length", append(binary.LittleEndian.AppendUint32(slices.Clone(data[:len(data)-8]), huge), "PAR1"...)},
 		{"footer length, 12 bytes", append(binary.LittleEndian.AppendUint32([]byte("PAR1"), huge), "PAR1"...)},
 		{"footer list", withFooter(t, data, lying)},
+		// What FuzzReadSegment found next: parquet-go takes "PARE" (an
+		// encrypted footer) as a tail magic and allocates its length
+		// before it asks for a key.
+		{"encrypted tail, 12 bytes", append(binary.LittleEndian.AppendUint32([]byte("PAR1"), huge), "PARE"...)},
+		{"encrypted tail", append(slices.Clone(data[:len(data)-4]), "PARE"...)},
 	}
 	dir := t.TempDir()
 	intact := filepath.Join(dir, runR+"-000001.parquet")
