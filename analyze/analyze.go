@@ -489,6 +489,10 @@ func (a *analyzer) target(id, hint int32) *targetState {
 		a.memo = engine.NewMemo()
 	}
 	st.tr.UseMemo(a.memo)
+	// Without the polls only the summary's cells are read.
+	if a.opts.SkipPolls && wantSummary {
+		st.tr.Want(summaryCells...)
+	}
 	// Counters that move on every engine step are windowed over the
 	// target's interval unless a span was asked for (docs/analysis-format.md).
 	if m := a.metas[st.out.Name]; m != nil && m.interval > 0 && a.opts.Gates.Span == 0 {

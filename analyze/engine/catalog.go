@@ -54,6 +54,11 @@ type reader struct {
 	// cell divides or subtracts are in it together.
 	atCompletion map[string]bool
 	duration     durationSource
+	// masks are the wanted-cell bits each family feeds (feedMask of
+	// families), for Tracker.Want; skips says its fill skips the cells
+	// not wanted that are read through the estimator (query.wants).
+	masks map[string]uint64
+	skips bool
 }
 
 // EveryStep reports whether engine's reader counts family on every engine
@@ -131,7 +136,12 @@ func (r *reader) cells(q *query, dst Cells, only bool) Cells {
 	// The reader may have appended cells of its own (and moved the slice).
 	canon := q.dst[n-len(Canonical) : n]
 	for i := range canon {
-		if q.put1&(1<<i) == 0 {
+		switch {
+		case q.want&(1<<i) == 0:
+			// Not wanted (Tracker.Want): skipped, or made from
+			// counters the estimator may not have been fed.
+			canon[i].Cell = notComputed
+		case q.put1&(1<<i) == 0:
 			canon[i].Cell = notExported
 		}
 		canon[i].Name = Canonical[i]
@@ -156,6 +166,9 @@ func readerFor(id string) *reader {
 			TRTLLM:   newTriton(TRTLLM),
 			Triton:   newTriton(Triton),
 			Generic:  newGeneric(),
+		}
+		for _, r := range readers {
+			r.feedMasks()
 		}
 	})
 	return readers[id]

@@ -18,6 +18,8 @@ type query struct {
 	dst Cells
 	// put1 has bit i set when canonical cell i was put this poll.
 	put1 uint64
+	// want has bit i set when canonical cell i is wanted (Tracker.Want).
+	want uint64
 	// The reader's lookups of name slots, cell positions and histogram
 	// positions, by the order it makes them in (see package memo).
 	slots     memo.Seq[nameLookup]

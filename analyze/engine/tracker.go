@@ -32,6 +32,8 @@ type Series struct {
 type Tracker struct {
 	hint string
 	only bool // DecodeOnly
+	// want has bit i set when canonical cell i is wanted (Want).
+	want uint64
 	est  *rate.Estimator
 	// more are the estimators of DecodeUnder's other configurations, fed
 	// the polls est is fed (their keys have est's ids).
@@ -153,6 +155,7 @@ const (
 func NewTracker(hint string, cfg rate.Config) *Tracker {
 	t := &Tracker{
 		hint:     hint,
+		want:     allCells,
 		est:      rate.New(cfg),
 		byKey:    make(map[rate.Key]int32),
 		names:    make(map[string]int32),
@@ -519,7 +522,7 @@ func (t *Tracker) End(dst Cells) Cells {
 		t.detect()
 	}
 	q := &t.q
-	q.t, q.est = t, t.est
+	q.t, q.est, q.want = t, t.est, t.want
 	q.start()
 	dst = dst[:0]
 	// A poll with nothing in it reads nothing: every cell absent, never 0.
@@ -669,7 +672,7 @@ func (t *Tracker) classify(id int32) {
 		}
 	}
 	// A decode-only tracker feeds the decode cell's counter alone.
-	if ks.counter && t.rd.feeds(ks.Family) && (!t.only || ks.Name == t.rd.decodeReads) {
+	if ks.counter && t.rd.feedsWanted(ks.Family, t.want) && (!t.only || ks.Name == t.rd.decodeReads) {
 		t.vals[id].est = ks.est
 	}
 	if ks.counter {

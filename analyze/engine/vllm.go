@@ -43,7 +43,7 @@ func newVLLM(id, p string) *reader {
 		queue     = []hname{hn(n("request_queue_time_seconds")), hn(n("time_in_queue_requests"))}
 		local     = newSel("source", "local_compute", false)
 	)
-	r := &reader{id: id, prefixes: []string{"python_", "process_"}}
+	r := &reader{id: id, prefixes: []string{"python_", "process_"}, skips: true}
 	// The decode tokens move on every step. The prompt tokens move once
 	// per request, by its whole prompt, when its prefill is done (V1's
 	// IterationStats counts a request's prompt at its first output), and
@@ -151,54 +151,106 @@ func newVLLM(id, p string) *reader {
 	}
 	caching := func(l func(string) (string, bool)) (float64, bool) { return labelBool(l, "enable_prefix_caching") }
 	r.decode, r.decodeReads = func(q *query, c *Cell) { q.rateTo(c, nil, gen) }, gen
-	// The cells are written in place (query.cell), each once.
+	// What a caller may not want (Tracker.Want): every cell read through
+	// the estimator, with the cells it is made from, and the leaves
+	// nothing else is made from. A family feeds the estimator only when
+	// a cell its catalog entry names is wanted (feedsWanted), so a cell
+	// skipped here is one whose counters may be starved.
+	var (
+		decodeBit, promptBit  = wantBits(DecodeTokensPerSecond), wantBits(PromptTokensPerSecond)
+		computedBit           = wantBits(PromptTokensComputedPerSecond)
+		preemptBit, finishBit = wantBits(PreemptionsPerSecond), wantBits(RequestsFinishedPerSecond)
+		hitBit                = wantBits(PrefixCacheHitRatio)
+		specBit, specLifeBit  = wantBits(SpecAcceptRatio), wantBits(SpecAcceptRatioLifetime)
+		perReqBit             = wantBits(PerRequestDecodeTokensPerSecond)
+		perReqLifeBit         = wantBits(PerRequestDecodeTokensPerSecondLifetime)
+		ttftBits, tpotBits    = wantBits(TTFT), wantBits(TPOT)
+		itlBits, e2eBits      = wantBits(ITL), wantBits(E2E)
+		queueBits             = wantBits(Queue)
+		cachedBit             = wantBits(PromptTokensCachedTotal)
+		nativeBits            = wantBits(DecodeTokensPerSecondNative, PromptTokensPerSecondNative,
+			PrefixCacheHitRatioNative, SpecAcceptRatioNative)
+	)
+	// The cells are written in place (query.cell), each once; a cell not
+	// wanted that is made all the same is made not computed after
+	// (reader.cells).
 	r.fill = func(q *query) {
-		r.decode(q, q.cell(DecodeTokensPerSecond))
-		pr := q.cell(PromptTokensPerSecond)
-		q.rateTo(pr, nil, prompt)
-		if q.present(bySource) {
-			q.rateTo(q.cell(PromptTokensComputedPerSecond), local, bySource)
-		} else {
-			h, _ := q.pick(hits...)
-			var hr Cell
-			q.rateTo(&hr, nil, hits...)
-			q.diffRatesTo(q.cell(PromptTokensComputedPerSecond), pr, &hr, prompt, h)
+		if q.wants(decodeBit) {
+			r.decode(q, q.cell(DecodeTokensPerSecond))
+		}
+		if q.wants(promptBit | computedBit) {
+			pr := q.cell(PromptTokensPerSecond)
+			q.rateTo(pr, nil, prompt)
+			switch {
+			case !q.wants(computedBit):
+			case q.present(bySource):
+				q.rateTo(q.cell(PromptTokensComputedPerSecond), local, bySource)
+			default:
+				h, _ := q.pick(hits...)
+				var hr Cell
+				q.rateTo(&hr, nil, hits...)
+				q.diffRatesTo(q.cell(PromptTokensComputedPerSecond), pr, &hr, prompt, h)
+			}
 		}
 		q.gaugeTo(q.cell(RequestsRunning), aggSum, nil, running)
 		q.gaugeTo(q.cell(RequestsWaiting), aggSum, nil, waiting)
 		q.byTo(q.cell(WaitingByReason), byReason, "reason")
 		q.kvTo(q.cell(KVCacheUsageRatio), nil, kv...)
-		q.rateTo(q.cell(PreemptionsPerSecond), nil, preempt)
-		q.rateTo(q.cell(RequestsFinishedPerSecond), nil, finished...)
-		q.ratioTo(q.cell(PrefixCacheHitRatio), hits, queries)
+		if q.wants(preemptBit) {
+			q.rateTo(q.cell(PreemptionsPerSecond), nil, preempt)
+		}
+		if q.wants(finishBit) {
+			q.rateTo(q.cell(RequestsFinishedPerSecond), nil, finished...)
+		}
+		if q.wants(hitBit) {
+			q.ratioTo(q.cell(PrefixCacheHitRatio), hits, queries)
+		}
 		var num, den Cell
 		q.totalTo(&num, nil, hits...)
 		q.totalTo(&den, nil, queries...)
 		q.lifetimeRatioTo(q.cell(PrefixCacheHitRatioLifetime), &num, &den)
-		q.ratioTo(q.cell(SpecAcceptRatio), accepted, drafted)
-		num, den = Cell{}, Cell{}
-		q.totalTo(&num, nil, accepted...)
-		q.totalTo(&den, nil, drafted...)
-		q.lifetimeRatioTo(q.cell(SpecAcceptRatioLifetime), &num, &den)
+		if q.wants(specBit) {
+			q.ratioTo(q.cell(SpecAcceptRatio), accepted, drafted)
+		}
+		if q.wants(specLifeBit) {
+			num, den = Cell{}, Cell{}
+			q.totalTo(&num, nil, accepted...)
+			q.totalTo(&den, nil, drafted...)
+			q.lifetimeRatioTo(q.cell(SpecAcceptRatioLifetime), &num, &den)
+		}
 
-		q.histTo(TTFT, ttft)
-		mean, name := q.histTo(TPOT, tpot...)
-		q.perRequestTo(q.cell(PerRequestDecodeTokensPerSecond), mean, name)
-		q.perRequestLifetimeTo(q.cell(PerRequestDecodeTokensPerSecondLifetime), tpot...)
-		q.histTo(ITL, itl...)
-		q.histTo(E2E, e2e)
-		q.histTo(Queue, queue...)
+		if q.wants(ttftBits) {
+			q.histTo(TTFT, ttft)
+		}
+		if q.wants(tpotBits | perReqBit) {
+			mean, name := q.histTo(TPOT, tpot...)
+			q.perRequestTo(q.cell(PerRequestDecodeTokensPerSecond), mean, name)
+		}
+		if q.wants(perReqLifeBit) {
+			q.perRequestLifetimeTo(q.cell(PerRequestDecodeTokensPerSecondLifetime), tpot...)
+		}
+		if q.wants(itlBits) {
+			q.histTo(ITL, itl...)
+		}
+		if q.wants(e2eBits) {
+			q.histTo(E2E, e2e)
+		}
+		if q.wants(queueBits) {
+			q.histTo(Queue, queue...)
+		}
 
 		tt := q.cell(TokensTotal)
 		pt, gt := q.cell(PromptTokensTotal), q.cell(GenerationTokensTotal)
 		q.totalTo(pt, nil, prompt)
 		q.totalTo(gt, nil, gen)
 		q.sumTotalsTo(tt, pt, gt, false)
-		q.totalTo(q.cell(PromptTokensCachedTotal), nil, cachedAll...)
+		if q.wants(cachedBit) {
+			q.totalTo(q.cell(PromptTokensCachedTotal), nil, cachedAll...)
+		}
 		q.totalTo(q.cell(RequestsFinishedTotal), nil, finished...)
 		q.totalTo(q.cell(PreemptionsTotal), nil, preempt)
 
-		if id != VLLM {
+		if id != VLLM && q.wants(nativeBits) {
 			q.gaugeTo(q.cell(DecodeTokensPerSecondNative), aggSum, nil, avgGen)
 			q.gaugeTo(q.cell(PromptTokensPerSecondNative), aggSum, nil, avgPrompt)
 			c := q.cell(PrefixCacheHitRatioNative)
