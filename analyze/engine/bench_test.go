@@ -64,13 +64,21 @@ func advancePage(ss []expo.Sample, base []float64, i int) {
 // page (the estimator's Observe and the reader's cells, Tracker.End, with
 // SetAll): series keyed once, as a replay does, polls 2 s apart with every
 // counter and histogram moving.
-func BenchmarkTrackerVLLM(b *testing.B) {
+func BenchmarkTrackerVLLM(b *testing.B) { benchTrackerVLLM(b, nil) }
+
+// BenchmarkTrackerVLLMSummary is BenchmarkTrackerVLLM with the cells a
+// replay without its polls wants (Tracker.Want; wantSets[0] is the
+// summary's set).
+func BenchmarkTrackerVLLMSummary(b *testing.B) { benchTrackerVLLM(b, wantSets[0]) }
+
+func benchTrackerVLLM(b *testing.B, want []string) {
 	ss := vllmPage(b)
 	// The package's tests check every query's feed (strictFeeds); a
 	// replay does not.
 	strictFeeds = false
 	defer func() { strictFeeds = true }()
 	tr := NewTracker(VLLM, rate.Config{Span: 10})
+	tr.Want(want...)
 	tr.SetStepSpan(2)
 	var dst Cells
 	poll := pagePolls(ss, tr, &dst)

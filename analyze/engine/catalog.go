@@ -136,13 +136,12 @@ func (r *reader) cells(q *query, dst Cells, only bool) Cells {
 	// The reader may have appended cells of its own (and moved the slice).
 	canon := q.dst[n-len(Canonical) : n]
 	for i := range canon {
-		switch {
-		case q.want&(1<<i) == 0:
-			// Not wanted (Tracker.Want): skipped, or made from
-			// counters the estimator may not have been fed.
-			canon[i].Cell = notComputed
-		case q.put1&(1<<i) == 0:
+		if q.put1&(1<<i) == 0 {
 			canon[i].Cell = notExported
+			// Not wanted (Tracker.Want): skipped, not asked of the engine.
+			if q.want&(1<<i) == 0 {
+				canon[i].Cell = notComputed
+			}
 		}
 		canon[i].Name = Canonical[i]
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/llmrec/llmrec/analyze/internal/memo"
@@ -659,6 +660,18 @@ func (q *query) byTo(c *Cell, name, label string) {
 		c.Reason = rate.ReasonAbsent
 		return
 	}
+	last := q.t.lastBy[name]
+	if last == nil {
+		last = &bySplit{}
+		q.t.lastBy[name] = last
+	}
+	// The same series at the same values as when the last split was
+	// made: that split and sum, as adding them up again would give (a
+	// zero's sign aside, which a sum from +0 loses anyway).
+	if last.parts != nil && slices.Equal(ids, last.ids) && q.sameVals(ids, last.vals) {
+		c.Value, c.Source, c.By = rate.Some(last.sum), name, last.parts
+		return
+	}
 	// The split is built in scratch space; a split that did not change is
 	// the last one, which kept polls share, and only a new one is kept.
 	parts := q.t.byScratch
@@ -667,18 +680,42 @@ func (q *query) byTo(c *Cell, name, label string) {
 	}
 	clear(parts)
 	var sum float64
+	last.ids, last.vals = append(last.ids[:0], ids...), last.vals[:0]
 	for _, id := range ids {
 		v, _ := q.t.label(id, label)
 		parts[v] += q.t.vals[id].v
 		sum += q.t.vals[id].v
+		last.vals = append(last.vals, q.t.vals[id].v)
 	}
-	if last, ok := q.t.lastBy[name]; ok && maps.Equal(last, parts) {
+	if last.parts != nil && maps.Equal(last.parts, parts) {
 		q.t.byScratch = parts
-		parts = last
+		parts = last.parts
 	} else {
-		q.t.lastBy[name], q.t.byScratch = parts, nil
+		last.parts, q.t.byScratch = parts, nil
 	}
+	last.sum = sum
 	c.Value, c.Source, c.By = rate.Some(sum), name, parts
+}
+
+// bySplit is a by-label cell's last split (query.byTo), shared by the
+// polls it did not change in: never modified once published; ids and
+// vals are the series it was made of, sum their sum.
+type bySplit struct {
+	parts map[string]float64
+	ids   []int32
+	vals  []float64
+	sum   float64
+}
+
+// sameVals reports whether series ids read vals in the poll (== of
+// floats: a set value is never NaN).
+func (q *query) sameVals(ids []int32, vals []float64) bool {
+	for i, id := range ids {
+		if q.t.vals[id].v != vals[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // factTo reads, into *c (which is zero), a configuration fact from an

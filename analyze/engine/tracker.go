@@ -96,7 +96,7 @@ type Tracker struct {
 	facts   map[factKey]factVal
 	// lastBy is each by-label cell's last split (query.by), shared by the
 	// polls it did not change in: it is never modified once published.
-	lastBy    map[string]map[string]float64
+	lastBy    map[string]*bySplit
 	byScratch map[string]float64 // not published: query.by's next split
 	q         query              // reused by End: a query per poll would escape to the heap
 }
@@ -164,7 +164,7 @@ func NewTracker(hint string, cfg rate.Config) *Tracker {
 		sources:  make(map[srcKey]string),
 		names2:   make(map[srcKey]string),
 		facts:    make(map[factKey]factVal),
-		lastBy:   make(map[string]map[string]float64),
+		lastBy:   make(map[string]*bySplit),
 		mistyped: make(map[string]engines.Declaration),
 	}
 	t.rd = readerFor(Generic)

@@ -171,9 +171,10 @@ func newVLLM(id, p string) *reader {
 		nativeBits            = wantBits(DecodeTokensPerSecondNative, PromptTokensPerSecondNative,
 			PrefixCacheHitRatioNative, SpecAcceptRatioNative)
 	)
-	// The cells are written in place (query.cell), each once; a cell not
-	// wanted that is made all the same is made not computed after
-	// (reader.cells).
+	// The cells are written in place (query.cell), each once. A cell not
+	// wanted may be made all the same (a histogram's five cells are made
+	// together): it is made from counters fed to the estimator, since the
+	// catalog names every cell a family feeds, made or made from.
 	r.fill = func(q *query) {
 		if q.wants(decodeBit) {
 			r.decode(q, q.cell(DecodeTokensPerSecond))

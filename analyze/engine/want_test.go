@@ -2,6 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -26,10 +29,23 @@ var wantSets = [][]string{
 	{E2E + SuffixP50},
 }
 
+// checkValued fails unless every cell of the headline and one-histogram
+// sets had a value at some poll: the comparison compared values.
+func checkValued(t *testing.T, valued map[string]bool) {
+	t.Helper()
+	for _, set := range wantSets[1:] {
+		for _, c := range set {
+			if !valued[c] {
+				t.Errorf("%s wanted never had a value: its check compared nothing", c)
+			}
+		}
+	}
+}
+
 // wantPair feeds the same polls to a full tracker and to one tracker per
 // wanted set, and fails at the first poll where a wanted cell differs in
-// anything, or a cell not wanted is not null with reason not_computed
-// (an empty poll's cells are all absent, wanted or not).
+// anything, or a cell not wanted is neither the full tracker's nor null
+// with reason not_computed.
 type wantPair struct {
 	what    string
 	full    *Tracker
@@ -39,11 +55,12 @@ type wantPair struct {
 	polls   int
 	skipped []int // by set: cells not computed over the polls
 	fewer   []int // by set: polls that fed the estimator fewer readings
+	valued  map[string]bool
 }
 
 func newWantPair(what, id string) *wantPair {
 	p := &wantPair{what: what, full: NewTracker(id, rate.Config{}), b: make([]Cells, len(wantSets)),
-		skipped: make([]int, len(wantSets)), fewer: make([]int, len(wantSets))}
+		skipped: make([]int, len(wantSets)), fewer: make([]int, len(wantSets)), valued: map[string]bool{}}
 	for _, set := range wantSets {
 		tr := NewTracker(id, rate.Config{})
 		tr.Want(set...)
@@ -67,14 +84,20 @@ func (p *wantPair) poll(t *testing.T, T float64, ss []expo.Sample) {
 			if x.Name != y.Name {
 				t.Fatalf("%s set %d poll %d: cell %d is %s, the full tracker's %s", p.what, k, p.polls, i, y.Name, x.Name)
 			}
+			same := reflect.DeepEqual(x.Cell, y.Cell)
 			switch {
-			case i < len(Canonical) && want&(1<<i) == 0 && p.full.samples > 0:
+			case i < len(Canonical) && want&(1<<i) == 0 && !same:
 				if !reflect.DeepEqual(y.Cell, notComputed) {
-					t.Fatalf("%s set %d poll %d: %s not wanted is %+v, not null with reason not_computed", p.what, k, p.polls, x.Name, y.Cell)
+					t.Fatalf("%s set %d poll %d: %s not wanted is %+v, neither the full tracker's %+v nor null with reason not_computed", p.what, k, p.polls, x.Name, y.Cell, x.Cell)
 				}
 				p.skipped[k]++
-			case !reflect.DeepEqual(x.Cell, y.Cell):
+			case !same:
 				t.Fatalf("%s set %d poll %d: %s wanted is %+v, the full tracker's %+v", p.what, k, p.polls, x.Name, y.Cell, x.Cell)
+			}
+		}
+		for i := range p.b[k] {
+			if want&(1<<i) != 0 && p.b[k][i].Cell.Value.Valid {
+				p.valued[p.b[k][i].Name] = true
 			}
 		}
 		if len(tr.poll.Readings) < len(p.full.poll.Readings) {
@@ -86,14 +109,15 @@ func (p *wantPair) poll(t *testing.T, T float64, ss []expo.Sample) {
 // A tracker told the cells wanted (Want) makes each of them as a full
 // tracker does, field for field, at every poll of every real capture
 // moved poll after poll (a counter restart and an empty poll on the
-// way); what it skips is null with reason not_computed, and counters
+// way); what it skips is null with reason not_computed, what it makes
+// all the same is the full tracker's, and counters
 // that feed no wanted cell are not fed to the estimator.
 func TestWantRealCaptures(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(realCaptures, "*.txt"))
 	if len(files) == 0 {
 		t.Skipf("no real captures in %s (the shared folder is absent)", realCaptures)
 	}
-	skipped, fewer := make([]int, len(wantSets)), make([]int, len(wantSets))
+	skipped, fewer, valued := make([]int, len(wantSets)), make([]int, len(wantSets)), map[string]bool{}
 	for _, f := range files {
 		page := readCapture(t, f)
 		det := NewTracker("", rate.Config{})
@@ -122,6 +146,7 @@ func TestWantRealCaptures(t *testing.T) {
 			}
 			p.poll(t, T, ss)
 		}
+		maps.Copy(valued, p.valued)
 		for k := range wantSets {
 			skipped[k] += p.skipped[k]
 			fewer[k] += p.fewer[k]
@@ -133,6 +158,7 @@ func TestWantRealCaptures(t *testing.T) {
 			t.Errorf("set %d: no cell was ever skipped", k)
 		}
 	}
+	checkValued(t, valued)
 	if fewer[1] == 0 || fewer[2] == 0 {
 		t.Errorf("the headline and one-histogram sets never fed fewer readings than a full tracker (%v)", fewer)
 	}
@@ -140,27 +166,37 @@ func TestWantRealCaptures(t *testing.T) {
 
 // The same on the simulator's engines, polled as the recorder would
 // through the built-in scenario (load edges, a stall, a hang, a restart,
-// a label join, stale and failing answers).
+// a label join, stale and failing answers) and a long one.
 func TestWantSimulator(t *testing.T) {
 	strictFeeds = false // the simulator's bodies carry families no cell reads
 	defer func() { strictFeeds = true }()
-	sc := sim.DefaultScenario()
-	for _, spec := range sc.Engines {
-		e, err := sim.NewEngine(spec, sc.Start)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := newWantPair(sc.Name+"/"+spec.Name, string(spec.Format))
-		var body []byte
-		for at := time.Duration(0); at <= sc.Duration; at += time.Second {
-			body = e.AppendRender(body[:0], at)
-			ss, err := expo.Parse(body, e.ContentType())
+	valued := map[string]bool{}
+	for _, sc := range []struct {
+		sc    *sim.Scenario
+		every time.Duration
+	}{
+		{sim.DefaultScenario(), time.Second},
+		{sim.LongScenario(4, 10*time.Minute, 7), 2 * time.Second},
+	} {
+		for _, spec := range sc.sc.Engines {
+			e, err := sim.NewEngine(spec, sc.sc.Start)
 			if err != nil {
-				t.Fatalf("%s at %v: %v", p.what, at, err)
+				t.Fatal(err)
 			}
-			p.poll(t, float64(sc.Start.Add(at).UnixNano())/1e9, ss)
+			p := newWantPair(sc.sc.Name+"/"+spec.Name, string(spec.Format))
+			var body []byte
+			for at := time.Duration(0); at <= sc.sc.Duration; at += sc.every {
+				body = e.AppendRender(body[:0], at)
+				ss, err := expo.Parse(body, e.ContentType())
+				if err != nil {
+					t.Fatalf("%s at %v: %v", p.what, at, err)
+				}
+				p.poll(t, float64(sc.sc.Start.Add(at).UnixNano())/1e9, ss)
+			}
+			maps.Copy(valued, p.valued)
 		}
 	}
+	checkValued(t, valued)
 }
 
 // Every reader's catalog names cells (canonical ones or histogram bases)
@@ -201,5 +237,76 @@ func TestWantNothingIsAll(t *testing.T) {
 	tr.Want()
 	if tr.want != allCells {
 		t.Fatalf("want %x after Want(), not every cell", tr.want)
+	}
+}
+
+// A by-label cell over random polls (series coming and going, values
+// repeated, swapped between series of one reason, zeros of either sign,
+// absent polls): its split and sum are those of the poll's samples, and
+// a split equal to the last one made is that map, shared.
+func TestByReasonSplits(t *testing.T) {
+	series := []string{`{engine="0",reason="capacity"}`, `{engine="1",reason="capacity"}`, `{engine="0",reason="deferred"}`}
+	vals := []string{"0", "-0", "1", "2", "1.5"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	tr := NewTracker(VLLM, rate.Config{})
+	var lastSplit map[string]float64
+	var lastBy map[string]float64
+	var body string
+	shared, reused := 0, 0
+	for i := range 3000 {
+		switch rng.IntN(4) {
+		case 0: // the same body again
+		case 1: // capacity's two series swap values
+			if strings.Count(body, "capacity") == 2 {
+				ls := strings.Split(strings.TrimSpace(body), "\n")
+				a, b := ls[1][strings.LastIndexByte(ls[1], ' ')+1:], ls[2][strings.LastIndexByte(ls[2], ' ')+1:]
+				ls[1], ls[2] = ls[1][:strings.LastIndexByte(ls[1], ' ')+1]+b, ls[2][:strings.LastIndexByte(ls[2], ' ')+1]+a
+				body = strings.Join(ls, "\n") + "\n"
+				break
+			}
+			fallthrough
+		default:
+			var b strings.Builder
+			b.WriteString("# TYPE vllm:num_requests_waiting_by_reason gauge\n")
+			for _, s := range series {
+				if rng.IntN(5) > 0 {
+					b.WriteString("vllm:num_requests_waiting_by_reason" + s + " " + vals[rng.IntN(len(vals))] + "\n")
+				}
+			}
+			body = b.String()
+		}
+		ss, err := expo.Parse([]byte(body), "text/plain")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := tr.ObserveSamples(float64(1000+i), 0, ss, nil)
+		c, _ := cs.Get(WaitingByReason)
+		if len(ss) == 0 {
+			if c.Value.Valid || c.Reason != rate.ReasonAbsent {
+				t.Fatalf("poll %d: nothing to read is %+v", i, c)
+			}
+			continue
+		}
+		split, sum := map[string]float64{}, 0.0
+		for _, s := range ss {
+			r, _ := labelOf(canonicalLabels(s.Labels), "reason")
+			split[r] += s.Value
+			sum += s.Value
+		}
+		if !c.Value.Valid || math.Float64bits(c.Value.V) != math.Float64bits(sum) || !maps.Equal(c.By, split) {
+			t.Fatalf("poll %d %q: %+v, want sum %v split %v", i, body, c, sum, split)
+		}
+		if lastSplit != nil && maps.Equal(split, lastSplit) {
+			shared++
+			if reflect.ValueOf(c.By).Pointer() != reflect.ValueOf(lastBy).Pointer() {
+				t.Fatalf("poll %d: a split equal to the last is a new map", i)
+			}
+		} else if reflect.ValueOf(c.By).Pointer() == reflect.ValueOf(lastBy).Pointer() {
+			reused++
+		}
+		lastSplit, lastBy = split, c.By
+	}
+	if shared < 500 || reused > 0 {
+		t.Errorf("%d splits shared (want many), %d changed splits in the last map", shared, reused)
 	}
 }
