@@ -1,6 +1,9 @@
 package rate
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // The buckets of one histogram label set (SetBucket) are stepped
 // together: they share the poll's time and uncertainty and, while every
@@ -56,8 +59,11 @@ type group struct {
 
 	// This poll's readings, by member; mark[m] == seq when it has one,
 	// or every member has one when n is their number.
-	seq     uint64
-	n       int // members with a reading this poll
+	seq uint64
+	n   int // members with a reading this poll
+	// run's count of the members that restart, on poll rseq.
+	rseq    uint64
+	resets  int
 	mark    []uint64
 	pend    []float64
 	created []float64
@@ -223,7 +229,9 @@ func (e *Estimator) stash(st *keyState, id int32, v, created float64) {
 
 // run keeps the readings of group gi when rs starts with every member's,
 // in order, each a finite number, and the group has no reading yet this
-// poll; it reports whether it did.
+// poll; it reports whether it did. On the way it counts the members that
+// restart against the group's last sample (stepTogether's resets), so
+// that the readings are passed over once.
 func (e *Estimator) run(gi int32, rs []Reading) bool {
 	g := &e.groups[gi-1]
 	M := len(g.members)
@@ -231,16 +239,29 @@ func (e *Estimator) run(gi int32, rs []Reading) bool {
 		return false
 	}
 	rs = rs[:M]
-	pend, created := g.pend[:M], g.created[:M]
+	pend, created, known := g.pend[:M], g.created[:M], g.known[:M]
+	// A group without a sample has nothing to restart against: its last
+	// row is this poll's own readings, which never fall below themselves.
+	last := pend
+	if len(g.tl) > 0 {
+		last = g.vals[(len(g.tl)-1)*M:][:M]
+	}
+	resets := 0
 	for m, id := range g.members {
 		r := &rs[m]
+		v, c := r.Value, r.Created
 		// A reading out of order, or not a number, ends the run.
-		if r.ID != id || math.IsNaN(r.Value) || math.IsInf(r.Value, 0) {
+		if r.ID != id || math.IsNaN(v) || math.IsInf(v, 0) {
 			return false
 		}
-		pend[m], created[m] = r.Value, r.Created
+		pend[m], created[m] = v, c
+		// A new _created, or a fall: that member restarts.
+		if k := known[m]; (c != 0 && k != 0 && c != k) || v < last[m] {
+			resets++
+		}
 	}
 	g.seq, g.n = e.seq, M
+	g.rseq, g.resets = e.seq, resets
 	e.stepped = append(e.stepped, gi)
 	return true
 }
@@ -277,7 +298,11 @@ func (e *Estimator) stepTogether(g *group, u float64) bool {
 		(e.restartT != 0 && len(g.tl) > g.head && g.tl[len(g.tl)-1].t < e.restartT)
 	M := len(g.members)
 	resets := 0
-	if len(g.tl) > 0 {
+	switch {
+	case g.rseq == e.seq:
+		// Counted by run on its way.
+		resets = g.resets
+	case len(g.tl) > 0:
 		last := g.vals[(len(g.tl)-1)*M:]
 		for m, v := range g.pend {
 			// A new _created, or a fall: that member restarts.
@@ -326,10 +351,36 @@ func (e *Estimator) stepTogether(g *group, u float64) bool {
 		if limit := e.cfg.StaleFraction * dt; base.u > limit || u > limit {
 			reason = ReasonStale
 		}
-		e.verdicts(g, reason, dt, true, baseVals)
-		g.push(pt, g.pend)
+		e.verdictsPush(g, reason, dt, pt)
 	}
 	return true
+}
+
+// verdictsPush is verdicts with a window against the group's base sample
+// tl[head] followed by push, in one pass over the members: each one's
+// value kept, its Δ and its last known _created.
+func (e *Estimator) verdictsPush(g *group, reason string, dt float64, p tpoint) {
+	M := len(g.members)
+	g.proc = e.procStart
+	g.vseq, g.reason, g.hasWin, g.dt = e.seq, reason, true, dt
+	g.pseq, g.lseq = g.lseq, e.seq
+	// push's compaction first: it moves the base sample's row.
+	if len(g.tl) == cap(g.tl) && g.head > 0 && g.head >= len(g.tl)/2 {
+		n := copy(g.tl, g.tl[g.head:])
+		copy(g.vals, g.vals[g.head*M:])
+		g.tl, g.vals, g.head = g.tl[:n], g.vals[:n*M], 0
+	}
+	g.tl = append(g.tl, p)
+	n := len(g.vals)
+	g.vals = slices.Grow(g.vals, M)[:n+M]
+	row, base := g.vals[n:n+M], g.vals[g.head*M:][:M]
+	pend, created, known, delta := g.pend[:M], g.created[:M], g.known[:M], g.delta[:M]
+	for m, v := range pend {
+		row[m], delta[m] = v, v-base[m]
+		if c := created[m]; c != 0 {
+			known[m] = c
+		}
+	}
 }
 
 // verdicts keeps the verdict of the current poll for every member of g,
