@@ -408,7 +408,7 @@ func (e *Estimator) verdictsPush(g *group, reason string, dt float64, p tpoint, 
 	g.proc = e.procStart
 	g.vseq, g.reason, g.hasWin, g.dt = e.seq, reason, true, dt
 	g.pseq, g.lseq = g.lseq, e.seq
-	// push's compaction first: it moves the base sample's row.
+	// Compacting first, as keyState.push does: it moves the base sample's row.
 	if len(g.tl) == cap(g.tl) && g.head > 0 && g.head >= len(g.tl)/2 {
 		n := copy(g.tl, g.tl[g.head:])
 		copy(g.vals, g.vals[g.head*M:])
@@ -482,13 +482,9 @@ func (e *Estimator) sync(st *keyState) {
 }
 
 // push appends a poll to g's timeline and the members' readings to
-// their values, compacting as keyState.push does.
+// their values. It starts a timeline (a first sample, a rebase): a step
+// that keeps the history appends, and compacts, in verdictsPush.
 func (g *group) push(p tpoint, vals []float64) {
-	if len(g.tl) == cap(g.tl) && g.head > 0 && g.head >= len(g.tl)/2 {
-		n := copy(g.tl, g.tl[g.head:])
-		copy(g.vals, g.vals[g.head*len(g.members):])
-		g.tl, g.vals, g.head = g.tl[:n], g.vals[:n*len(g.members)], 0
-	}
 	g.tl = append(g.tl, p)
 	g.vals = append(g.vals, vals...)
 }
