@@ -273,7 +273,7 @@ func (e *Estimator) Observe(p Poll) {
 		switch {
 		case st.grp == 0:
 			e.step(st, r.Value, r.Created, u)
-		case st.member == 0 && e.run(st.grp, p.Readings[i:]):
+		case st.member == 0 && e.run(st.grp, p.Readings[i:], u):
 			// A group's buckets read in order, kept in one run.
 			i += len(e.groups[st.grp-1].members) - 1
 		default:

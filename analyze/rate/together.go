@@ -1,6 +1,9 @@
 package rate
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // The buckets of one histogram label set (SetBucket) are stepped
 // together: they share the poll's time and uncertainty and, while every
@@ -56,8 +59,11 @@ type group struct {
 
 	// This poll's readings, by member; mark[m] == seq when it has one,
 	// or every member has one when n is their number.
-	seq     uint64
-	n       int // members with a reading this poll
+	seq uint64
+	n   int // members with a reading this poll
+	// run's count of the members that restart, on poll rseq.
+	rseq    uint64
+	resets  int
 	mark    []uint64
 	pend    []float64
 	created []float64
@@ -223,25 +229,83 @@ func (e *Estimator) stash(st *keyState, id int32, v, created float64) {
 
 // run keeps the readings of group gi when rs starts with every member's,
 // in order, each a finite number, and the group has no reading yet this
-// poll; it reports whether it did.
-func (e *Estimator) run(gi int32, rs []Reading) bool {
+// poll; it reports whether it did. A group in step whose window is
+// accepted or stale and none of whose members restarts is stepped here,
+// from rs (stepFast); any other is stepped with the poll's other groups
+// (stepGroups), run having counted its restarting members on the way.
+func (e *Estimator) run(gi int32, rs []Reading, u float64) bool {
 	g := &e.groups[gi-1]
 	M := len(g.members)
 	if g.seq == e.seq || len(rs) < M {
 		return false
 	}
 	rs = rs[:M]
-	pend, created := g.pend[:M], g.created[:M]
-	for m, id := range g.members {
-		r := &rs[m]
-		// A reading out of order, or not a number, ends the run.
-		if r.ID != id || math.IsNaN(r.Value) || math.IsInf(r.Value, 0) {
-			return false
+	resets := 0
+	if len(g.tl) == 0 {
+		// A group without a sample has nothing to restart against.
+		for m, id := range g.members {
+			r := &rs[m]
+			// A reading out of order, or not a number, ends the run.
+			if r.ID != id || math.IsNaN(r.Value) || math.IsInf(r.Value, 0) {
+				return false
+			}
 		}
-		pend[m], created[m] = r.Value, r.Created
+	} else {
+		known, last := g.known[:M], g.vals[(len(g.tl)-1)*M:][:M]
+		for m, id := range g.members {
+			r := &rs[m]
+			v, c := r.Value, r.Created
+			// A reading out of order, or not a number, ends the run.
+			if r.ID != id || math.IsNaN(v) || math.IsInf(v, 0) {
+				return false
+			}
+			// A new _created, or a fall: that member restarts.
+			if k := known[m]; (c != 0 && k != 0 && c != k) || v < last[m] {
+				resets++
+			}
+		}
 	}
 	g.seq, g.n = e.seq, M
+	if resets == 0 && g.inStep && len(g.tl) > 0 && e.stepFast(g, rs, u) {
+		return true
+	}
+	pend, created := g.pend[:M], g.created[:M]
+	for m := range rs {
+		pend[m], created[m] = rs[m].Value, rs[m].Created
+	}
+	g.rseq, g.resets = e.seq, resets
 	e.stepped = append(e.stepped, gi)
+	return true
+}
+
+// stepFast is stepTogether's accepted and stale windows, of a group in
+// step with a history and no member restarting, read from its readings
+// rs; it reports false, having changed nothing a step reads again, for
+// every other verdict.
+func (e *Estimator) stepFast(g *group, rs []Reading, u float64) bool {
+	now := e.lastT
+	// A new process start, a restart flagged after the last sample: stepTogether's.
+	if (e.procStart != 0 && g.proc != 0 && e.procStart != g.proc) ||
+		(e.restartT != 0 && g.tl[len(g.tl)-1].t < e.restartT) {
+		return false
+	}
+	span, ceiling := e.spanOf(g.span)
+	cutoff := now - span - edgeTolerance
+	for len(g.tl)-g.head >= 2 && g.tl[g.head].t < cutoff {
+		g.head++
+	}
+	base := g.tl[g.head]
+	dt := now - base.t
+	// A stall or a catch-up poll: stepTogether's.
+	if dt > ceiling || dt < e.cfg.MinWindow {
+		return false
+	}
+	reason := ""
+	// A window resting on a sample more uncertain than StaleFraction of it is refused; the sample stays.
+	if limit := e.cfg.StaleFraction * dt; base.u > limit || u > limit {
+		reason = ReasonStale
+	}
+	e.verdictsPush(g, reason, dt, tpoint{t: now, u: u, seq: e.seq}, rs)
 	return true
 }
 
@@ -277,7 +341,11 @@ func (e *Estimator) stepTogether(g *group, u float64) bool {
 		(e.restartT != 0 && len(g.tl) > g.head && g.tl[len(g.tl)-1].t < e.restartT)
 	M := len(g.members)
 	resets := 0
-	if len(g.tl) > 0 {
+	switch {
+	case g.rseq == e.seq:
+		// Counted by run on its way.
+		resets = g.resets
+	case len(g.tl) > 0:
 		last := g.vals[(len(g.tl)-1)*M:]
 		for m, v := range g.pend {
 			// A new _created, or a fall: that member restarts.
@@ -326,10 +394,49 @@ func (e *Estimator) stepTogether(g *group, u float64) bool {
 		if limit := e.cfg.StaleFraction * dt; base.u > limit || u > limit {
 			reason = ReasonStale
 		}
-		e.verdicts(g, reason, dt, true, baseVals)
-		g.push(pt, g.pend)
+		e.verdictsPush(g, reason, dt, pt, nil)
 	}
 	return true
+}
+
+// verdictsPush is verdicts with a window against the group's base sample
+// tl[head] followed by push, in one pass over the members: each one's
+// value kept, its Δ and its last known _created; the readings are rs when
+// not nil (stepFast), else the kept ones (pend, created).
+func (e *Estimator) verdictsPush(g *group, reason string, dt float64, p tpoint, rs []Reading) {
+	M := len(g.members)
+	g.proc = e.procStart
+	g.vseq, g.reason, g.hasWin, g.dt = e.seq, reason, true, dt
+	g.pseq, g.lseq = g.lseq, e.seq
+	// Compacting first, as keyState.push does: it moves the base sample's row.
+	if len(g.tl) == cap(g.tl) && g.head > 0 && g.head >= len(g.tl)/2 {
+		n := copy(g.tl, g.tl[g.head:])
+		copy(g.vals, g.vals[g.head*M:])
+		g.tl, g.vals, g.head = g.tl[:n], g.vals[:n*M], 0
+	}
+	g.tl = append(g.tl, p)
+	n := len(g.vals)
+	g.vals = slices.Grow(g.vals, M)[:n+M]
+	row, base := g.vals[n:n+M], g.vals[g.head*M:][:M]
+	known, delta := g.known[:M], g.delta[:M]
+	if rs != nil {
+		for m := range rs[:M] {
+			r := &rs[m]
+			v := r.Value
+			row[m], delta[m] = v, v-base[m]
+			if c := r.Created; c != 0 {
+				known[m] = c
+			}
+		}
+		return
+	}
+	pend, created := g.pend[:M], g.created[:M]
+	for m, v := range pend {
+		row[m], delta[m] = v, v-base[m]
+		if c := created[m]; c != 0 {
+			known[m] = c
+		}
+	}
 }
 
 // verdicts keeps the verdict of the current poll for every member of g,
@@ -375,13 +482,9 @@ func (e *Estimator) sync(st *keyState) {
 }
 
 // push appends a poll to g's timeline and the members' readings to
-// their values, compacting as keyState.push does.
+// their values. It starts a timeline (a first sample, a rebase): a step
+// that keeps the history appends, and compacts, in verdictsPush.
 func (g *group) push(p tpoint, vals []float64) {
-	if len(g.tl) == cap(g.tl) && g.head > 0 && g.head >= len(g.tl)/2 {
-		n := copy(g.tl, g.tl[g.head:])
-		copy(g.vals, g.vals[g.head*len(g.members):])
-		g.tl, g.vals, g.head = g.tl[:n], g.vals[:n*len(g.members)], 0
-	}
 	g.tl = append(g.tl, p)
 	g.vals = append(g.vals, vals...)
 }
