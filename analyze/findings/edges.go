@@ -455,11 +455,20 @@ func levelChange(rates []float64, busy []bool, i, k int) (float64, bool) {
 	// On the stack: this runs at every busy poll.
 	var bs, as, tmp [levelPolls]float64
 	before, after := bs[:0:k], as[:0:k]
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for j := 1; j <= k; j++ {
 		if !busy[i-j] || !busy[i+j] {
 			return 0, false
 		}
-		before, after = append(before, rates[i-j]), append(after, rates[i+j])
+		x, y := rates[i-j], rates[i+j]
+		before, after = append(before, x), append(after, y)
+		lo, hi = min(lo, x, y), max(hi, x, y)
+	}
+	// Both medians lie within [lo, hi]: rates that close together cannot
+	// be LevelLn apart (levelNear leaves room for rounding; a NaN makes
+	// lo or hi NaN and fails the test, as does an infinity).
+	if lo > 0 && hi < math.MaxFloat64/2 && hi <= lo*levelNear {
+		return 0, false
 	}
 	b, a := medianIn(tmp[:0], before), medianIn(tmp[:0], after)
 	if !b.Valid || !a.Valid || b.V <= 0 || a.V <= 0 {
@@ -485,6 +494,11 @@ func levelChange(rates []float64, busy []bool, i, k int) (float64, bool) {
 	}
 	return ln, true
 }
+
+// levelNear is a ratio of two rates whose logarithm is well below
+// LevelLn (ln 1.4 = 0.336 < 0.4): the medians of polls within it need not
+// be found.
+const levelNear = 1.4
 
 // levelPolls is how many polls a level must hold on either side of a
 // level edge: twice a start's, so that the spell of a load driver
