@@ -62,15 +62,10 @@ func (v *view) findEdges(spans []float64, published float64) {
 			next = v.edges[k+1].T
 		}
 		p1 := v.pollAfter(e.T)
-		e.EdgeSpan = v.settle(e, p1, next, published, func(p *Poll) rate.Num { return p.Rates[Decode].V })
+		e.EdgeSpan = v.settle(e, p1, next, published, func(i int) rate.Num { return ps.Rate(i, Decode) })
 		e.Counterfactual = make([]EdgeSpan, len(spans))
 		for j, sp := range spans {
-			e.Counterfactual[j] = v.settle(e, p1, next, sp, func(p *Poll) rate.Num {
-				if j < len(p.Spans) {
-					return p.Spans[j]
-				}
-				return rate.Num{}
-			})
+			e.Counterfactual[j] = v.settle(e, p1, next, sp, func(i int) rate.Num { return ps.Span(i, j) })
 		}
 		// A load start or a level change is what the jump gate holds: its
 		// holds are the edge's, from the poll before its first (a prompt
@@ -237,17 +232,15 @@ func (v *view) unsteady(p1, steady, held int) string {
 
 // settle measures how the values of one span caught up with edge e, from
 // poll index p1 until the next edge.
-func (v *view) settle(e *Edge, p1 int, next, span float64, value func(*Poll) rate.Num) EdgeSpan {
+func (v *view) settle(e *Edge, p1 int, next, span float64, value func(i int) rate.Num) EdgeSpan {
 	out := EdgeSpan{Span: span, Values: []rate.Num{}}
 	ps := &v.t.Polls
 	// No poll after the edge: nothing caught up.
 	if p1 < 0 {
 		return out
 	}
-	p := new(Poll) // one for every poll: value may keep it
 	for k := 0; p1+k < ps.Len() && ps.T(p1+k) < next; k++ {
-		ps.Get(p1+k, p)
-		x := value(p)
+		x := value(p1 + k)
 		if k < SteadyPolls {
 			out.Values = append(out.Values, x)
 		}
@@ -257,7 +250,7 @@ func (v *view) settle(e *Edge, p1 int, next, span float64, value func(*Poll) rat
 		if out.SettlePoll == nil && e.Judged && settled(e, x) {
 			n := k + 1
 			out.SettlePoll = &n
-			out.SettleAfter = rate.Some(p.T - e.T)
+			out.SettleAfter = rate.Some(ps.T(p1+k) - e.T)
 		}
 		if out.SettlePoll != nil && k >= SteadyPolls {
 			break

@@ -355,6 +355,14 @@ func (l *PollList) Reasons(i int) [NRates]string {
 	return out
 }
 
+// Span is poll i's Spans[j], read alone; null past the list's spans.
+func (l *PollList) Span(i, j int) rate.Num {
+	if j >= l.nspans {
+		return rate.Num{}
+	}
+	return l.spans[i*l.nspans+j]
+}
+
 // Rate is poll i's Rates[k].V, read alone.
 func (l *PollList) Rate(i, k int) rate.Num { return l.num(i, k) }
 

@@ -98,6 +98,14 @@ func TestPollListRoundTrip(t *testing.T) {
 			{l.Waiting(i), w.Waiting}, {l.TokensTotal(i), w.TokensTotal}, {l.KV(i), w.KV}, {l.ProcessStart(i), w.ProcessStart}, {l.Capacity(i), w.Capacity},
 			{l.Deferred(i), w.Deferred}, {l.KVCapacity(i), w.KVCapacity}, {l.PrefixCaching(i), w.PrefixCaching},
 			{l.Energy(i), w.Energy}, {l.Power(i), w.Power}}
+		for j := range len(w.Spans) + 1 {
+			// One past the spans reads null.
+			sp := rate.Num{}
+			if j < len(w.Spans) {
+				sp = w.Spans[j]
+			}
+			readers = append(readers, struct{ got, want rate.Num }{l.Span(i, j), sp})
+		}
 		for k := range NRates {
 			readers = append(readers, struct{ got, want rate.Num }{l.Rate(i, k), w.Rates[k].V})
 			if got := l.Reasons(i)[k]; got != w.Rates[k].Reason {
