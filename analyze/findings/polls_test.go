@@ -213,3 +213,48 @@ func busyDay() *[43200]Poll {
 	}
 	return ps
 }
+
+// A list sized by Grow allocates, after its first chunk, about what its
+// records take (not up to twice, as doubling does), and reads back every
+// poll whether the hint was right, short or long.
+func TestPollListChunksByHint(t *testing.T) {
+	for _, c := range []struct{ hint, n int }{{1300, 1300}, {400, 1300}, {5000, 1300}} {
+		r := rand.New(rand.NewPCG(7, uint64(c.hint)))
+		var l PollList
+		l.Grow(c.hint)
+		want := make([]Poll, c.n)
+		for i := range want {
+			want[i] = randomPoll(r, 1000+float64(i)*2, 2)
+			l.Append(&want[i])
+		}
+		for i := range want {
+			got := l.At(i)
+			if numBits(got) != numBits(&want[i]) || textsOf(got) != textsOf(&want[i]) || got.Row != want[i].Row || got.T != want[i].T {
+				t.Fatalf("hint %d: poll %d reads back %+v, want %+v", c.hint, i, *got, want[i])
+			}
+		}
+		used, held := 0, 0
+		for _, ch := range l.chunks {
+			used, held = used+len(ch), held+cap(ch)
+		}
+		if c.hint == c.n && held > used*12/10+firstPollChunk+maxRecord {
+			t.Errorf("hint %d: chunks hold %d bytes for %d of records", c.hint, held, used)
+		}
+		t.Logf("hint %d, %d polls: %d chunks hold %d bytes for %d of records", c.hint, c.n, len(l.chunks), held, used)
+	}
+}
+
+// numBits are p's numbers as bits (NaN payloads compared too) and validity.
+func numBits(p *Poll) (out [nNums][2]uint64) {
+	for k, x := range numsOf(p) {
+		out[k] = [2]uint64{math.Float64bits(x.V), uint64(boolInt(x.Valid))}
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
