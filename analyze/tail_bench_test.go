@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/record/sim"
 )
 
@@ -38,4 +39,24 @@ func benchRecording(b *testing.B) string {
 	dir := b.TempDir()
 	generate(b, sim.LongScenario(8, *replayDuration, 1), dir, sim.GenerateOptions{})
 	return dir
+}
+
+// BenchmarkFindings times the findings alone (findings.Analyze: views,
+// edges, incidents, rollups, facts, drift and the fleet) on the run a
+// recording's replay leaves (see BenchmarkTail for -replay.dir); the
+// options are llmrec analyze's without --json (SkipPolls).
+func BenchmarkFindings(b *testing.B) {
+	dir := benchRecording(b)
+	an, res, err := replay(Options{Dirs: []string{dir}, SkipPolls: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Close()
+	run := an.run()
+	b.ReportAllocs()
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		findings.Analyze(run)
+	}
+	b.ReportMetric((cpuTime(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 }

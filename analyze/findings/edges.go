@@ -62,15 +62,10 @@ func (v *view) findEdges(spans []float64, published float64) {
 			next = v.edges[k+1].T
 		}
 		p1 := v.pollAfter(e.T)
-		e.EdgeSpan = v.settle(e, p1, next, published, func(p *Poll) rate.Num { return p.Rates[Decode].V })
+		e.EdgeSpan = v.settle(e, p1, next, published, func(i int) rate.Num { return ps.Rate(i, Decode) })
 		e.Counterfactual = make([]EdgeSpan, len(spans))
 		for j, sp := range spans {
-			e.Counterfactual[j] = v.settle(e, p1, next, sp, func(p *Poll) rate.Num {
-				if j < len(p.Spans) {
-					return p.Spans[j]
-				}
-				return rate.Num{}
-			})
+			e.Counterfactual[j] = v.settle(e, p1, next, sp, func(i int) rate.Num { return ps.Span(i, j) })
 		}
 		// A load start or a level change is what the jump gate holds: its
 		// holds are the edge's, from the poll before its first (a prompt
@@ -237,17 +232,15 @@ func (v *view) unsteady(p1, steady, held int) string {
 
 // settle measures how the values of one span caught up with edge e, from
 // poll index p1 until the next edge.
-func (v *view) settle(e *Edge, p1 int, next, span float64, value func(*Poll) rate.Num) EdgeSpan {
+func (v *view) settle(e *Edge, p1 int, next, span float64, value func(i int) rate.Num) EdgeSpan {
 	out := EdgeSpan{Span: span, Values: []rate.Num{}}
 	ps := &v.t.Polls
 	// No poll after the edge: nothing caught up.
 	if p1 < 0 {
 		return out
 	}
-	p := new(Poll) // one for every poll: value may keep it
 	for k := 0; p1+k < ps.Len() && ps.T(p1+k) < next; k++ {
-		ps.Get(p1+k, p)
-		x := value(p)
+		x := value(p1 + k)
 		if k < SteadyPolls {
 			out.Values = append(out.Values, x)
 		}
@@ -257,7 +250,7 @@ func (v *view) settle(e *Edge, p1 int, next, span float64, value func(*Poll) rat
 		if out.SettlePoll == nil && e.Judged && settled(e, x) {
 			n := k + 1
 			out.SettlePoll = &n
-			out.SettleAfter = rate.Some(p.T - e.T)
+			out.SettleAfter = rate.Some(ps.T(p1+k) - e.T)
 		}
 		if out.SettlePoll != nil && k >= SteadyPolls {
 			break
@@ -455,11 +448,20 @@ func levelChange(rates []float64, busy []bool, i, k int) (float64, bool) {
 	// On the stack: this runs at every busy poll.
 	var bs, as, tmp [levelPolls]float64
 	before, after := bs[:0:k], as[:0:k]
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for j := 1; j <= k; j++ {
 		if !busy[i-j] || !busy[i+j] {
 			return 0, false
 		}
-		before, after = append(before, rates[i-j]), append(after, rates[i+j])
+		x, y := rates[i-j], rates[i+j]
+		before, after = append(before, x), append(after, y)
+		lo, hi = min(lo, x, y), max(hi, x, y)
+	}
+	// Both medians lie within [lo, hi]: rates that close together cannot
+	// be LevelLn apart (levelNear leaves room for rounding; a NaN makes
+	// lo or hi NaN and fails the test, as does an infinity).
+	if lo > 0 && hi < math.MaxFloat64/2 && hi <= lo*levelNear {
+		return 0, false
 	}
 	b, a := medianIn(tmp[:0], before), medianIn(tmp[:0], after)
 	if !b.Valid || !a.Valid || b.V <= 0 || a.V <= 0 {
@@ -485,6 +487,11 @@ func levelChange(rates []float64, busy []bool, i, k int) (float64, bool) {
 	}
 	return ln, true
 }
+
+// levelNear is a ratio of two rates whose logarithm is well below
+// LevelLn (ln 1.4 = 0.336 < 0.4): the medians of polls within it need not
+// be found.
+const levelNear = 1.4
 
 // levelPolls is how many polls a level must hold on either side of a
 // level edge: twice a start's, so that the spell of a load driver

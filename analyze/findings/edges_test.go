@@ -2,6 +2,7 @@ package findings
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -281,5 +282,77 @@ func TestEdgeWithoutLevel(t *testing.T) {
 	p, q := &Poll{T: 0, Steps: rate.Some(1)}, &Poll{T: 10, Steps: rate.Some(9), Interval: Value{V: rate.Some(0)}}
 	if s, _ := signalSteps.read(p, q, true); s != unknown {
 		t.Errorf("steps across a hole: %v", s)
+	}
+}
+
+// levelChangeByMedians is levelChange without its shortcut for rates
+// close together: both medians found at every poll.
+func levelChangeByMedians(rates []float64, busy []bool, i, k int) (float64, bool) {
+	var before, after []float64
+	for j := 1; j <= k; j++ {
+		if !busy[i-j] || !busy[i+j] {
+			return 0, false
+		}
+		before, after = append(before, rates[i-j]), append(after, rates[i+j])
+	}
+	b, a := median(before), median(after)
+	if !b.Valid || !a.Valid || b.V <= 0 || a.V <= 0 {
+		return 0, false
+	}
+	ln := math.Abs(math.Log(a.V / b.V))
+	if ln <= LevelLn {
+		return 0, false
+	}
+	mid := (a.V + b.V) / 2
+	up := a.V > b.V
+	wrongBefore, wrongAfter := 0, 0
+	for j := range k {
+		if (before[j] > mid) == up {
+			wrongBefore++
+		}
+		if (after[j] > mid) != up {
+			wrongAfter++
+		}
+	}
+	if wrongBefore > levelStray || wrongAfter > levelStray {
+		return 0, false
+	}
+	return ln, true
+}
+
+// levelChange answers as the medians do at every poll: rates spread by
+// ratios around LevelLn's and the shortcut's bound, and the values that
+// defeat it (0, negatives, NaN, infinities, the largest floats).
+func TestLevelChangeAsMedians(t *testing.T) {
+	const n = 4000
+	rng := rand.New(rand.NewPCG(24, 11))
+	odd := []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64, math.MaxFloat64 / 3, 5e-324}
+	for _, spread := range []float64{1.01, 1.3, levelNear, 1.45, math.Exp(LevelLn), 1.5, 2, 4} {
+		rates, busy := make([]float64, n), make([]bool, n)
+		level := 1000.0
+		for i := range rates {
+			if rng.IntN(200) == 0 {
+				level *= math.Pow(spread, 2*rng.Float64()-1) * 1.6
+			}
+			rates[i] = level * math.Pow(spread, rng.Float64())
+			busy[i] = rng.IntN(100) != 0
+			if rng.IntN(300) == 0 {
+				rates[i] = odd[rng.IntN(len(odd))]
+			}
+		}
+		edges := 0
+		for i := levelPolls; i+levelPolls < n; i++ {
+			ln, ok := levelChange(rates, busy, i, levelPolls)
+			wln, wok := levelChangeByMedians(rates, busy, i, levelPolls)
+			if ok != wok || math.Float64bits(ln) != math.Float64bits(wln) {
+				t.Fatalf("spread %v, poll %d: levelChange %v %v, by the medians %v %v", spread, i, ln, ok, wln, wok)
+			}
+			if ok {
+				edges++
+			}
+		}
+		if spread == 4 && edges == 0 {
+			t.Fatalf("spread %v: no level edge in %d polls: the comparison tells nothing", spread, n)
+		}
 	}
 }

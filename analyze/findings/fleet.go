@@ -362,11 +362,15 @@ func seams(views []*view) []Seam {
 // across the targets that publish it.
 func bucketSeams(eng []*view) []Seam {
 	var out []Seam
+	// Each engine's catalog is built (and sorted) once, not once a histogram.
+	cats := make([][]engine.Known, len(eng))
+	for i, v := range eng {
+		cats[i], _ = engine.Catalog(v.t.Engine)
+	}
 	for _, base := range engine.Histograms {
 		layouts := map[string][]string{}
-		for _, v := range eng {
-			fams, _ := engine.Catalog(v.t.Engine)
-			for _, k := range fams {
+		for i, v := range eng {
+			for _, k := range cats[i] {
 				bs, ok := v.t.Histograms[k.Family]
 				if !ok || !feeds(k.Feeds, base) {
 					continue

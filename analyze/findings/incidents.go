@@ -614,17 +614,19 @@ func (v *view) isSlow(i int, limit float64) bool {
 func (v *view) refusals(gates rate.Config, firstAfter, slow map[int]bool) []Incident {
 	ps := &v.t.Polls
 	refused := func(i int) []int {
-		if firstAfter[i] || v.held[i] {
-			return nil
-		}
 		var ks []int
 		rs := ps.Reasons(i)
 		for k := range NRates {
+			// Most polls' cells have a value: no reason to look up.
 			r := rs[k]
-			if !gateReasons[r] || r == rate.ReasonReset || (r == rate.ReasonStale && slow[i]) {
+			if r == "" || !gateReasons[r] || r == rate.ReasonReset || (r == rate.ReasonStale && slow[i]) {
 				continue
 			}
 			ks = append(ks, k)
+		}
+		// The maps are read only for the few polls a gate refused.
+		if len(ks) > 0 && (firstAfter[i] || v.held[i]) {
+			return nil
 		}
 		return ks
 	}

@@ -218,6 +218,9 @@ func (l *PollList) Append(p *Poll) {
 		c := firstPollChunk
 		if ci >= 0 {
 			c = min(maxPollChunk, 2*cap(l.chunks[ci]))
+			if i < l.hint {
+				c = min(c, l.restChunk(i))
+			}
 		}
 		l.chunks = append(l.chunks, make([]byte, 0, c))
 		ci++
@@ -274,6 +277,19 @@ func (l *PollList) Append(p *Poll) {
 	b[mask] = tm
 	l.chunks[ci] = c[:n]
 	l.n++
+}
+
+// restChunk is what the polls the hint still counts (from i on) take, at
+// the bytes a poll took so far and a tenth more: a chunk while the hint
+// lasts is no larger, where doubling would allocate up to twice what the
+// last chunk's records take. A hint short of the polls to come leaves the
+// rest to doubling again.
+func (l *PollList) restChunk(i int) int {
+	used := 0
+	for _, c := range l.chunks {
+		used += len(c)
+	}
+	return (l.hint-i)*(used/i+1)*11/10 + maxRecord
 }
 
 // fault faults in the times' and spans' pages of the polls from i on, a
@@ -353,6 +369,14 @@ func (l *PollList) Reasons(i int) [NRates]string {
 		out[k] = l.strs[id]
 	}
 	return out
+}
+
+// Span is poll i's Spans[j], read alone; null past the list's spans.
+func (l *PollList) Span(i, j int) rate.Num {
+	if j >= l.nspans {
+		return rate.Num{}
+	}
+	return l.spans[i*l.nspans+j]
 }
 
 // Rate is poll i's Rates[k].V, read alone.

@@ -98,6 +98,14 @@ func TestPollListRoundTrip(t *testing.T) {
 			{l.Waiting(i), w.Waiting}, {l.TokensTotal(i), w.TokensTotal}, {l.KV(i), w.KV}, {l.ProcessStart(i), w.ProcessStart}, {l.Capacity(i), w.Capacity},
 			{l.Deferred(i), w.Deferred}, {l.KVCapacity(i), w.KVCapacity}, {l.PrefixCaching(i), w.PrefixCaching},
 			{l.Energy(i), w.Energy}, {l.Power(i), w.Power}}
+		for j := range len(w.Spans) + 1 {
+			// One past the spans reads null.
+			sp := rate.Num{}
+			if j < len(w.Spans) {
+				sp = w.Spans[j]
+			}
+			readers = append(readers, struct{ got, want rate.Num }{l.Span(i, j), sp})
+		}
 		for k := range NRates {
 			readers = append(readers, struct{ got, want rate.Num }{l.Rate(i, k), w.Rates[k].V})
 			if got := l.Reasons(i)[k]; got != w.Rates[k].Reason {
@@ -204,4 +212,49 @@ func busyDay() *[43200]Poll {
 		p.KVCapacity, p.PrefixCaching, p.ProcessStart = rate.Some(1e6), rate.Some(1), rate.Some(1e9)
 	}
 	return ps
+}
+
+// A list sized by Grow allocates, after its first chunk, about what its
+// records take (not up to twice, as doubling does), and reads back every
+// poll whether the hint was right, short or long.
+func TestPollListChunksByHint(t *testing.T) {
+	for _, c := range []struct{ hint, n int }{{1300, 1300}, {400, 1300}, {5000, 1300}} {
+		r := rand.New(rand.NewPCG(7, uint64(c.hint)))
+		var l PollList
+		l.Grow(c.hint)
+		want := make([]Poll, c.n)
+		for i := range want {
+			want[i] = randomPoll(r, 1000+float64(i)*2, 2)
+			l.Append(&want[i])
+		}
+		for i := range want {
+			got := l.At(i)
+			if numBits(got) != numBits(&want[i]) || textsOf(got) != textsOf(&want[i]) || got.Row != want[i].Row || got.T != want[i].T {
+				t.Fatalf("hint %d: poll %d reads back %+v, want %+v", c.hint, i, *got, want[i])
+			}
+		}
+		used, held := 0, 0
+		for _, ch := range l.chunks {
+			used, held = used+len(ch), held+cap(ch)
+		}
+		if c.hint == c.n && held > used*12/10+firstPollChunk+maxRecord {
+			t.Errorf("hint %d: chunks hold %d bytes for %d of records", c.hint, held, used)
+		}
+		t.Logf("hint %d, %d polls: %d chunks hold %d bytes for %d of records", c.hint, c.n, len(l.chunks), held, used)
+	}
+}
+
+// numBits are p's numbers as bits (NaN payloads compared too) and validity.
+func numBits(p *Poll) (out [nNums][2]uint64) {
+	for k, x := range numsOf(p) {
+		out[k] = [2]uint64{math.Float64bits(x.V), uint64(boolInt(x.Valid))}
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

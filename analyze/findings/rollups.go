@@ -91,43 +91,54 @@ func (v *view) rollups(caps []Cap) []Rollup {
 	if ps.Len() > 0 {
 		minutes = min(ps.Len(), max(0, int(math.Floor(ps.T(ps.Len()-1)/60)-math.Floor(ps.T(0)/60))+1))
 	}
+	// One pass over the polls serves every cell: a poll's record is read
+	// once (its values and totals, the totals kept for the next poll's
+	// naive rate, see naive) and its minute found once.
+	type cellState struct {
+		r    Rollup
+		m    int // the open minute's index in r.Minutes; -1 none
+		sum  float64
+		prev rate.Num
+	}
+	var cs [NRates]cellState
+	var fs [2 * NRates]Field
 	for k := range NRates {
-		r := Rollup{Target: v.t.Name, Cell: RateCells[k], Cap: capFor(caps, v.t.Engine, RateCells[k]), Minutes: make([]Minute, 0, minutes)}
-		var m *Minute
-		var sum float64
-		closeMinute := func() {
-			if m != nil && m.N > 0 {
-				m.Mean = rate.Some(sum / float64(m.N))
-			}
+		cs[k] = cellState{r: Rollup{Target: v.t.Name, Cell: RateCells[k], Cap: capFor(caps, v.t.Engine, RateCells[k]),
+			Minutes: make([]Minute, 0, minutes)}, m: -1}
+		fs[k], fs[NRates+k] = FieldRate(k), FieldTotal(k)
+	}
+	closeMinute := func(c *cellState) {
+		if c.m >= 0 && c.r.Minutes[c.m].N > 0 {
+			c.r.Minutes[c.m].Mean = rate.Some(c.sum / float64(c.r.Minutes[c.m].N))
 		}
-		// Each poll is read once a cell: its value and total, the total
-		// kept for the next poll's naive rate (naive).
-		fs := [2]Field{FieldRate(k), FieldTotal(k)}
-		var xs [2]rate.Num
-		var prev rate.Num
-		for i := range ps.Len() {
-			ps.Read(i, fs[:], xs[:])
-			x, n := xs[0], rate.Num{}
-			if a, b := prev, xs[1]; i >= 1 && a.Valid && b.Valid {
-				// As naive: some time between the polls.
-				if dt := ps.T(i) - ps.T(i-1); !(dt <= 0) {
-					n = rate.Some((b.V - a.V) / dt)
-				}
+	}
+	var xs [2 * NRates]rate.Num
+	for i := range ps.Len() {
+		ps.Read(i, fs[:], xs[:])
+		// Some time between the polls, as naive.
+		gap := i >= 1 && !(ps.T(i)-ps.T(i-1) <= 0)
+		start := math.Floor(ps.T(i)/60) * 60
+		for k := range NRates {
+			c := &cs[k]
+			x, n := xs[k], rate.Num{}
+			if a, b := c.prev, xs[NRates+k]; gap && a.Valid && b.Valid {
+				n = rate.Some((b.V - a.V) / (ps.T(i) - ps.T(i-1)))
 			}
-			prev = xs[1]
+			c.prev = xs[NRates+k]
 			// Neither a value nor a naive one: nothing to roll up.
 			if !x.Valid && !n.Valid {
 				continue
 			}
-			start := math.Floor(ps.T(i)/60) * 60
-			if m == nil || m.T != start {
-				closeMinute()
+			r := &c.r
+			if c.m < 0 || r.Minutes[c.m].T != start {
+				closeMinute(c)
 				r.Minutes = append(r.Minutes, Minute{T: start})
-				m, sum = &r.Minutes[len(r.Minutes)-1], 0
+				c.m, c.sum = len(r.Minutes)-1, 0
 			}
+			m := &r.Minutes[c.m]
 			if x.Valid {
 				m.N++
-				sum += x.V
+				c.sum += x.V
 				m.Max = maxNum(m.Max, x.V)
 				r.Values++
 				r.Max = maxNum(r.Max, x.V)
@@ -144,7 +155,11 @@ func (v *view) rollups(caps []Cap) []Rollup {
 				}
 			}
 		}
-		closeMinute()
+	}
+	for k := range NRates {
+		c := &cs[k]
+		closeMinute(c)
+		r := c.r
 		// A cell the engine never valued has no rollup.
 		if r.Values == 0 && r.Naive == 0 {
 			continue
