@@ -147,6 +147,10 @@ func (in *Input) foundAndBusy(found []Phase) ([]Measured, Figures) {
 	// worker's targets of as many polls share one set of buffers.
 	sc := in.scratch()
 	sc.ph.reserve(in.Target.Polls.Len())
+	// The steady phases' passes keep what they gather for the busy
+	// headline, which is made of their polls one phase after the other:
+	// its pass reads none of them again.
+	sc.ph.keep.start(in.Target.Polls.Len())
 	n := 0
 	for _, p := range found {
 		s := in.sumWith([]Phase{p}, p.Kind == KindSteady)
@@ -154,11 +158,13 @@ func (in *Input) foundAndBusy(found []Phase) ([]Measured, Figures) {
 			steady.merge(s)
 			n++
 		}
+		sc.ph.keep.on = p.Kind == KindSteady
 		in.gather(&sc.ph, s.pollsIn)
 		out = append(out, Measured{Phase: p, Targets: []Figures{in.figures(s, &sc.ph)}})
 	}
-	in.gather(&sc.ph, steady.pollsIn)
+	sc.ph.use()
 	busy := in.figures(steady, &sc.ph)
+	sc.ph.done()
 	if n == 0 {
 		busy.Bounds.Reason = ReasonNoSteady
 		for k := range busy.Figures {

@@ -17,6 +17,52 @@ type pass struct {
 	rxs   [findings.NRates][]float64
 	rnull [findings.NRates]map[string]int // by reason
 	xs    []float64                       // one PubCell's at a time (published)
+	// keep, while on, is given a copy of what gather reads: the steady
+	// phases' polls, which the busy headline is made of.
+	keep kept
+}
+
+// kept is what the passes over a target's steady phases gathered, as one
+// pass over their polls one phase after the other (the busy headline's)
+// gathers it: the gauges' statistics added poll after poll, the rate
+// cells' values appended, their nulls counted by reason.
+type kept struct {
+	on    bool
+	gs    gaugeStats
+	rxs   [findings.NRates][]float64
+	rnull [findings.NRates]map[string]int
+}
+
+// start empties k for a target of n polls, keeping its buffers, and turns
+// it on.
+func (k *kept) start(n int) {
+	k.on, k.gs = true, newGaugeStats()
+	for c := range k.rxs {
+		if cap(k.rxs[c]) < n {
+			k.rxs[c] = make([]float64, 0, n)
+		}
+		k.rxs[c], k.rnull[c] = k.rxs[c][:0], map[string]int{}
+	}
+}
+
+// use makes p what gather over the kept polls would make it, without
+// reading them again, and turns keeping off. The kept and the pass's
+// buffers are swapped (the pass's are the smaller): done swaps them back.
+func (p *pass) use() {
+	k := &p.keep
+	k.on = false
+	p.gs = k.gs
+	for c := range p.rxs {
+		p.rxs[c], k.rxs[c] = k.rxs[c], p.rxs[c]
+		p.rnull[c] = k.rnull[c]
+	}
+}
+
+// done gives the kept buffers back after use.
+func (p *pass) done() {
+	for c := range p.rxs {
+		p.rxs[c], p.keep.rxs[c] = p.keep.rxs[c], p.rxs[c]
+	}
 }
 
 // reset empties p for a new stretch, keeping its buffers; the null maps
@@ -29,13 +75,10 @@ func (p *pass) reset() {
 	}
 }
 
-// reserve makes room for n values a cell, kept when there is.
+// reserve makes room for n values of a PubCell, kept when there is (the
+// rate cells' room is made by gather for its stretch: the busy headline's,
+// the longest, are kept).
 func (p *pass) reserve(n int) {
-	for k := range p.rxs {
-		if cap(p.rxs[k]) < n {
-			p.rxs[k] = make([]float64, 0, n)
-		}
-	}
 	if cap(p.xs) < n {
 		p.xs = make([]float64, 0, n)
 	}
@@ -52,6 +95,11 @@ var pollFields = func() (fs [len(gauges) + findings.NRates]findings.Field) {
 // gather reads the polls idx once into p (reset first).
 func (in *Input) gather(p *pass, idx runs) {
 	p.reset()
+	if n := idx.len(); cap(p.rxs[0]) < n {
+		for k := range p.rxs {
+			p.rxs[k] = make([]float64, 0, n)
+		}
+	}
 	ps := &in.Target.Polls
 	// Nulls are counted by reason as they come, in runs: a run of polls
 	// refused for one reason costs one map update.
@@ -64,6 +112,10 @@ func (in *Input) gather(p *pass, idx runs) {
 		ps.Read(i, pollFields[:], vs[:])
 		gv := (*[len(gauges)]rate.Num)(vs[:len(gauges)])
 		p.gs.add(gv)
+		if p.keep.on {
+			// Added poll after poll, as over the kept polls in one pass.
+			p.keep.gs.add(gv)
+		}
 		rv := vs[len(gauges):]
 		// The reasons are decoded only for a poll with a null cell.
 		var reasons [findings.NRates]string
@@ -89,6 +141,16 @@ func (in *Input) gather(p *pass, idx runs) {
 	for k := range run {
 		if run[k].n > 0 {
 			p.rnull[k][run[k].reason] += run[k].n
+		}
+	}
+	// The counts by reason add up to what one pass over the kept polls
+	// counts: its runs only group the same polls' nulls otherwise.
+	if p.keep.on {
+		for k := range p.rxs {
+			p.keep.rxs[k] = append(p.keep.rxs[k], p.rxs[k]...)
+			for r, n := range p.rnull[k] {
+				p.keep.rnull[k][r] += n
+			}
 		}
 	}
 }
