@@ -587,6 +587,18 @@ func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColum
 		}
 		r.cur[i].open(cc[leaves[i].ColumnIndex], leaves[i])
 	}
+	// The value column's pages are read by valCol when it can read them
+	// all, else by parquet-go.
+	if r.pf != nil && !r.whole && r.gi < len(r.pf.Metadata().RowGroups) {
+		chunks := r.pf.Metadata().RowGroups[r.gi].Columns
+		c := &r.cur[cValue]
+		if k := leaves[cValue].ColumnIndex; k >= 0 && k < len(chunks) && c.vl.reset(r.pf, &chunks[k].MetaData, leaves[cValue]) {
+			c.vals = &c.vl
+			if c.free == nil {
+				c.free = make(chan []float64, 4)
+			}
+		}
+	}
 	// A replay reads the family and type of a few rows: from their
 	// pages' bytes, by position. Whole rows read every value.
 	if r.pf != nil && !r.whole && r.gi < len(r.pf.Metadata().RowGroups) {
@@ -911,8 +923,16 @@ type colCursor struct {
 	// lazy, when set, reads the column's values from its pages' bytes
 	// (passRead); the cursor has read none of them then. It is lz, whose
 	// buffers serve the next row groups.
-	lazy   *lazyCol
-	lz     lazyCol
+	lazy *lazyCol
+	lz   lazyCol
+	// vals, when set, reads the column's pages in parquet-go's place
+	// (valpages.go); it is vl, whose buffers serve the next row groups.
+	// own is the doubles' buffer of the page being read, free those
+	// given back (one read, one sent ahead, one being decoded).
+	vals   *valCol
+	vl     valCol
+	own    []float64
+	free   chan []float64
 	tab    *Strings
 	leaf   parquet.LeafColumn
 	maxDef byte
@@ -991,8 +1011,14 @@ func (c *colCursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
 }
 
 func (c *colCursor) close() {
-	// lz keeps its buffers, not the file.
+	// lz and vl keep their buffers, not the file (vl's once its
+	// goroutine has ended).
 	c.lazy, c.lz.r = nil, nil
+	defer func() { c.vals, c.vl.r = nil, nil }()
+	if c.own != nil {
+		c.putVals(c.own)
+		c.own, c.f64 = nil, nil
+	}
 	// The file was read, or failed already.
 	defer func() { _ = recover() }()
 	if c.page != nil {
@@ -1004,12 +1030,34 @@ func (c *colCursor) close() {
 		close(c.stop)
 		for a := range c.next {
 			release(a.page)
+			c.putVals(a.vals)
 		}
 		c.next, c.stop = nil, nil
 	}
 	if c.pages != nil {
 		c.pages.Close()
 		c.pages = nil
+	}
+}
+
+// getVals is a doubles buffer given back to free, or nil.
+func getVals(free chan []float64) []float64 {
+	select {
+	case b := <-free:
+		return b
+	default:
+		return nil
+	}
+}
+
+// putVals gives a doubles buffer back to c's free, keeping a few.
+func (c *colCursor) putVals(b []float64) {
+	if b == nil {
+		return
+	}
+	select {
+	case c.free <- b[:0]:
+	default:
 	}
 }
 
@@ -1022,6 +1070,9 @@ func (c *colCursor) load() (err error) {
 	if c.page != nil {
 		parquet.Release(c.page)
 		c.page = nil
+	}
+	if c.vals != nil {
+		return c.loadVals()
 	}
 	var p parquet.Page
 	if c.ahead {
@@ -1072,9 +1123,76 @@ func (c *colCursor) load() (err error) {
 	}
 }
 
-// aheadPage is a page read ahead, or the error that ended the reading.
+// loadVals is load of a page valCol reads: its doubles only (the column
+// is read by value count, its levels never walked).
+func (c *colCursor) loadVals() error {
+	if c.own != nil {
+		c.putVals(c.own)
+		c.own, c.f64 = nil, nil
+	}
+	var (
+		f   []float64
+		err error
+	)
+	if c.ahead {
+		if c.next == nil {
+			c.next, c.stop = make(chan aheadPage, 1), make(chan struct{})
+			go valsAhead(c.vals, c.free, c.next, c.stop)
+		}
+		a, ok := <-c.next
+		f, err = a.vals, a.err
+		if !ok {
+			err = io.EOF
+		}
+	} else {
+		f, err = c.vals.read(getVals(c.free))
+	}
+	if errors.Is(err, io.EOF) {
+		c.putVals(f)
+		return errFewValues
+	}
+	if err != nil {
+		c.putVals(f)
+		return err
+	}
+	c.own, c.f64 = f, f
+	c.defs, c.reps, c.lv, c.nlv, c.vi = nil, nil, 0, 0, 0
+	return nil
+}
+
+// valsAhead sends the pages v reads to next until one fails or stop is
+// closed; it closes next when it ends. It decodes into the buffers the
+// cursor gives back to free.
+func valsAhead(v *valCol, free chan []float64, next chan<- aheadPage, stop <-chan struct{}) {
+	defer close(next)
+	for {
+		f, err := readVals(v, getVals(free))
+		select {
+		case next <- aheadPage{vals: f, err: err}:
+		case <-stop:
+			select {
+			case free <- f[:0]:
+			default:
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readVals is v's next page; a panic is damage.
+func readVals(v *valCol, dst []float64) (f []float64, err error) {
+	defer recoverDamage(&err)
+	return v.read(dst)
+}
+
+// aheadPage is a page read ahead, or the error that ended the reading:
+// parquet-go's page, or the doubles of a valCol's.
 type aheadPage struct {
 	page parquet.Page
+	vals []float64
 	err  error
 }
 
@@ -1103,7 +1221,7 @@ func pagesAhead(pages parquet.Pages, next chan<- aheadPage, stop <-chan struct{}
 	for {
 		p, err := readPage(pages)
 		select {
-		case next <- aheadPage{p, err}:
+		case next <- aheadPage{page: p, err: err}:
 		case <-stop:
 			release(p)
 			return
