@@ -594,9 +594,6 @@ func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColum
 		c := &r.cur[cValue]
 		if k := leaves[cValue].ColumnIndex; k >= 0 && k < len(chunks) && c.vl.reset(r.pf, &chunks[k].MetaData, leaves[cValue]) {
 			c.vals = &c.vl
-			if c.free == nil {
-				c.free = make(chan []float64, 4)
-			}
 		}
 	}
 	// A replay reads the family and type of a few rows: from their
@@ -926,13 +923,11 @@ type colCursor struct {
 	lazy *lazyCol
 	lz   lazyCol
 	// vals, when set, reads the column's pages in parquet-go's place
-	// (valpages.go); it is vl, whose buffers serve the next row groups.
-	// own is the doubles' buffer of the page being read, free those
-	// given back (one read, one sent ahead, one being decoded).
+	// (valpages.go); it is vl. own is the doubles' buffer of the page
+	// being read (f64Free's).
 	vals   *valCol
 	vl     valCol
 	own    []float64
-	free   chan []float64
 	tab    *Strings
 	leaf   parquet.LeafColumn
 	maxDef byte
@@ -1014,9 +1009,9 @@ func (c *colCursor) close() {
 	// lz and vl keep their buffers, not the file (vl's once its
 	// goroutine has ended).
 	c.lazy, c.lz.r = nil, nil
-	defer func() { c.vals, c.vl.r = nil, nil }()
+	defer func() { c.vals = nil; c.vl.release() }()
 	if c.own != nil {
-		c.putVals(c.own)
+		f64Free.put(c.own)
 		c.own, c.f64 = nil, nil
 	}
 	// The file was read, or failed already.
@@ -1030,34 +1025,13 @@ func (c *colCursor) close() {
 		close(c.stop)
 		for a := range c.next {
 			release(a.page)
-			c.putVals(a.vals)
+			f64Free.put(a.vals)
 		}
 		c.next, c.stop = nil, nil
 	}
 	if c.pages != nil {
 		c.pages.Close()
 		c.pages = nil
-	}
-}
-
-// getVals is a doubles buffer given back to free, or nil.
-func getVals(free chan []float64) []float64 {
-	select {
-	case b := <-free:
-		return b
-	default:
-		return nil
-	}
-}
-
-// putVals gives a doubles buffer back to c's free, keeping a few.
-func (c *colCursor) putVals(b []float64) {
-	if b == nil {
-		return
-	}
-	select {
-	case c.free <- b[:0]:
-	default:
 	}
 }
 
@@ -1127,7 +1101,7 @@ func (c *colCursor) load() (err error) {
 // is read by value count, its levels never walked).
 func (c *colCursor) loadVals() error {
 	if c.own != nil {
-		c.putVals(c.own)
+		f64Free.put(c.own)
 		c.own, c.f64 = nil, nil
 	}
 	var (
@@ -1137,7 +1111,7 @@ func (c *colCursor) loadVals() error {
 	if c.ahead {
 		if c.next == nil {
 			c.next, c.stop = make(chan aheadPage, 1), make(chan struct{})
-			go valsAhead(c.vals, c.free, c.next, c.stop)
+			go valsAhead(c.vals, c.next, c.stop)
 		}
 		a, ok := <-c.next
 		f, err = a.vals, a.err
@@ -1145,14 +1119,14 @@ func (c *colCursor) loadVals() error {
 			err = io.EOF
 		}
 	} else {
-		f, err = c.vals.read(getVals(c.free))
+		f, err = c.vals.read()
 	}
 	if errors.Is(err, io.EOF) {
-		c.putVals(f)
+		f64Free.put(f)
 		return errFewValues
 	}
 	if err != nil {
-		c.putVals(f)
+		f64Free.put(f)
 		return err
 	}
 	c.own, c.f64 = f, f
@@ -1161,19 +1135,15 @@ func (c *colCursor) loadVals() error {
 }
 
 // valsAhead sends the pages v reads to next until one fails or stop is
-// closed; it closes next when it ends. It decodes into the buffers the
-// cursor gives back to free.
-func valsAhead(v *valCol, free chan []float64, next chan<- aheadPage, stop <-chan struct{}) {
+// closed; it closes next when it ends.
+func valsAhead(v *valCol, next chan<- aheadPage, stop <-chan struct{}) {
 	defer close(next)
 	for {
-		f, err := readVals(v, getVals(free))
+		f, err := readVals(v)
 		select {
 		case next <- aheadPage{vals: f, err: err}:
 		case <-stop:
-			select {
-			case free <- f[:0]:
-			default:
-			}
+			f64Free.put(f)
 			return
 		}
 		if err != nil {
@@ -1183,9 +1153,9 @@ func valsAhead(v *valCol, free chan []float64, next chan<- aheadPage, stop <-cha
 }
 
 // readVals is v's next page; a panic is damage.
-func readVals(v *valCol, dst []float64) (f []float64, err error) {
+func readVals(v *valCol) (f []float64, err error) {
 	defer recoverDamage(&err)
-	return v.read(dst)
+	return v.read()
 }
 
 // aheadPage is a page read ahead, or the error that ended the reading:

@@ -25,6 +25,48 @@ import (
 // version 1 page, a dictionary, another encoding or codec: older
 // recordings) is read by parquet-go whole.
 
+// The buffers a valCol decodes into are kept by the package, not by a
+// reader: a replay makes a reader of its own, and buffers kept by the
+// reader were a replay's first touch of some 18 MB (raw, decompressed and
+// split pages), each 4 KiB of it a fault. Not a sync.Pool, which every
+// garbage collection empties: a replay collects often, and parquet-go's
+// pooled page buffers were 27 % of the bytes it allocated. A few of each
+// are kept, what two replaying workers hold at once (a page read, one
+// sent ahead, one being decoded): at most some 45 MB for 10-minute pages
+// of 8 targets, held after a replay.
+var (
+	rawFree  = make(freeList[byte], 2)    // pages as stored
+	zbufFree = make(freeList[byte], 2)    // pages decompressed
+	f64Free  = make(freeList[float64], 4) // pages' doubles
+)
+
+// freeList keeps buffers given back for the next get.
+type freeList[T any] chan []T
+
+// get is a buffer of length n: one given back when it is long enough.
+func (f freeList[T]) get(n int) []T {
+	select {
+	case b := <-f:
+		if cap(b) >= n {
+			return b[:n]
+		}
+	default:
+	}
+	// Segments grow as a run's series do: room for a quarter more.
+	return make([]T, n, n+n/4)
+}
+
+// put gives b back, unless f holds as many as it keeps.
+func (f freeList[T]) put(b []T) {
+	if b == nil {
+		return
+	}
+	select {
+	case f <- b[:0]:
+	default:
+	}
+}
+
 // valCol reads the pages of one value column chunk, one after the other.
 type valCol struct {
 	r      io.ReaderAt
@@ -34,8 +76,15 @@ type valCol struct {
 	pages  []valPage
 	next   int    // the next page to read
 	hdr    []byte // page headers are read through it
-	raw    []byte // the page's bytes as stored
-	buf    []byte // its values, decompressed
+	raw    []byte // the page's bytes as stored (rawFree's)
+	buf    []byte // its values, decompressed (zbufFree's)
+}
+
+// release gives v's page buffers back to their pools.
+func (v *valCol) release() {
+	rawFree.put(v.raw)
+	zbufFree.put(v.buf)
+	v.raw, v.buf, v.r = nil, nil, nil
 }
 
 // valPage is a data page of the chunk, as its header states it.
@@ -64,7 +113,7 @@ func (v *valCol) reset(r io.ReaderAt, md *format.ColumnMetaData, leaf parquet.Le
 		v.hdr = make([]byte, 256)
 	}
 	*v = valCol{r: r, zstd: md.Codec == format.Zstd, maxDef: leaf.MaxDefinitionLevel, maxRep: leaf.MaxRepetitionLevel,
-		pages: v.pages[:0], hdr: v.hdr, raw: v.raw, buf: v.buf}
+		pages: v.pages[:0], hdr: v.hdr}
 	pos, end := md.DataPageOffset, md.DataPageOffset+md.TotalCompressedSize
 	if pos < 4 || md.TotalCompressedSize < 0 || end < pos {
 		return false
@@ -94,25 +143,29 @@ func (v *valCol) reset(r io.ReaderAt, md *format.ColumnMetaData, leaf parquet.Le
 	return true
 }
 
-// read decodes the next page's doubles into dst (reusing its memory), or
+// read decodes the next page's doubles into a buffer of f64Free, or
 // returns io.EOF after the last page.
-func (v *valCol) read(dst []float64) ([]float64, error) {
+func (v *valCol) read() ([]float64, error) {
 	if v.next >= len(v.pages) {
-		return dst, io.EOF
+		return nil, io.EOF
 	}
 	p := &v.pages[v.next]
 	v.next++
-	v.raw = grow(v.raw, int(p.size))
+	if cap(v.raw) < int(p.size) {
+		rawFree.put(v.raw)
+		v.raw = rawFree.get(int(p.size))
+	}
+	v.raw = v.raw[:p.size]
 	if _, err := v.r.ReadAt(v.raw, p.data); err != nil && !(errors.Is(err, io.EOF) && len(v.raw) == int(p.size)) {
-		return dst, fmt.Errorf("read page at byte %d: %w", p.data, err)
+		return nil, fmt.Errorf("read page at byte %d: %w", p.data, err)
 	}
 	// The page's checksum, as parquet-go checks it on every read.
 	if p.crc != 0 && crc32.ChecksumIEEE(v.raw) != uint32(p.crc) {
-		return dst, fmt.Errorf("%w: page at byte %d: checksum %08x, the page states %08x", ErrDamaged, p.data, crc32.ChecksumIEEE(v.raw), uint32(p.crc))
+		return nil, fmt.Errorf("%w: page at byte %d: checksum %08x, the page states %08x", ErrDamaged, p.data, crc32.ChecksumIEEE(v.raw), uint32(p.crc))
 	}
 	want, err := v.levels(p)
 	if err != nil {
-		return dst, fmt.Errorf("%w: page at byte %d: %v", ErrDamaged, p.data, err)
+		return nil, fmt.Errorf("%w: page at byte %d: %v", ErrDamaged, p.data, err)
 	}
 	body := v.raw[p.rl+p.dl:]
 	if p.compressed {
@@ -122,24 +175,24 @@ func (v *valCol) read(dst []float64) ([]float64, error) {
 		stated := max(int64(p.full)-int64(p.rl)-int64(p.dl), 0)
 		sk := skipper{r: bytes.NewReader(body), end: int64(len(body)), buf: v.hdr}
 		if err := zstdBound(&sk, int64(len(body)), stated); err != nil {
-			return dst, fmt.Errorf("%w: page at byte %d: %v", ErrDamaged, p.data, err)
+			return nil, fmt.Errorf("%w: page at byte %d: %v", ErrDamaged, p.data, err)
+		}
+		if v.buf == nil {
+			v.buf = zbufFree.get(int(stated))
 		}
 		if v.buf, err = zstdDecode.Decode(v.buf[:0], body); err != nil {
-			return dst, fmt.Errorf("%w: page at byte %d: %v", ErrDamaged, p.data, err)
+			return nil, fmt.Errorf("%w: page at byte %d: %v", ErrDamaged, p.data, err)
 		}
 		body = v.buf
 	}
 	if len(body)%8 != 0 {
-		return dst, fmt.Errorf("%w: page at byte %d: %d bytes of doubles", ErrDamaged, p.data, len(body))
+		return nil, fmt.Errorf("%w: page at byte %d: %d bytes of doubles", ErrDamaged, p.data, len(body))
 	}
 	if err := count(len(body)/8, want); err != nil {
-		return dst, fmt.Errorf("%w: page at byte %d: %v", ErrDamaged, p.data, err)
-	}
-	if cap(dst) < want {
-		dst = make([]float64, 0, want)
+		return nil, fmt.Errorf("%w: page at byte %d: %v", ErrDamaged, p.data, err)
 	}
 	var bss bytestreamsplit.Encoding
-	return bss.DecodeDouble(dst[:0], body)
+	return bss.DecodeDouble(f64Free.get(want)[:0], body)
 }
 
 // levels checks the page's levels, as parquet-go decodes them, and returns
