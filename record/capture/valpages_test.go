@@ -306,3 +306,76 @@ func TestValColOnAnyBytes(t *testing.T) {
 func thriftMarshal(h *format.PageHeader) ([]byte, error) {
 	return thrift.Marshal(new(thrift.CompactProtocol), h)
 }
+
+// BenchmarkValueChunk reads a segment's value column chunk, held in
+// memory as a replay holds a sealed segment, two ways: through
+// parquet-go's pages (its decompression, levels and split into its page
+// buffers, released after each page) and through valCol (its free lists'
+// buffers). The segment is -zstd.segment's, else the first of ../shared's
+// real run a-baseline.
+func BenchmarkValueChunk(b *testing.B) {
+	path := *zstdSegment
+	if path == "" {
+		m, _ := filepath.Glob("../../../shared/real-runs/llamacpp-b4748/a-baseline/rec/*-000001.parquet")
+		if len(m) == 0 {
+			b.Skip("../shared's real runs are absent")
+		}
+		path = m[0]
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	leaf, _ := pf.Schema().Lookup(columns[cValue]...)
+	rg := pf.RowGroups()[0]
+	md := &pf.Metadata().RowGroups[0].Columns[leaf.ColumnIndex].MetaData
+	b.Logf("%s: %d values, %d bytes stored", filepath.Base(path), md.NumValues, md.TotalCompressedSize)
+	for _, c := range []struct {
+		name string
+		read func() (n int)
+	}{
+		{"parquet-go", func() (n int) {
+			pages := rg.ColumnChunks()[leaf.ColumnIndex].Pages()
+			defer pages.Close()
+			for {
+				p, err := pages.ReadPage()
+				if err != nil {
+					return n
+				}
+				d := p.Data()
+				n += len(d.Double())
+				parquet.Release(p)
+			}
+		}},
+		{"valCol", func() (n int) {
+			var v valCol
+			if !v.reset(pf, md, leaf) {
+				b.Fatal("not read by valCol")
+			}
+			defer v.release()
+			for {
+				f, err := v.read()
+				if err != nil {
+					return n
+				}
+				n += len(f)
+				f64Free.put(f)
+			}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := processCPU(b)
+			var n int
+			for b.Loop() {
+				n = c.read()
+			}
+			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(n), "values")
+		})
+	}
+}
