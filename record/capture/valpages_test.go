@@ -244,30 +244,7 @@ func TestValuePageDamageIsAnError(t *testing.T) {
 // random changes of a real one, read with random stated sizes.
 func TestValColOnAnyBytes(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(5, 6))
-	var seed []byte
-	{
-		var rows []Scrape
-		for i := range 40 {
-			rows = append(rows, row(runR, "a", i))
-		}
-		dir := t.TempDir()
-		path := writeWith(t, dir, zstdBetter, rows)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaf, _ := pf.Schema().Lookup(columns[cValue]...)
-		pos := pf.Metadata().RowGroups[0].Columns[leaf.ColumnIndex].MetaData.DataPageOffset
-		h, n, _, err := readPageHeader(bytes.NewReader(data), pos, int64(len(data)), make([]byte, 256))
-		if err != nil {
-			t.Fatal(err)
-		}
-		seed = data[pos+int64(n) : pos+int64(n)+int64(h.CompressedPageSize)]
-	}
+	seed, _ := valueSeed(t)
 	for i := range 3000 {
 		var b []byte
 		if i%2 == 0 {
@@ -378,4 +355,51 @@ func BenchmarkValueChunk(b *testing.B) {
 			b.ReportMetric(float64(n), "values")
 		})
 	}
+}
+
+// valueSeed is the stored bytes of the value page of a 40-row segment the
+// recorder's writer makes (zstd), and its header.
+func valueSeed(tb testing.TB) ([]byte, format.PageHeader) {
+	tb.Helper()
+	var rows []Scrape
+	for i := range 40 {
+		rows = append(rows, row(runR, "a", i))
+	}
+	path := writeWith(tb, tb.TempDir(), zstdBetter, rows)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	leaf, _ := pf.Schema().Lookup(columns[cValue]...)
+	pos := pf.Metadata().RowGroups[0].Columns[leaf.ColumnIndex].MetaData.DataPageOffset
+	h, n, _, err := readPageHeader(bytes.NewReader(data), pos, int64(len(data)), make([]byte, 256))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data[pos+int64(n) : pos+int64(n)+int64(h.CompressedPageSize)], h
+}
+
+// FuzzValCol reads any bytes as a value page with any stated sizes: no
+// panic, and no more doubles than its stated size allows.
+func FuzzValCol(f *testing.F) {
+	f.Add([]byte{}, int32(0), int32(0), int32(0), int32(0), true)
+	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd}, int32(100), int32(3), int32(0), int32(0), true)
+	seed, h := valueSeed(f)
+	d := h.DataPageHeaderV2.V
+	f.Add(seed, h.UncompressedPageSize, d.NumValues, d.RepetitionLevelsByteLength, d.DefinitionLevelsByteLength, true)
+	f.Fuzz(func(t *testing.T, b []byte, full, values, rl, dl int32, compressed bool) {
+		if rl < 0 || dl < 0 || int64(rl)+int64(dl) > int64(len(b)) || full < 0 || full > maxPageBytes || values < 0 || values > maxPageValues {
+			return // what checkPage refuses before a page is read
+		}
+		v := valCol{r: bytes.NewReader(b), zstd: true, maxDef: 3, maxRep: 1, hdr: make([]byte, 256),
+			pages: []valPage{{size: int32(len(b)), full: full, values: values, rl: rl, dl: dl, compressed: compressed}}}
+		got, err := v.read()
+		if err == nil && int64(len(got))*8 > frameLimit(int64(full)) {
+			t.Fatalf("%d doubles from a page stated %d bytes", len(got), full)
+		}
+	})
 }
