@@ -261,7 +261,7 @@ type ColumnReader struct {
 	// after it.
 	next []*opened
 	// bufs are the buffers sealed segments are read into (memread.go),
-	// free for the next: one read, maxAhead opened ahead.
+	// free for the next: fileBufs, every reader's.
 	bufs chan []byte
 }
 
@@ -371,7 +371,7 @@ func (a *opened) close() {
 
 // NewColumnReader makes a reader whose rows' strings are ids in tab.
 func NewColumnReader(tab *Strings) *ColumnReader {
-	r := &ColumnReader{Tab: tab, bufs: make(chan []byte, maxAhead+1)}
+	r := &ColumnReader{Tab: tab, bufs: fileBufs}
 	for i := range r.cur {
 		r.cur[i].tab = tab
 	}

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math/bits"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/bytestreamsplit"
@@ -32,8 +33,8 @@ import (
 // garbage collection empties: a replay collects often, and parquet-go's
 // pooled page buffers were 27 % of the bytes it allocated. A few of each
 // are kept, what two replaying workers hold at once (a page read, one
-// sent ahead, one being decoded): at most some 45 MB for 10-minute pages
-// of 8 targets, held after a replay.
+// sent ahead, one being decoded): some 45 MB for 10-minute pages of 8
+// targets, held after a replay; at most 64 MB (keepMax).
 var (
 	rawFree  = make(freeList[byte], 2)    // pages as stored
 	zbufFree = make(freeList[byte], 2)    // pages decompressed
@@ -56,9 +57,17 @@ func (f freeList[T]) get(n int) []T {
 	return make([]T, n, n+n/4)
 }
 
-// put gives b back, unless f holds as many as it keeps.
+// keepMax is the largest buffer a free list keeps, in bytes: a 10-minute
+// page of 8 targets' doubles is 5.7 MB (with its quarter's room, 7.2);
+// a larger one is let go, so that what the lists hold stays bounded
+// whatever the pages.
+const keepMax = 8 << 20
+
+// put gives b back, unless f holds as many as it keeps or b is larger
+// than keepMax.
 func (f freeList[T]) put(b []T) {
-	if b == nil {
+	var zero T
+	if b == nil || cap(b)*int(unsafe.Sizeof(zero)) > keepMax {
 		return
 	}
 	select {
