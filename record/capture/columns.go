@@ -261,7 +261,7 @@ type ColumnReader struct {
 	// after it.
 	next []*opened
 	// bufs are the buffers sealed segments are read into (memread.go),
-	// free for the next: one read, maxAhead opened ahead.
+	// free for the next: fileBufs, every reader's.
 	bufs chan []byte
 }
 
@@ -371,7 +371,7 @@ func (a *opened) close() {
 
 // NewColumnReader makes a reader whose rows' strings are ids in tab.
 func NewColumnReader(tab *Strings) *ColumnReader {
-	r := &ColumnReader{Tab: tab, bufs: make(chan []byte, maxAhead+1)}
+	r := &ColumnReader{Tab: tab, bufs: fileBufs}
 	for i := range r.cur {
 		r.cur[i].tab = tab
 	}
@@ -586,6 +586,15 @@ func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColum
 			return 0, fmt.Errorf("%w: column %s: chunk %d of %d", ErrDamaged, strings.Join(columns[i], "."), leaves[i].ColumnIndex, len(cc))
 		}
 		r.cur[i].open(cc[leaves[i].ColumnIndex], leaves[i])
+	}
+	// The value column's pages are read by valCol when it can read them
+	// all, else by parquet-go.
+	if r.pf != nil && !r.whole && r.gi < len(r.pf.Metadata().RowGroups) {
+		chunks := r.pf.Metadata().RowGroups[r.gi].Columns
+		c := &r.cur[cValue]
+		if k := leaves[cValue].ColumnIndex; k >= 0 && k < len(chunks) && c.vl.reset(r.pf, &chunks[k].MetaData, leaves[cValue]) {
+			c.vals = &c.vl
+		}
 	}
 	// A replay reads the family and type of a few rows: from their
 	// pages' bytes, by position. Whole rows read every value.
@@ -911,8 +920,14 @@ type colCursor struct {
 	// lazy, when set, reads the column's values from its pages' bytes
 	// (passRead); the cursor has read none of them then. It is lz, whose
 	// buffers serve the next row groups.
-	lazy   *lazyCol
-	lz     lazyCol
+	lazy *lazyCol
+	lz   lazyCol
+	// vals, when set, reads the column's pages in parquet-go's place
+	// (valpages.go); it is vl. own is the doubles' buffer of the page
+	// being read (f64Free's).
+	vals   *valCol
+	vl     valCol
+	own    []float64
 	tab    *Strings
 	leaf   parquet.LeafColumn
 	maxDef byte
@@ -991,8 +1006,14 @@ func (c *colCursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
 }
 
 func (c *colCursor) close() {
-	// lz keeps its buffers, not the file.
+	// lz and vl keep their buffers, not the file (vl's once its
+	// goroutine has ended).
 	c.lazy, c.lz.r = nil, nil
+	defer func() { c.vals = nil; c.vl.release() }()
+	if c.own != nil {
+		f64Free.put(c.own)
+		c.own, c.f64 = nil, nil
+	}
 	// The file was read, or failed already.
 	defer func() { _ = recover() }()
 	if c.page != nil {
@@ -1004,6 +1025,7 @@ func (c *colCursor) close() {
 		close(c.stop)
 		for a := range c.next {
 			release(a.page)
+			f64Free.put(a.vals)
 		}
 		c.next, c.stop = nil, nil
 	}
@@ -1022,6 +1044,9 @@ func (c *colCursor) load() (err error) {
 	if c.page != nil {
 		parquet.Release(c.page)
 		c.page = nil
+	}
+	if c.vals != nil {
+		return c.loadVals()
 	}
 	var p parquet.Page
 	if c.ahead {
@@ -1072,9 +1097,72 @@ func (c *colCursor) load() (err error) {
 	}
 }
 
-// aheadPage is a page read ahead, or the error that ended the reading.
+// loadVals is load of a page valCol reads: its doubles only (the column
+// is read by value count, its levels never walked).
+func (c *colCursor) loadVals() error {
+	if c.own != nil {
+		f64Free.put(c.own)
+		c.own, c.f64 = nil, nil
+	}
+	var (
+		f   []float64
+		err error
+	)
+	if c.ahead {
+		if c.next == nil {
+			c.next, c.stop = make(chan aheadPage, 1), make(chan struct{})
+			go valsAhead(c.vals, c.next, c.stop)
+		}
+		a, ok := <-c.next
+		f, err = a.vals, a.err
+		if !ok {
+			err = io.EOF
+		}
+	} else {
+		f, err = c.vals.read()
+	}
+	if errors.Is(err, io.EOF) {
+		f64Free.put(f)
+		return errFewValues
+	}
+	if err != nil {
+		f64Free.put(f)
+		return err
+	}
+	c.own, c.f64 = f, f
+	c.defs, c.reps, c.lv, c.nlv, c.vi = nil, nil, 0, 0, 0
+	return nil
+}
+
+// valsAhead sends the pages v reads to next until one fails or stop is
+// closed; it closes next when it ends.
+func valsAhead(v *valCol, next chan<- aheadPage, stop <-chan struct{}) {
+	defer close(next)
+	for {
+		f, err := readVals(v)
+		select {
+		case next <- aheadPage{vals: f, err: err}:
+		case <-stop:
+			f64Free.put(f)
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readVals is v's next page; a panic is damage.
+func readVals(v *valCol) (f []float64, err error) {
+	defer recoverDamage(&err)
+	return v.read()
+}
+
+// aheadPage is a page read ahead, or the error that ended the reading:
+// parquet-go's page, or the doubles of a valCol's.
 type aheadPage struct {
 	page parquet.Page
+	vals []float64
 	err  error
 }
 
@@ -1103,7 +1191,7 @@ func pagesAhead(pages parquet.Pages, next chan<- aheadPage, stop <-chan struct{}
 	for {
 		p, err := readPage(pages)
 		select {
-		case next <- aheadPage{p, err}:
+		case next <- aheadPage{page: p, err: err}:
 		case <-stop:
 			release(p)
 			return

@@ -76,7 +76,7 @@ func TestColumnReaderDamagedNeverPanics(t *testing.T) {
 
 // writeWith writes rows into a segment of dir through the recorder's
 // Parquet writer with codec c, without a seal, and returns its path.
-func writeWith(t *testing.T, dir string, c compress.Codec, rows []Scrape) string {
+func writeWith(t testing.TB, dir string, c compress.Codec, rows []Scrape) string {
 	t.Helper()
 	path := filepath.Join(dir, runR+"-000001.parquet")
 	f, err := os.Create(path)

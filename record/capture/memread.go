@@ -70,6 +70,13 @@ func (ss Seals) verifyRead(path string, buf []byte) (seal *Seal, mem []byte, ft 
 	return seal, mem, ft, err
 }
 
+// fileBufs are the buffers every reader reads sealed segments into: a
+// replay makes a reader of its own, and a reader's own buffers were each
+// replay's first touch of its first files (2.3 MB of fresh memory a
+// replay of 1 h × 8). As many as two replaying workers hold at once; a
+// file larger than keepMax is read into a buffer let go after it.
+var fileBufs = make(chan []byte, 2*(maxAhead+1))
+
 // getBuf is a buffer of bufs, or nil when none is free.
 func getBuf(bufs chan []byte) []byte {
 	select {
@@ -80,9 +87,10 @@ func getBuf(bufs chan []byte) []byte {
 	}
 }
 
-// putBuf gives b back to bufs, or lets it go when bufs is full.
+// putBuf gives b back to bufs, or lets it go when bufs is full or b is
+// larger than keepMax.
 func putBuf(bufs chan []byte, b []byte) {
-	if b == nil {
+	if b == nil || cap(b) > keepMax {
 		return
 	}
 	select {
