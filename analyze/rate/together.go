@@ -289,11 +289,7 @@ func (e *Estimator) stepFast(g *group, rs []Reading, u float64) bool {
 		(e.restartT != 0 && g.tl[len(g.tl)-1].t < e.restartT) {
 		return false
 	}
-	span, ceiling := e.spanOf(g.span)
-	cutoff := now - span - edgeTolerance
-	for len(g.tl)-g.head >= 2 && g.tl[g.head].t < cutoff {
-		g.head++
-	}
+	ceiling := e.groupBase(g, now)
 	base := g.tl[g.head]
 	dt := now - base.t
 	// A stall or a catch-up poll: stepTogether's.
@@ -371,11 +367,7 @@ func (e *Estimator) stepTogether(g *group, u float64) bool {
 		// One member alone reset: it leaves the others' step.
 		return false
 	}
-	span, ceiling := e.spanOf(g.span)
-	cutoff := now - span - edgeTolerance
-	for len(g.tl)-g.head >= 2 && g.tl[g.head].t < cutoff {
-		g.head++
-	}
+	ceiling := e.groupBase(g, now)
 	base := g.tl[g.head]
 	dt := now - base.t
 	baseVals := g.vals[g.head*M : g.head*M+M]
@@ -569,4 +561,15 @@ func (e *Estimator) gatherRun(gi int32, keys []int32, sum, window *float64) int 
 	}
 	*sum, *window = s, w
 	return M
+}
+
+// groupBase moves g's base to the oldest sample inside its span at now,
+// else the one before it, and returns the span's ceiling.
+func (e *Estimator) groupBase(g *group, now float64) (ceiling float64) {
+	span, ceiling := e.spanOf(g.span)
+	cutoff := now - span - edgeTolerance
+	for len(g.tl)-g.head >= 2 && g.tl[g.head].t < cutoff {
+		g.head++
+	}
+	return ceiling
 }
