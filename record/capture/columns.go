@@ -13,6 +13,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // A segment is read column by column, never through the body column, with
@@ -587,24 +588,27 @@ func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColum
 		}
 		r.cur[i].open(cc[leaves[i].ColumnIndex], leaves[i])
 	}
+	// Whole rows are read by parquet-go alone.
+	if r.pf == nil || r.whole || r.gi >= len(r.pf.Metadata().RowGroups) {
+		return rg.NumRows(), nil
+	}
+	chunks := r.pf.Metadata().RowGroups[r.gi].Columns
+	meta := func(i int) *format.ColumnMetaData {
+		if k := leaves[i].ColumnIndex; k >= 0 && k < len(chunks) {
+			return &chunks[k].MetaData
+		}
+		return nil
+	}
 	// The value column's pages are read by valCol when it can read them
 	// all, else by parquet-go.
-	if r.pf != nil && !r.whole && r.gi < len(r.pf.Metadata().RowGroups) {
-		chunks := r.pf.Metadata().RowGroups[r.gi].Columns
-		c := &r.cur[cValue]
-		if k := leaves[cValue].ColumnIndex; k >= 0 && k < len(chunks) && c.vl.reset(r.pf, &chunks[k].MetaData, leaves[cValue]) {
-			c.vals = &c.vl
-		}
+	if md, c := meta(cValue), &r.cur[cValue]; md != nil && c.vl.reset(r.pf, md, leaves[cValue]) {
+		c.vals = &c.vl
 	}
 	// A replay reads the family and type of a few rows: from their
-	// pages' bytes, by position. Whole rows read every value.
-	if r.pf != nil && !r.whole && r.gi < len(r.pf.Metadata().RowGroups) {
-		chunks := r.pf.Metadata().RowGroups[r.gi].Columns
-		for _, i := range [...]int{cFamily, cType} {
-			c := &r.cur[i]
-			if k := leaves[i].ColumnIndex; k >= 0 && k < len(chunks) && c.lz.reset(r.pf, &chunks[k].MetaData, leaves[i]) {
-				c.lazy = &c.lz
-			}
+	// pages' bytes, by position.
+	for _, i := range [...]int{cFamily, cType} {
+		if md, c := meta(i), &r.cur[i]; md != nil && c.lz.reset(r.pf, md, leaves[i]) {
+			c.lazy = &c.lz
 		}
 	}
 	return rg.NumRows(), nil
@@ -1024,8 +1028,7 @@ func (c *colCursor) close() {
 		// The pages are the goroutine's until it has ended.
 		close(c.stop)
 		for a := range c.next {
-			release(a.page)
-			f64Free.put(a.vals)
+			a.drop()
 		}
 		c.next, c.stop = nil, nil
 	}
@@ -1109,15 +1112,8 @@ func (c *colCursor) loadVals() error {
 		err error
 	)
 	if c.ahead {
-		if c.next == nil {
-			c.next, c.stop = make(chan aheadPage, 1), make(chan struct{})
-			go valsAhead(c.vals, c.next, c.stop)
-		}
-		a, ok := <-c.next
+		a := c.nextAhead(func() aheadPage { f, err := readVals(c.vals); return aheadPage{vals: f, err: err} })
 		f, err = a.vals, a.err
-		if !ok {
-			err = io.EOF
-		}
 	} else {
 		f, err = c.vals.read()
 	}
@@ -1132,24 +1128,6 @@ func (c *colCursor) loadVals() error {
 	c.own, c.f64 = f, f
 	c.defs, c.reps, c.lv, c.nlv, c.vi = nil, nil, 0, 0, 0
 	return nil
-}
-
-// valsAhead sends the pages v reads to next until one fails or stop is
-// closed; it closes next when it ends.
-func valsAhead(v *valCol, next chan<- aheadPage, stop <-chan struct{}) {
-	defer close(next)
-	for {
-		f, err := readVals(v)
-		select {
-		case next <- aheadPage{vals: f, err: err}:
-		case <-stop:
-			f64Free.put(f)
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // readVals is v's next page; a panic is damage.
@@ -1172,34 +1150,47 @@ type aheadPage struct {
 // page parquet-go panicked on is damage, as on the cursor's own
 // goroutine), then io.EOF.
 func (c *colCursor) readAhead() (parquet.Page, error) {
-	if c.next == nil {
-		// One page decoded while the cursor walks the one before.
-		c.next, c.stop = make(chan aheadPage, 1), make(chan struct{})
-		go pagesAhead(c.pages, c.next, c.stop)
-	}
-	a, ok := <-c.next
-	if !ok {
-		return nil, io.EOF
-	}
+	a := c.nextAhead(func() aheadPage { p, err := readPage(c.pages); return aheadPage{page: p, err: err} })
 	return a.page, a.err
 }
 
-// pagesAhead sends pages' pages to next until one fails or stop is
-// closed; it closes next when it ends.
-func pagesAhead(pages parquet.Pages, next chan<- aheadPage, stop <-chan struct{}) {
+// nextAhead returns the next page read on the column's goroutine, which
+// it starts with read on the first call (one page decoded while the
+// cursor walks the one before); io.EOF once the goroutine has ended.
+func (c *colCursor) nextAhead(read func() aheadPage) aheadPage {
+	if c.next == nil {
+		c.next, c.stop = make(chan aheadPage, 1), make(chan struct{})
+		go sendAhead(read, c.next, c.stop)
+	}
+	a, ok := <-c.next
+	if !ok {
+		return aheadPage{err: io.EOF}
+	}
+	return a
+}
+
+// sendAhead sends the pages read makes to next until one fails or stop
+// is closed; it closes next when it ends.
+func sendAhead(read func() aheadPage, next chan<- aheadPage, stop <-chan struct{}) {
 	defer close(next)
 	for {
-		p, err := readPage(pages)
+		a := read()
 		select {
-		case next <- aheadPage{page: p, err: err}:
+		case next <- a:
 		case <-stop:
-			release(p)
+			a.drop()
 			return
 		}
-		if err != nil {
+		if a.err != nil {
 			return
 		}
 	}
+}
+
+// drop gives a page's buffers back.
+func (a aheadPage) drop() {
+	release(a.page)
+	f64Free.put(a.vals)
 }
 
 // readPage is pages' next page; a panic of parquet-go's is damage.
