@@ -119,6 +119,22 @@ type Row struct {
 	// Why says why the agreement is what it is: the ratio against the
 	// tolerance, or why the two are not comparable.
 	Why string `json:"why"`
+	// Edges is the client's figure with the span's edges moved by the
+	// lag of a count (a counted rate's row only; edgeBand).
+	Edges *Edges `json:"edges,omitempty"`
+}
+
+// Edges is a counted rate's client figure over the counters' span with
+// its edges moved by Lag (seconds): an engine counts an event (a request's
+// end, a prompt) before the client sees it end, so an event the client
+// saw end within Lag after an edge may be the engine's on the edge's
+// other side. Fewest counts the events that ended within [first poll +
+// lag, last poll], Most those within [first poll, last poll + lag], both
+// per second of the counters' span: the engine's count lies between them.
+type Edges struct {
+	Lag    float64  `json:"lag"`
+	Fewest rate.Num `json:"fewest"`
+	Most   rate.Num `json:"most"`
 }
 
 // Server is the target group's figure of a quantity.
@@ -256,9 +272,9 @@ func Compare(ins []Input, measured []phases.Measured, edges []findings.Edge, cad
 			if m == nil {
 				continue
 			}
-			var inner *client.Figures
+			var inner *counts
 			if !summary {
-				inner = counted(in.Run, &in.Phases[i], m)
+				inner = counted(in.Run, &in.Phases[i], m, cadence)
 			}
 			s := side(&figs[i], inner, m, cadence, decodeAtCompletion(m, engines))
 			var each []Side
@@ -327,7 +343,7 @@ func perTarget(run *client.Run, p *client.Phase, m *phases.Measured, cadence flo
 		sub := &client.Run{Meta: run.Meta, Requests: rs}
 		mm := one(m, t.Target)
 		f := client.Measure(sub, []client.Phase{*p})[0]
-		s := side(&f, counted(sub, p, mm), mm, cadence, decodeAtCompletion(mm, engines))
+		s := side(&f, counted(sub, p, mm, cadence), mm, cadence, decodeAtCompletion(mm, engines))
 		s.Target = t.Target
 		s.Group = "target " + t.Target + " (the requests the client sent to it)"
 		s.Records = fmt.Sprintf("%s sent to %s (%d of the %d that name a target)", f.Records, t.Target, len(rs), named)
@@ -497,7 +513,7 @@ var countedRates = []string{client.FRequestsPS, client.FInputTokensPS}
 // target's last good poll and the phase's end (the client's phase ends at
 // its last request's end) is counted on neither side, not on one; nil
 // when the targets have no such span.
-func counted(run *client.Run, p *client.Phase, m *phases.Measured) *client.Figures {
+func counted(run *client.Run, p *client.Phase, m *phases.Measured, lag float64) *counts {
 	lo, hi := math.Inf(-1), math.Inf(1)
 	for _, t := range m.Targets {
 		ws := t.Bounds.Windows
@@ -509,6 +525,29 @@ func counted(run *client.Run, p *client.Phase, m *phases.Measured) *client.Figur
 	if len(m.Targets) == 0 || hi <= lo {
 		return nil
 	}
+	c := &counts{in: countedOver(run, p, lo, hi), lag: lag}
+	// A span shorter than the lag has no events the engine surely counted.
+	if lag > 0 && hi-lo > lag {
+		c.fewest = countedOver(run, p, lo+lag, hi)
+		c.most = countedOver(run, p, lo, hi+lag)
+		c.scale = [2]float64{(hi - lo - lag) / (hi - lo), (hi - lo + lag) / (hi - lo)}
+	}
+	return c
+}
+
+// counts are the client's figures over the counters' span (in) and over
+// it with its edges moved by the lag of a count (fewest, most: nil when
+// the span is no longer than the lag); scale turns their rates into rates
+// over the counters' span.
+type counts struct {
+	in, fewest, most *client.Figures
+	lag              float64
+	scale            [2]float64
+}
+
+// countedOver is the client's phase p measured over [lo, hi], input
+// tokens by their first token (promptRate).
+func countedOver(run *client.Run, p *client.Phase, lo, hi float64) *client.Figures {
 	inner := *p
 	inner.Start, inner.End = lo, hi
 	f := client.Measure(run, []client.Phase{inner})[0]
@@ -518,6 +557,21 @@ func counted(run *client.Run, p *client.Phase, m *phases.Measured) *client.Figur
 		}
 	}
 	return &f
+}
+
+// edges is quantity q's band from c (nil: none): what q would be, per
+// second of the counters' span, had the engine counted each event up to
+// the lag before the client saw it end.
+func (c *counts) edges(q string) *Edges {
+	if c == nil || c.fewest == nil {
+		return nil
+	}
+	f, _ := c.fewest.Get(q)
+	m, _ := c.most.Get(q)
+	if !f.Value.Valid || !m.Value.Valid {
+		return nil
+	}
+	return &Edges{Lag: c.lag, Fewest: rate.Some(f.Value.V * c.scale[0]), Most: rate.Some(m.Value.V * c.scale[1])}
 }
 
 // promptRate is the client's input tokens per second as an engine counts
@@ -581,7 +635,7 @@ func decodeAtCompletion(m *phases.Measured, engines map[string]string) bool {
 // those over the counters' span (nil: cf for every row); atEnd says the
 // engines count generated tokens at completion, so that output tokens are
 // over the counters' span too.
-func side(cf, in *client.Figures, m *phases.Measured, cadence float64, atEnd bool) Side {
+func side(cf *client.Figures, in *counts, m *phases.Measured, cadence float64, atEnd bool) Side {
 	s := Side{Phase: m.Name, Kind: m.Kind, Start: m.Start, End: m.End, Targets: []string{}, Records: cf.Records,
 		Started: cf.Started, Rows: []Row{}}
 	for _, t := range m.Targets {
@@ -600,10 +654,12 @@ func side(cf, in *client.Figures, m *phases.Measured, cadence float64, atEnd boo
 		if !ok {
 			continue
 		}
+		var band *Edges
 		if in != nil && (slices.Contains(countedRates, p.quantity) || (atEnd && p.quantity == client.FOutputTokensPS)) {
-			c, _ = in.Get(p.quantity)
+			c, _ = in.in.Get(p.quantity)
+			band = in.edges(p.quantity)
 		}
-		r := Row{Quantity: p.quantity, Unit: c.Unit, Client: c}
+		r := Row{Quantity: p.quantity, Unit: c.Unit, Client: c, Edges: band}
 		comparable := p.none == ""
 		switch {
 		case p.none != "":
@@ -733,10 +789,20 @@ func judge(r *Row, comparable bool) {
 			r.Agreement, r.Why = Agree, off
 		case r.Server.Bucket.Contains(c.V):
 			r.Agreement, r.Why = Agree, off+"; the client's lies in the server quantile's bucket, which the histogram cannot split"
+		case r.Edges.Holds(s.V, r.Tolerance):
+			e := r.Edges
+			r.Agreement, r.Why = Agree, off+fmt.Sprintf("; the engine counts an event before the client sees it end: with the span's edges moved by %.3gs the client's is %.4g to %.4g, which holds the server's", e.Lag, e.Fewest.V, e.Most.V)
 		default:
 			r.Agreement, r.Why = Disagree, off
 		}
 	}
+}
+
+// Holds reports whether v lies within e's band widened by tol (false for
+// no band): the client's events that ended near an edge, counted on
+// either side, explain the difference.
+func (e *Edges) Holds(v, tol float64) bool {
+	return e != nil && v >= e.Fewest.V*(1-tol) && v <= e.Most.V*(1+tol)
 }
 
 // row returns the side's row of quantity q.

@@ -1,6 +1,7 @@
 package clientcmp
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -121,5 +122,67 @@ func TestMeanOf(t *testing.T) {
 	two := &phases.Measured{Targets: append(one.Targets, tg("b", rate.Some(10), rate.Some(3)))}
 	if s := meanOf(two, engine.E2E+engine.SuffixMean); s.Value.Valid || !strings.Contains(s.Reason, "per engine") {
 		t.Errorf("two targets: %+v", s)
+	}
+}
+
+// An engine that counts a request's tokens as it completes (llama.cpp)
+// counts them before its client sees the request end: a request the
+// client saw end just after the last poll of the counters' span is the
+// engine's inside it. At concurrency 1 with four requests in the span
+// that one request is a fifth of the engine's figure, past the rate
+// tolerance; with the span's edges moved by a cadence the client's figure
+// holds the engine's, so the row agrees and says why. An engine further
+// off than the band still disagrees.
+func TestCountedEdges(t *testing.T) {
+	const cadence, tokens = 0.1, 32.0
+	var run client.Run
+	for i := range 7 {
+		s := 1000 + 0.6*float64(i)
+		run.Requests = append(run.Requests, client.Request{Start: s, FirstToken: rate.Some(s + 0.02), End: rate.Some(s + 0.6),
+			InputTokens: rate.Some(50), OutputTokens: rate.Some(tokens), Status: client.StatusOK})
+	}
+	p := client.Phase{Phase: phases.Phase{Name: "concurrency 1", Start: 1000, End: 1004.2}}
+	// Polls at 1000.05 and 1002.98: the client saw four requests end
+	// inside (1000.6 … 1002.4) and the fifth at 1003.0, 0.02 s after the
+	// last poll, which had counted it.
+	span := [2]float64{1000.05, 1002.98}
+	d := span[1] - span[0]
+	measured := func(served float64) *phases.Measured {
+		return &phases.Measured{Phase: p.Phase, Targets: []phases.Figures{{Target: "llama",
+			Bounds:  phases.Bounds{Windows: []phases.Window{{Start: p.Start, End: p.End, First: rate.Some(span[0]), Last: rate.Some(span[1])}}},
+			Figures: []phases.Figure{{Name: engine.DecodeTokensPerSecond, Value: rate.Some(served / d), Source: "decode"}}}}}
+	}
+	cf := client.Measure(&run, []client.Phase{p})[0]
+	for _, c := range []struct {
+		name   string
+		served float64 // the engine's tokens over the span
+		want   string
+	}{
+		{"the edge's request", 5 * tokens, Agree},
+		{"two past the band", 7 * tokens, Disagree},
+	} {
+		m := measured(c.served)
+		s := side(&cf, counted(&run, &p, m, cadence), m, cadence, true)
+		r := s.row(client.FOutputTokensPS)
+		if r == nil || r.Edges == nil || r.Edges.Lag != cadence {
+			t.Fatalf("%s: no row with a band in %+v", c.name, s.Rows)
+		}
+		// The client's own figure over the span counts four requests,
+		// beyond the tolerance of the engine's five.
+		if got := r.Client.Value.V * d; math.Abs(got-4*tokens) > 1e-9 || math.Abs(r.Client.Value.V*d/c.served-1) <= r.Tolerance {
+			t.Errorf("%s: client tokens over the span %v, want %v outside ±%.3g", c.name, got, 4*tokens, r.Tolerance)
+		}
+		if math.Abs(r.Edges.Fewest.V*d-4*tokens) > 1e-9 || math.Abs(r.Edges.Most.V*d-5*tokens) > 1e-9 {
+			t.Errorf("%s: band %v … %v tokens, want four to five requests'", c.name, r.Edges.Fewest.V*d, r.Edges.Most.V*d)
+		}
+		if r.Agreement != c.want || (c.want == Agree && !strings.Contains(r.Why, "edges moved by 0.1s")) {
+			t.Errorf("%s: %s (%s), want %s", c.name, r.Agreement, r.Why, c.want)
+		}
+	}
+	// A span no longer than the lag has no band.
+	m := measured(5 * tokens)
+	m.Targets[0].Bounds.Windows[0].Last = rate.Some(span[0] + cadence/2)
+	if c := counted(&run, &p, m, cadence); c == nil || c.edges(client.FOutputTokensPS) != nil {
+		t.Errorf("a span shorter than the lag: %+v", c)
 	}
 }
