@@ -604,6 +604,13 @@ func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColum
 	if md, c := meta(cValue), &r.cur[cValue]; md != nil && c.vl.reset(r.pf, md, leaves[cValue]) {
 		c.vals = &c.vl
 	}
+	// The names' and labels' pages are read by idxCol when it can read
+	// them all, else by parquet-go; the names' levels delimit the rows.
+	for _, i := range [...]int{cName, cLabels} {
+		if md, c := meta(i), &r.cur[i]; md != nil && c.ix.reset(r.pf, md, leaves[i], i == cName) {
+			c.ixs = &c.ix
+		}
+	}
 	// A replay reads the family and type of a few rows: from their
 	// pages' bytes, by position.
 	for _, i := range [...]int{cFamily, cType} {
@@ -929,9 +936,15 @@ type colCursor struct {
 	// vals, when set, reads the column's pages in parquet-go's place
 	// (valpages.go); it is vl. own is the doubles' buffer of the page
 	// being read (f64Free's).
-	vals   *valCol
-	vl     valCol
-	own    []float64
+	vals *valCol
+	vl   valCol
+	own  []float64
+	// ixs, when set, reads the column's pages of dictionary indexes in
+	// parquet-go's place (idxpages.go); it is ix. ixp is the page being
+	// read (its buffers the package's).
+	ixs    *idxCol
+	ix     idxCol
+	ixp    idxPage
 	tab    *Strings
 	leaf   parquet.LeafColumn
 	maxDef byte
@@ -1013,7 +1026,8 @@ func (c *colCursor) close() {
 	// lz and vl keep their buffers, not the file (vl's once its
 	// goroutine has ended).
 	c.lazy, c.lz.r = nil, nil
-	defer func() { c.vals = nil; c.vl.release() }()
+	defer func() { c.vals = nil; c.vl.release(); c.ixs = nil; c.ix.release() }()
+	c.ixp.drop()
 	if c.own != nil {
 		f64Free.put(c.own)
 		c.own, c.f64 = nil, nil
@@ -1050,6 +1064,9 @@ func (c *colCursor) load() (err error) {
 	}
 	if c.vals != nil {
 		return c.loadVals()
+	}
+	if c.ixs != nil {
+		return c.loadIdx()
 	}
 	var p parquet.Page
 	if c.ahead {
@@ -1130,6 +1147,56 @@ func (c *colCursor) loadVals() error {
 	return nil
 }
 
+// loadIdx is load of a page idxCol reads: its dictionary indexes, and its
+// levels when the column delimits the rows.
+func (c *colCursor) loadIdx() error {
+	c.ixp.drop()
+	c.idx, c.defs, c.reps, c.lv, c.nlv, c.vi = nil, nil, nil, 0, 0, 0
+	// The chunk's dictionary, read by parquet-go before its first page.
+	if c.dict == nil {
+		fp, ok := c.pages.(*parquet.FilePages)
+		if !ok {
+			return fmt.Errorf("%w: a chunk of indexes not in a file", ErrDamaged)
+		}
+		d, err := fp.ReadDictionary()
+		if err != nil {
+			return err
+		}
+		if d == nil {
+			return fmt.Errorf("%w: a chunk of indexes without its dictionary", ErrDamaged)
+		}
+		c.setDict(d)
+	}
+	var (
+		p   idxPage
+		err error
+	)
+	if c.ahead {
+		a := c.nextAhead(func() aheadPage { p, err := readIdx(c.ixs); return aheadPage{ix: p, err: err} })
+		p, err = a.ix, a.err
+	} else {
+		p, err = c.ixs.read()
+	}
+	if errors.Is(err, io.EOF) {
+		return errFewValues
+	}
+	if err != nil {
+		p.drop()
+		return err
+	}
+	c.ixp, c.idx = p, p.idx
+	if c.ixs.levels {
+		c.reps, c.defs, c.nlv = p.reps, p.defs, p.n
+	}
+	return nil
+}
+
+// readIdx is x's next page; a panic is damage.
+func readIdx(x *idxCol) (p idxPage, err error) {
+	defer recoverDamage(&err)
+	return x.read()
+}
+
 // readVals is v's next page; a panic is damage.
 func readVals(v *valCol) (f []float64, err error) {
 	defer recoverDamage(&err)
@@ -1141,6 +1208,7 @@ func readVals(v *valCol) (f []float64, err error) {
 type aheadPage struct {
 	page parquet.Page
 	vals []float64
+	ix   idxPage
 	err  error
 }
 
@@ -1191,6 +1259,7 @@ func sendAhead(read func() aheadPage, next chan<- aheadPage, stop <-chan struct{
 func (a aheadPage) drop() {
 	release(a.page)
 	f64Free.put(a.vals)
+	a.ix.drop()
 }
 
 // readPage is pages' next page; a panic of parquet-go's is damage.
