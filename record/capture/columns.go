@@ -607,7 +607,7 @@ func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColum
 	// The names' and labels' pages are read by idxCol when it can read
 	// them all, else by parquet-go; the names' levels delimit the rows.
 	for _, i := range [...]int{cName, cLabels} {
-		if md, c := meta(i), &r.cur[i]; md != nil && c.ix.reset(r.pf, md, leaves[i], i == cName) {
+		if md, c := meta(i), &r.cur[i]; md != nil && readIdxPages && c.ix.reset(r.pf, md, leaves[i], i == cName) {
 			c.ixs = &c.ix
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"math/bits"
 
 	"github.com/parquet-go/bitpack"
@@ -39,6 +40,10 @@ var (
 	ixRawFree = make(freeList[byte], 4)  // pages as stored
 	ixBufFree = make(freeList[byte], 4)  // pages decompressed
 )
+
+// readIdxPages says idxCol reads the pages it can: false in tests that
+// read the same pages through parquet-go to compare.
+var readIdxPages = true
 
 // idxPad is the room kept past a page's bytes for bitpack.Unpack, which
 // may read that far past the values it unpacks.
@@ -240,28 +245,15 @@ func (x *idxCol) readLevels(p *ixHdr, out *idxPage) (int, error) {
 		if p.rl == 0 {
 			return 0, fmt.Errorf("no repetition levels for %d values", n)
 		}
-		width := uint(bits.Len(uint(x.maxRep)))
 		if x.levels {
 			out.reps = lvFree.get(n)
-			if err := unpackLevels(out.reps, rl, width); err != nil {
-				return 0, fmt.Errorf("repetition levels: %v", err)
-			}
-			if out.reps[0] != 0 {
-				return 0, fmt.Errorf("the first repetition level is %d", out.reps[0])
-			}
-		} else {
-			reps := rleReader{b: rl, width: width}
-			var one [1]int32
-			first, err := reps.read(one[:0], 1)
-			if err == nil {
-				err = reps.skip(n - 1)
-			}
-			if err != nil {
-				return 0, fmt.Errorf("repetition levels: %v", err)
-			}
-			if first[0] != 0 {
-				return 0, fmt.Errorf("the first repetition level is %d", first[0])
-			}
+		}
+		_, first, err := unpackLevels(out.reps, n, rl, uint(bits.Len(uint(x.maxRep))), 0)
+		if err != nil {
+			return 0, fmt.Errorf("repetition levels: %v", err)
+		}
+		if first != 0 {
+			return 0, fmt.Errorf("the first repetition level is %d", first)
 		}
 	}
 	if x.maxDef == 0 {
@@ -271,8 +263,7 @@ func (x *idxCol) readLevels(p *ixHdr, out *idxPage) (int, error) {
 		return 0, fmt.Errorf("no definition levels for %d values", n)
 	}
 	width := uint(bits.Len(uint(x.maxDef)))
-	defs := rleReader{b: dl, width: width}
-	want, err := defs.count(n, int32(x.maxDef))
+	want, _, err := unpackLevels(nil, n, dl, width, byte(x.maxDef))
 	if err != nil {
 		return 0, fmt.Errorf("definition levels: %v", err)
 	}
@@ -282,7 +273,7 @@ func (x *idxCol) readLevels(p *ixHdr, out *idxPage) (int, error) {
 		return want, nil
 	}
 	out.defs = lvFree.get(n)
-	if err := unpackLevels(out.defs, dl, width); err != nil {
+	if _, _, err := unpackLevels(out.defs, n, dl, width, 0); err != nil {
 		return 0, fmt.Errorf("definition levels: %v", err)
 	}
 	return want, nil
@@ -296,12 +287,16 @@ func unpackIdx(dst []int32, src []byte, width uint) error {
 	n := len(dst)
 	i, at := 0, 0
 	for i < len(src) {
-		h, k := uvarint(src[i:])
-		if k <= 0 {
-			return errors.New("a run without its header")
+		count, packed, k, err := runHeader(src, i)
+		if err != nil {
+			return err
 		}
 		i += k
-		if h&1 == 0 {
+		// parquet-go passes over a run of none, its value's bytes not.
+		if count == 0 {
+			continue
+		}
+		if !packed {
 			// A repeated value.
 			w := int(width+7) / 8
 			if i+w > len(src) {
@@ -312,12 +307,12 @@ func unpackIdx(dst []int32, src []byte, width uint) error {
 				v |= uint32(src[i+j]) << (8 * j)
 			}
 			i += w
-			c := int(min(h>>1, uint64(n-at)))
+			c := int(min(count, uint64(n-at)))
 			fill(dst[at:at+c], int32(v))
 			at += c
 			continue
 		}
-		groups := h >> 1
+		groups := count
 		if groups > uint64(len(src)) || groups*uint64(width) > uint64(len(src)-i) {
 			return errors.New("a bit-packed run past the page")
 		}
@@ -354,76 +349,125 @@ func fill(s []int32, v int32) {
 	}
 }
 
+// runHeader reads the header of the run at src[i:] as parquet-go does
+// (binary.Uvarint): its count and kind, and its bytes.
+func runHeader(src []byte, i int) (count uint64, packed bool, k int, err error) {
+	var h uint64
+	if b := src[i]; b < 0x80 {
+		h, k = uint64(b), 1
+	} else if h, k = binary.Uvarint(src[i:]); k <= 0 {
+		return 0, false, 0, errors.New("a run without its header")
+	}
+	if h>>1 > math.MaxInt32 {
+		return 0, false, 0, fmt.Errorf("a run of %d values", h>>1)
+	}
+	return h >> 1, h&1 != 0, k, nil
+}
+
 // unpackLevels decodes the run-length/bit-packed hybrid of width-bit levels
-// (width ≤ 8) in src into dst, whose length is the count stated: as
-// parquet-go decodes them, runs past the count are dropped, and fewer
-// levels than the count are an error.
-func unpackLevels(dst []byte, src []byte, width uint) error {
-	n := len(dst)
+// (width ≤ 8) in src into the first n bytes of dst, as parquet-go decodes
+// them: runs past n are dropped, fewer levels than n are an error. With
+// dst nil nothing is written. It returns how many of the n levels are
+// want, and the first level.
+func unpackLevels(dst []byte, n int, src []byte, width uint, want byte) (match int, first byte, err error) {
 	i, at := 0, 0
 	for i < len(src) {
-		h, k := uvarint(src[i:])
-		if k <= 0 {
-			return errors.New("a run without its header")
+		count, packed, k, err := runHeader(src, i)
+		if err != nil {
+			return 0, 0, err
 		}
 		i += k
-		if h&1 == 0 {
-			w := int(width+7) / 8
-			if i+w > len(src) {
-				return errors.New("a repeated run past the page")
-			}
+		// parquet-go passes over a run of none, its value's bytes not.
+		if count == 0 {
+			continue
+		}
+		if !packed {
 			var v byte
-			if w > 0 {
+			if width > 0 {
+				if i >= len(src) {
+					return 0, 0, errors.New("a repeated run past the page")
+				}
 				v = src[i]
+				i++
 			}
-			i += w
-			c := int(min(h>>1, uint64(n-at)))
-			s := dst[at : at+c]
-			for j := range s {
-				s[j] = v
+			c := int(min(count, uint64(n-at)))
+			if at == 0 && c > 0 {
+				first = v
+			}
+			if v == want {
+				match += c
+			}
+			if dst != nil && c > 0 {
+				s := dst[at : at+c]
+				s[0] = v
+				for k := 1; k < len(s); k *= 2 {
+					copy(s[k:], s[:k])
+				}
 			}
 			at += c
 			continue
 		}
-		groups := h >> 1
-		if groups > uint64(len(src)) || groups*uint64(width) > uint64(len(src)-i) {
-			return errors.New("a bit-packed run past the page")
+		size := int(count) * int(width)
+		if count > uint64(len(src)) || size > len(src)-i {
+			return 0, 0, errors.New("a bit-packed run past the page")
 		}
-		size := int(groups) * int(width)
 		pack := src[i : i+size]
 		i += size
-		c := min(int(groups)*8, n-at)
-		mask := uint64(1)<<width - 1
-		s := dst[at : at+c]
-		switch width {
-		case 0:
-			clear(s)
-		case 1:
-			// A byte's 8 levels at once.
-			j := 0
-			for ; j+8 <= len(s); j += 8 {
-				binary.LittleEndian.PutUint64(s[j:], bits1[pack[j/8]])
+		c := min(int(count)*8, n-at)
+		if c == 0 {
+			continue
+		}
+		s := dst
+		if s == nil {
+			var one [64]byte
+			s = one[:]
+		}
+		for j0 := 0; j0 < c; j0 += 64 {
+			part := s
+			if dst != nil {
+				part = dst[at+j0:]
 			}
-			for ; j < len(s); j++ {
-				s[j] = pack[j/8] >> (j % 8) & 1
+			part = part[:min(64, c-j0)]
+			levelsAt(part, pack, j0, width)
+			if at+j0 == 0 {
+				first = part[0]
 			}
-		default:
-			for j := range s {
-				bit := j * int(width)
-				// width ≤ 8: a level lies in two bytes.
-				v := uint64(pack[bit/8])
-				if bit/8+1 < len(pack) {
-					v |= uint64(pack[bit/8+1]) << 8
-				}
-				s[j] = byte(v >> (bit % 8) & mask)
-			}
+			match += bytes.Count(part, []byte{want})
 		}
 		at += c
 	}
 	if at < n {
-		return fmt.Errorf("%d levels of %d", at, n)
+		return 0, 0, fmt.Errorf("%d levels of %d", at, n)
 	}
-	return nil
+	return match, first, nil
+}
+
+// levelsAt unpacks the bit-packed levels of width bits j0 on into s.
+func levelsAt(s, pack []byte, j0 int, width uint) {
+	switch width {
+	case 0:
+		clear(s)
+	case 1:
+		// A byte's 8 levels at once (j0 is a multiple of 8).
+		j := 0
+		for ; j+8 <= len(s); j += 8 {
+			binary.LittleEndian.PutUint64(s[j:], bits1[pack[(j0+j)/8]])
+		}
+		for ; j < len(s); j++ {
+			s[j] = pack[(j0+j)/8] >> ((j0 + j) % 8) & 1
+		}
+	default:
+		mask := uint64(1)<<width - 1
+		for j := range s {
+			bit := (j0 + j) * int(width)
+			// width ≤ 8: a level lies in two bytes.
+			v := uint64(pack[bit/8])
+			if bit/8+1 < len(pack) {
+				v |= uint64(pack[bit/8+1]) << 8
+			}
+			s[j] = byte(v >> (bit % 8) & mask)
+		}
+	}
 }
 
 // bits1 is each byte's 8 bits as 8 bytes, the lowest first.
