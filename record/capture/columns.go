@@ -966,6 +966,10 @@ type colCursor struct {
 
 	defs, reps []byte // the current page's levels; nil for a required column
 	lv, nlv    int    // next level, levels in the page
+	// holes, when set, are the levels of defs below the maximum (an
+	// idxCol's page); hole is the first not before the level read.
+	holes []int32
+	hole  int
 
 	idx []int32   // the page's values: dictionary indexes (into trans),
 	ids []int32   // string ids (a plain page, and trans),
@@ -1018,7 +1022,7 @@ func (c *colCursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
 	c.pages = cc.Pages()
 	c.page, c.dict, c.trans = nil, nil, c.trans[:0]
 	c.dictGen++ // a new chunk's dictionary, even at the address of the last
-	c.defs, c.reps, c.lv, c.nlv = nil, nil, 0, 0
+	c.defs, c.reps, c.holes, c.lv, c.nlv = nil, nil, nil, 0, 0
 	c.idx, c.ids, c.i32, c.i64, c.f64, c.vi = nil, c.ids[:0], nil, nil, nil, 0
 }
 
@@ -1081,7 +1085,7 @@ func (c *colCursor) load() (err error) {
 		return err
 	}
 	c.page = p
-	c.defs, c.reps = p.DefinitionLevels(), p.RepetitionLevels()
+	c.defs, c.reps, c.holes = p.DefinitionLevels(), p.RepetitionLevels(), nil
 	c.lv, c.nlv, c.vi = 0, int(p.NumValues()), 0
 	// The colCursor walks the levels a column's schema says it has.
 	if (c.maxDef > 0 && len(c.defs) != c.nlv) || (c.leaf.MaxRepetitionLevel > 0 && len(c.reps) != c.nlv) {
@@ -1143,7 +1147,7 @@ func (c *colCursor) loadVals() error {
 		return err
 	}
 	c.own, c.f64 = f, f
-	c.defs, c.reps, c.lv, c.nlv, c.vi = nil, nil, 0, 0, 0
+	c.defs, c.reps, c.holes, c.lv, c.nlv, c.vi = nil, nil, nil, 0, 0, 0
 	return nil
 }
 
@@ -1151,7 +1155,7 @@ func (c *colCursor) loadVals() error {
 // levels when the column delimits the rows.
 func (c *colCursor) loadIdx() error {
 	c.ixp.drop()
-	c.idx, c.defs, c.reps, c.lv, c.nlv, c.vi = nil, nil, nil, 0, 0, 0
+	c.idx, c.defs, c.reps, c.holes, c.lv, c.nlv, c.vi = nil, nil, nil, nil, 0, 0, 0
 	// The chunk's dictionary, read by parquet-go before its first page.
 	if c.dict == nil {
 		fp, ok := c.pages.(*parquet.FilePages)
@@ -1186,7 +1190,7 @@ func (c *colCursor) loadIdx() error {
 	}
 	c.ixp, c.idx = p, p.idx
 	if c.ixs.levels {
-		c.reps, c.defs, c.nlv = p.reps, p.defs, p.n
+		c.reps, c.defs, c.holes, c.hole, c.nlv = p.reps, p.defs, p.holes, 0, p.n
 	}
 	return nil
 }
@@ -1500,7 +1504,7 @@ func (c *colCursor) rowStrs(dst []int32) ([]int32, error) {
 		}
 		n := end - c.lv
 		if c.defs != nil {
-			n = bytes.Count(c.defs[c.lv:end], []byte{c.maxDef})
+			n = c.present(c.lv, end)
 		}
 		var err error
 		if dst, err = c.appendStrs(dst, n); err != nil {
@@ -1527,7 +1531,7 @@ func (c *colCursor) rowIdx() (idx []int32, ok bool) {
 	end := c.lv + 1 + k
 	n := end - c.lv
 	if c.defs != nil {
-		n = bytes.Count(c.defs[c.lv:end], []byte{c.maxDef})
+		n = c.present(c.lv, end)
 	}
 	if c.vi+n > len(c.idx) {
 		return nil, false
@@ -1535,6 +1539,29 @@ func (c *colCursor) rowIdx() (idx []int32, ok bool) {
 	idx = c.idx[c.vi : c.vi+n : c.vi+n]
 	c.lv, c.vi = end, c.vi+n
 	return idx, true
+}
+
+// present is how many of the page's levels lo to hi carry a value (at the
+// maximum definition level): by the holes when the page has them, lo on
+// from the last level read.
+func (c *colCursor) present(lo, hi int) int {
+	if c.holes == nil {
+		return bytes.Count(c.defs[lo:hi], []byte{c.maxDef})
+	}
+	h := c.holes[c.hole:]
+	k := 0
+	for k < len(h) && int(h[k]) < lo {
+		k++
+	}
+	c.hole += k
+	n := hi - lo
+	for _, x := range h[k:] {
+		if int(x) >= hi {
+			break
+		}
+		n--
+	}
+	return n
 }
 
 // valIdx returns the dictionary indexes of the next n values of a sample

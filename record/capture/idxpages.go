@@ -39,6 +39,7 @@ var (
 	lvFree    = make(freeList[byte], 4)  // pages' levels
 	ixRawFree = make(freeList[byte], 4)  // pages as stored
 	ixBufFree = make(freeList[byte], 4)  // pages decompressed
+	holeFree  = make(freeList[int32], 4) // pages' levels below the maximum
 )
 
 // readIdxPages says idxCol reads the pages it can: false in tests that
@@ -84,6 +85,9 @@ type idxPage struct {
 	idx        []int32
 	reps, defs []byte
 	n          int
+	// holes are the levels of defs below the maximum, in order; nil when
+	// defs is, or when there are more than a sixteenth of the levels.
+	holes []int32
 }
 
 // drop gives the page's buffers back.
@@ -91,6 +95,7 @@ func (p *idxPage) drop() {
 	idxFree.put(p.idx)
 	lvFree.put(p.reps)
 	lvFree.put(p.defs)
+	holeFree.put(p.holes)
 	*p = idxPage{}
 }
 
@@ -248,7 +253,7 @@ func (x *idxCol) readLevels(p *ixHdr, out *idxPage) (int, error) {
 		if x.levels {
 			out.reps = lvFree.get(n)
 		}
-		_, first, err := unpackLevels(out.reps, n, rl, uint(bits.Len(uint(x.maxRep))), 0)
+		_, first, err := unpackLevels(out.reps, n, rl, uint(bits.Len(uint(x.maxRep))), 0, nil)
 		if err != nil {
 			return 0, fmt.Errorf("repetition levels: %v", err)
 		}
@@ -263,7 +268,7 @@ func (x *idxCol) readLevels(p *ixHdr, out *idxPage) (int, error) {
 		return 0, fmt.Errorf("no definition levels for %d values", n)
 	}
 	width := uint(bits.Len(uint(x.maxDef)))
-	want, _, err := unpackLevels(nil, n, dl, width, byte(x.maxDef))
+	want, _, err := unpackLevels(nil, n, dl, width, byte(x.maxDef), nil)
 	if err != nil {
 		return 0, fmt.Errorf("definition levels: %v", err)
 	}
@@ -272,8 +277,10 @@ func (x *idxCol) readLevels(p *ixHdr, out *idxPage) (int, error) {
 	if !x.levels || want == n {
 		return want, nil
 	}
-	out.defs = lvFree.get(n)
-	if _, _, err := unpackLevels(out.defs, n, dl, width, 0); err != nil {
+	// The levels below the maximum too (holes), when they are few: the
+	// cursor counts a row's values by them.
+	out.defs, out.holes = lvFree.get(n), holeFree.get(n / 16)[:0]
+	if _, _, err := unpackLevels(out.defs, n, dl, width, byte(x.maxDef), &out.holes); err != nil {
 		return 0, fmt.Errorf("definition levels: %v", err)
 	}
 	return want, nil
@@ -369,7 +376,7 @@ func runHeader(src []byte, i int) (count uint64, packed bool, k int, err error) 
 // them: runs past n are dropped, fewer levels than n are an error. With
 // dst nil nothing is written. It returns how many of the n levels are
 // want, and the first level.
-func unpackLevels(dst []byte, n int, src []byte, width uint, want byte) (match int, first byte, err error) {
+func unpackLevels(dst []byte, n int, src []byte, width uint, want byte, holes *[]int32) (match int, first byte, err error) {
 	i, at := 0, 0
 	for i < len(src) {
 		count, packed, k, err := runHeader(src, i)
@@ -396,6 +403,8 @@ func unpackLevels(dst []byte, n int, src []byte, width uint, want byte) (match i
 			}
 			if v == want {
 				match += c
+			} else {
+				addHoles(holes, at, c, n)
 			}
 			if dst != nil && c > 0 {
 				s := dst[at : at+c]
@@ -432,7 +441,15 @@ func unpackLevels(dst []byte, n int, src []byte, width uint, want byte) (match i
 			if at+j0 == 0 {
 				first = part[0]
 			}
-			match += bytes.Count(part, []byte{want})
+			m := bytes.Count(part, []byte{want})
+			match += m
+			if m < len(part) && holes != nil && *holes != nil {
+				for j, v := range part {
+					if v != want {
+						addHoles(holes, at+j0+j, 1, n)
+					}
+				}
+			}
 		}
 		at += c
 	}
@@ -440,6 +457,21 @@ func unpackLevels(dst []byte, n int, src []byte, width uint, want byte) (match i
 		return 0, 0, fmt.Errorf("%d levels of %d", at, n)
 	}
 	return match, first, nil
+}
+
+// addHoles adds the c levels from at on to *holes, unless it is nil or
+// they would make it longer than n/16: then it is nil (too many to keep).
+func addHoles(holes *[]int32, at, c, n int) {
+	if holes == nil || *holes == nil {
+		return
+	}
+	if len(*holes)+c > n/16 {
+		*holes = nil
+		return
+	}
+	for j := range c {
+		*holes = append(*holes, int32(at+j))
+	}
 }
 
 // levelsAt unpacks the bit-packed levels of width bits j0 on into s.

@@ -354,16 +354,27 @@ func TestUnpackReadsTheEncoding(t *testing.T) {
 			if n > 0 {
 				lw = levels[n/2]
 			}
-			match, first, err := unpackLevels(gl, n, lb, uint(width), lw)
+			holes := make([]int32, 0)
+			match, first, err := unpackLevels(gl, n, lb, uint(width), lw, &holes)
 			if err != nil || !bytes.Equal(gl, levels) || match != bytes.Count(levels, []byte{lw}) || (n > 0 && first != levels[0]) {
 				t.Fatalf("levels of width %d, %d values: %v, %v (%d of %d, first %d), want %v", width, n, err, gl, match, lw, first, levels)
 			}
+			// The levels other than lw, when few enough to keep.
+			var wantHoles []int32
+			for j, v := range levels {
+				if v != lw {
+					wantHoles = append(wantHoles, int32(j))
+				}
+			}
+			if (len(wantHoles) <= n/16) != (holes != nil) || (holes != nil && !slices.Equal(holes, wantHoles) && len(wantHoles) > 0) {
+				t.Fatalf("levels of width %d, %d values: holes %v, want %v", width, n, holes, wantHoles)
+			}
 			// Counted alone, the same.
-			if m, f, err := unpackLevels(nil, n, lb, uint(width), lw); err != nil || m != match || f != first {
+			if m, f, err := unpackLevels(nil, n, lb, uint(width), lw, nil); err != nil || m != match || f != first {
 				t.Fatalf("levels of width %d, %d values, counted: %v, %d, %d; unpacked %d, %d", width, n, err, m, f, match, first)
 			}
 			// More levels asked for than the runs hold: an error.
-			if _, _, err := unpackLevels(make([]byte, n+9), n+9, lb, uint(width), 0); err == nil {
+			if _, _, err := unpackLevels(make([]byte, n+9), n+9, lb, uint(width), 0, nil); err == nil {
 				t.Fatalf("levels of width %d: %d read from runs of %d", width, n+9, n)
 			}
 		}
