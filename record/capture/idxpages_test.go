@@ -471,3 +471,91 @@ func FuzzIdxCol(f *testing.F) {
 		readIdxPage(t, b, full, values, nulls, rl, dl, compressed, levels)
 	})
 }
+
+// BenchmarkIndexChunk reads a segment's name and labels column chunks,
+// held in memory as a replay holds a sealed segment, two ways: through
+// parquet-go's pages (its decompression, levels and indexes into its page
+// buffers, released after each page) and through idxCol (the names'
+// repetition levels unpacked, the labels' counted, as a replay reads
+// them). The segment is -zstd.segment's, else the first of ../shared's
+// real run a-baseline.
+func BenchmarkIndexChunk(b *testing.B) {
+	path := *zstdSegment
+	if path == "" {
+		m, _ := filepath.Glob("../../../shared/real-runs/llamacpp-b4748/a-baseline/rec/*-000001.parquet")
+		if len(m) == 0 {
+			b.Skip("../shared's real runs are absent")
+		}
+		path = m[0]
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rg := pf.RowGroups()[0]
+	type chunk struct {
+		leaf parquet.LeafColumn
+		md   *format.ColumnMetaData
+	}
+	var chunks []chunk
+	for _, col := range []int{cName, cLabels} {
+		leaf, _ := pf.Schema().Lookup(columns[col]...)
+		md := &pf.Metadata().RowGroups[0].Columns[leaf.ColumnIndex].MetaData
+		b.Logf("%s %s: %d values, %d bytes stored", filepath.Base(path), columns[col], md.NumValues, md.TotalCompressedSize)
+		chunks = append(chunks, chunk{leaf, md})
+	}
+	for _, c := range []struct {
+		name string
+		read func() (n int)
+	}{
+		{"parquet-go", func() (n int) {
+			for _, ch := range chunks {
+				pages := rg.ColumnChunks()[ch.leaf.ColumnIndex].Pages()
+				for {
+					p, err := pages.ReadPage()
+					if err != nil {
+						break
+					}
+					d := p.Data()
+					n += len(d.Int32())
+					parquet.Release(p)
+				}
+				pages.Close()
+			}
+			return n
+		}},
+		{"idxCol", func() (n int) {
+			for k, ch := range chunks {
+				var x idxCol
+				if !x.reset(pf, ch.md, ch.leaf, k == 0) {
+					b.Fatal("not read by idxCol")
+				}
+				for {
+					p, err := x.read()
+					if err != nil {
+						break
+					}
+					n += len(p.idx)
+					p.drop()
+				}
+				x.release()
+			}
+			return n
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := processCPU(b)
+			var n int
+			for b.Loop() {
+				n = c.read()
+			}
+			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(n), "values")
+		})
+	}
+}
