@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"unsafe"
 
 	"github.com/parquet-go/bitpack"
 	"github.com/parquet-go/parquet-go"
@@ -253,7 +254,7 @@ func (x *idxCol) readLevels(p *ixHdr, out *idxPage) (int, error) {
 		if x.levels {
 			out.reps = lvFree.get(n)
 		}
-		_, first, err := unpackLevels(out.reps, n, rl, uint(bits.Len(uint(x.maxRep))), 0, nil)
+		_, first, err := unpackLevels(out.reps, n, rl, uint(bits.Len(uint(x.maxRep))), -1, nil)
 		if err != nil {
 			return 0, fmt.Errorf("repetition levels: %v", err)
 		}
@@ -268,7 +269,7 @@ func (x *idxCol) readLevels(p *ixHdr, out *idxPage) (int, error) {
 		return 0, fmt.Errorf("no definition levels for %d values", n)
 	}
 	width := uint(bits.Len(uint(x.maxDef)))
-	want, _, err := unpackLevels(nil, n, dl, width, byte(x.maxDef), nil)
+	want, _, err := unpackLevels(nil, n, dl, width, x.maxDef, nil)
 	if err != nil {
 		return 0, fmt.Errorf("definition levels: %v", err)
 	}
@@ -280,7 +281,7 @@ func (x *idxCol) readLevels(p *ixHdr, out *idxPage) (int, error) {
 	// The levels below the maximum too (holes), when they are few: the
 	// cursor counts a row's values by them.
 	out.defs, out.holes = lvFree.get(n), holeFree.get(n / 16)[:0]
-	if _, _, err := unpackLevels(out.defs, n, dl, width, byte(x.maxDef), &out.holes); err != nil {
+	if _, _, err := unpackLevels(out.defs, n, dl, width, x.maxDef, &out.holes); err != nil {
 		return 0, fmt.Errorf("definition levels: %v", err)
 	}
 	return want, nil
@@ -294,11 +295,21 @@ func unpackIdx(dst []int32, src []byte, width uint) error {
 	n := len(dst)
 	i, at := 0, 0
 	for i < len(src) {
-		count, packed, k, err := runHeader(src, i)
-		if err != nil {
-			return err
+		var (
+			count  uint64
+			packed bool
+		)
+		if b := src[i]; b < 0x80 {
+			count, packed = uint64(b>>1), b&1 != 0
+			i++
+		} else {
+			c, p, k, err := runHeader(src, i)
+			if err != nil {
+				return err
+			}
+			count, packed = c, p
+			i += k
 		}
-		i += k
 		// parquet-go passes over a run of none, its value's bytes not.
 		if count == 0 {
 			continue
@@ -342,27 +353,53 @@ func unpackIdx(dst []int32, src []byte, width uint) error {
 	return nil
 }
 
-// fill sets every element of s to v.
+// fill sets every element of s to v, two at a time.
 func fill(s []int32, v int32) {
-	if len(s) < 16 {
-		for j := range s {
-			s[j] = v
+	if len(s) >= 2 {
+		w := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(s))), len(s)/2)
+		p := uint64(uint32(v)) * (1<<32 + 1)
+		for j := range w {
+			w[j] = p
+		}
+	}
+	if len(s)%2 == 1 {
+		s[len(s)-1] = v
+	}
+}
+
+// ones is a run of repetition levels of 1 (a row's samples after its
+// first), copied from.
+var ones = bytes.Repeat([]byte{1}, 1024)
+
+// fillBytes sets every byte of s to v: zeros and ones by memclr and
+// memmove (a row's levels are runs of hundreds), others eight at a time.
+func fillBytes(s []byte, v byte) {
+	switch v {
+	case 0:
+		clear(s)
+		return
+	case 1:
+		for k := 0; k < len(s); k += len(ones) {
+			copy(s[k:], ones)
 		}
 		return
 	}
-	s[0] = v
-	for k := 1; k < len(s); k *= 2 {
-		copy(s[k:], s[:k])
+	j := 0
+	p := uint64(v) * 0x0101010101010101
+	for ; j+8 <= len(s); j += 8 {
+		binary.LittleEndian.PutUint64(s[j:], p)
+	}
+	for ; j < len(s); j++ {
+		s[j] = v
 	}
 }
 
 // runHeader reads the header of the run at src[i:] as parquet-go does
-// (binary.Uvarint): its count and kind, and its bytes.
+// (binary.Uvarint): its count and kind, and its bytes. A header of one
+// byte is read inline by the callers; this is the rest.
 func runHeader(src []byte, i int) (count uint64, packed bool, k int, err error) {
-	var h uint64
-	if b := src[i]; b < 0x80 {
-		h, k = uint64(b), 1
-	} else if h, k = binary.Uvarint(src[i:]); k <= 0 {
+	h, k := binary.Uvarint(src[i:])
+	if k <= 0 {
 		return 0, false, 0, errors.New("a run without its header")
 	}
 	if h>>1 > math.MaxInt32 {
@@ -375,15 +412,27 @@ func runHeader(src []byte, i int) (count uint64, packed bool, k int, err error) 
 // (width ≤ 8) in src into the first n bytes of dst, as parquet-go decodes
 // them: runs past n are dropped, fewer levels than n are an error. With
 // dst nil nothing is written. It returns how many of the n levels are
-// want, and the first level.
-func unpackLevels(dst []byte, n int, src []byte, width uint, want byte, holes *[]int32) (match int, first byte, err error) {
+// want (none counted when want < 0), and the first level; holes, when it
+// points to a slice, gets the levels that are not want (addHoles).
+func unpackLevels(dst []byte, n int, src []byte, width uint, want int, holes *[]int32) (match int, first byte, err error) {
+	var scratch [64]byte // the levels of a bit-packed run counted, not kept
 	i, at := 0, 0
 	for i < len(src) {
-		count, packed, k, err := runHeader(src, i)
-		if err != nil {
-			return 0, 0, err
+		var (
+			count  uint64
+			packed bool
+		)
+		if b := src[i]; b < 0x80 {
+			count, packed = uint64(b>>1), b&1 != 0
+			i++
+		} else {
+			c, p, k, err := runHeader(src, i)
+			if err != nil {
+				return 0, 0, err
+			}
+			count, packed = c, p
+			i += k
 		}
-		i += k
 		// parquet-go passes over a run of none, its value's bytes not.
 		if count == 0 {
 			continue
@@ -401,17 +450,13 @@ func unpackLevels(dst []byte, n int, src []byte, width uint, want byte, holes *[
 			if at == 0 && c > 0 {
 				first = v
 			}
-			if v == want {
+			if int(v) == want {
 				match += c
 			} else {
 				addHoles(holes, at, c, n)
 			}
-			if dst != nil && c > 0 {
-				s := dst[at : at+c]
-				s[0] = v
-				for k := 1; k < len(s); k *= 2 {
-					copy(s[k:], s[:k])
-				}
+			if dst != nil {
+				fillBytes(dst[at:at+c], v)
 			}
 			at += c
 			continue
@@ -428,8 +473,7 @@ func unpackLevels(dst []byte, n int, src []byte, width uint, want byte, holes *[
 		}
 		s := dst
 		if s == nil {
-			var one [64]byte
-			s = one[:]
+			s = scratch[:]
 		}
 		for j0 := 0; j0 < c; j0 += 64 {
 			part := s
@@ -441,11 +485,14 @@ func unpackLevels(dst []byte, n int, src []byte, width uint, want byte, holes *[
 			if at+j0 == 0 {
 				first = part[0]
 			}
-			m := bytes.Count(part, []byte{want})
+			if want < 0 {
+				continue
+			}
+			m := bytes.Count(part, []byte{byte(want)})
 			match += m
 			if m < len(part) && holes != nil && *holes != nil {
 				for j, v := range part {
-					if v != want {
+					if int(v) != want {
 						addHoles(holes, at+j0+j, 1, n)
 					}
 				}

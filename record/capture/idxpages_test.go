@@ -355,7 +355,7 @@ func TestUnpackReadsTheEncoding(t *testing.T) {
 				lw = levels[n/2]
 			}
 			holes := make([]int32, 0)
-			match, first, err := unpackLevels(gl, n, lb, uint(width), lw, &holes)
+			match, first, err := unpackLevels(gl, n, lb, uint(width), int(lw), &holes)
 			if err != nil || !bytes.Equal(gl, levels) || match != bytes.Count(levels, []byte{lw}) || (n > 0 && first != levels[0]) {
 				t.Fatalf("levels of width %d, %d values: %v, %v (%d of %d, first %d), want %v", width, n, err, gl, match, lw, first, levels)
 			}
@@ -370,7 +370,7 @@ func TestUnpackReadsTheEncoding(t *testing.T) {
 				t.Fatalf("levels of width %d, %d values: holes %v, want %v", width, n, holes, wantHoles)
 			}
 			// Counted alone, the same.
-			if m, f, err := unpackLevels(nil, n, lb, uint(width), lw, nil); err != nil || m != match || f != first {
+			if m, f, err := unpackLevels(nil, n, lb, uint(width), int(lw), nil); err != nil || m != match || f != first {
 				t.Fatalf("levels of width %d, %d values, counted: %v, %d, %d; unpacked %d, %d", width, n, err, m, f, match, first)
 			}
 			// More levels asked for than the runs hold: an error.
