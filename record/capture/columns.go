@@ -604,6 +604,13 @@ func (r *ColumnReader) openGroup(rg parquet.RowGroup, leaves []parquet.LeafColum
 	if md, c := meta(cValue), &r.cur[cValue]; md != nil && c.vl.reset(r.pf, md, leaves[cValue]) {
 		c.vals = &c.vl
 	}
+	// The names' and labels' pages are read by idxCol when it can read
+	// them all, else by parquet-go; the names' levels delimit the rows.
+	for _, i := range [...]int{cName, cLabels} {
+		if md, c := meta(i), &r.cur[i]; md != nil && readIdxPages && c.ix.reset(r.pf, md, leaves[i], i == cName) {
+			c.ixs = &c.ix
+		}
+	}
 	// A replay reads the family and type of a few rows: from their
 	// pages' bytes, by position.
 	for _, i := range [...]int{cFamily, cType} {
@@ -929,9 +936,15 @@ type colCursor struct {
 	// vals, when set, reads the column's pages in parquet-go's place
 	// (valpages.go); it is vl. own is the doubles' buffer of the page
 	// being read (f64Free's).
-	vals   *valCol
-	vl     valCol
-	own    []float64
+	vals *valCol
+	vl   valCol
+	own  []float64
+	// ixs, when set, reads the column's pages of dictionary indexes in
+	// parquet-go's place (idxpages.go); it is ix. ixp is the page being
+	// read (its buffers the package's).
+	ixs    *idxCol
+	ix     idxCol
+	ixp    idxPage
 	tab    *Strings
 	leaf   parquet.LeafColumn
 	maxDef byte
@@ -953,6 +966,10 @@ type colCursor struct {
 
 	defs, reps []byte // the current page's levels; nil for a required column
 	lv, nlv    int    // next level, levels in the page
+	// holes, when set, are the levels of defs below the maximum (an
+	// idxCol's page); hole is the first not before the level read.
+	holes []int32
+	hole  int
 
 	idx []int32   // the page's values: dictionary indexes (into trans),
 	ids []int32   // string ids (a plain page, and trans),
@@ -1005,7 +1022,7 @@ func (c *colCursor) open(cc parquet.ColumnChunk, leaf parquet.LeafColumn) {
 	c.pages = cc.Pages()
 	c.page, c.dict, c.trans = nil, nil, c.trans[:0]
 	c.dictGen++ // a new chunk's dictionary, even at the address of the last
-	c.defs, c.reps, c.lv, c.nlv = nil, nil, 0, 0
+	c.defs, c.reps, c.holes, c.lv, c.nlv = nil, nil, nil, 0, 0
 	c.idx, c.ids, c.i32, c.i64, c.f64, c.vi = nil, c.ids[:0], nil, nil, nil, 0
 }
 
@@ -1013,7 +1030,8 @@ func (c *colCursor) close() {
 	// lz and vl keep their buffers, not the file (vl's once its
 	// goroutine has ended).
 	c.lazy, c.lz.r = nil, nil
-	defer func() { c.vals = nil; c.vl.release() }()
+	defer func() { c.vals = nil; c.vl.release(); c.ixs = nil; c.ix.release() }()
+	c.ixp.drop()
 	if c.own != nil {
 		f64Free.put(c.own)
 		c.own, c.f64 = nil, nil
@@ -1051,6 +1069,9 @@ func (c *colCursor) load() (err error) {
 	if c.vals != nil {
 		return c.loadVals()
 	}
+	if c.ixs != nil {
+		return c.loadIdx()
+	}
 	var p parquet.Page
 	if c.ahead {
 		p, err = c.readAhead()
@@ -1064,7 +1085,7 @@ func (c *colCursor) load() (err error) {
 		return err
 	}
 	c.page = p
-	c.defs, c.reps = p.DefinitionLevels(), p.RepetitionLevels()
+	c.defs, c.reps, c.holes = p.DefinitionLevels(), p.RepetitionLevels(), nil
 	c.lv, c.nlv, c.vi = 0, int(p.NumValues()), 0
 	// The colCursor walks the levels a column's schema says it has.
 	if (c.maxDef > 0 && len(c.defs) != c.nlv) || (c.leaf.MaxRepetitionLevel > 0 && len(c.reps) != c.nlv) {
@@ -1126,8 +1147,58 @@ func (c *colCursor) loadVals() error {
 		return err
 	}
 	c.own, c.f64 = f, f
-	c.defs, c.reps, c.lv, c.nlv, c.vi = nil, nil, 0, 0, 0
+	c.defs, c.reps, c.holes, c.lv, c.nlv, c.vi = nil, nil, nil, 0, 0, 0
 	return nil
+}
+
+// loadIdx is load of a page idxCol reads: its dictionary indexes, and its
+// levels when the column delimits the rows.
+func (c *colCursor) loadIdx() error {
+	c.ixp.drop()
+	c.idx, c.defs, c.reps, c.holes, c.lv, c.nlv, c.vi = nil, nil, nil, nil, 0, 0, 0
+	// The chunk's dictionary, read by parquet-go before its first page.
+	if c.dict == nil {
+		fp, ok := c.pages.(*parquet.FilePages)
+		if !ok {
+			return fmt.Errorf("%w: a chunk of indexes not in a file", ErrDamaged)
+		}
+		d, err := fp.ReadDictionary()
+		if err != nil {
+			return err
+		}
+		if d == nil {
+			return fmt.Errorf("%w: a chunk of indexes without its dictionary", ErrDamaged)
+		}
+		c.setDict(d)
+	}
+	var (
+		p   idxPage
+		err error
+	)
+	if c.ahead {
+		a := c.nextAhead(func() aheadPage { p, err := readIdx(c.ixs); return aheadPage{ix: p, err: err} })
+		p, err = a.ix, a.err
+	} else {
+		p, err = c.ixs.read()
+	}
+	if errors.Is(err, io.EOF) {
+		return errFewValues
+	}
+	if err != nil {
+		p.drop()
+		return err
+	}
+	c.ixp, c.idx = p, p.idx
+	if c.ixs.levels {
+		c.reps, c.defs, c.holes, c.hole, c.nlv = p.reps, p.defs, p.holes, 0, p.n
+	}
+	return nil
+}
+
+// readIdx is x's next page; a panic is damage.
+func readIdx(x *idxCol) (p idxPage, err error) {
+	defer recoverDamage(&err)
+	return x.read()
 }
 
 // readVals is v's next page; a panic is damage.
@@ -1141,6 +1212,7 @@ func readVals(v *valCol) (f []float64, err error) {
 type aheadPage struct {
 	page parquet.Page
 	vals []float64
+	ix   idxPage
 	err  error
 }
 
@@ -1191,6 +1263,7 @@ func sendAhead(read func() aheadPage, next chan<- aheadPage, stop <-chan struct{
 func (a aheadPage) drop() {
 	release(a.page)
 	f64Free.put(a.vals)
+	a.ix.drop()
 }
 
 // readPage is pages' next page; a panic of parquet-go's is damage.
@@ -1431,7 +1504,7 @@ func (c *colCursor) rowStrs(dst []int32) ([]int32, error) {
 		}
 		n := end - c.lv
 		if c.defs != nil {
-			n = bytes.Count(c.defs[c.lv:end], []byte{c.maxDef})
+			n = c.present(c.lv, end)
 		}
 		var err error
 		if dst, err = c.appendStrs(dst, n); err != nil {
@@ -1458,7 +1531,7 @@ func (c *colCursor) rowIdx() (idx []int32, ok bool) {
 	end := c.lv + 1 + k
 	n := end - c.lv
 	if c.defs != nil {
-		n = bytes.Count(c.defs[c.lv:end], []byte{c.maxDef})
+		n = c.present(c.lv, end)
 	}
 	if c.vi+n > len(c.idx) {
 		return nil, false
@@ -1466,6 +1539,29 @@ func (c *colCursor) rowIdx() (idx []int32, ok bool) {
 	idx = c.idx[c.vi : c.vi+n : c.vi+n]
 	c.lv, c.vi = end, c.vi+n
 	return idx, true
+}
+
+// present is how many of the page's levels lo to hi carry a value (at the
+// maximum definition level): by the holes when the page has them, lo on
+// from the last level read.
+func (c *colCursor) present(lo, hi int) int {
+	if c.holes == nil {
+		return bytes.Count(c.defs[lo:hi], []byte{c.maxDef})
+	}
+	h := c.holes[c.hole:]
+	k := 0
+	for k < len(h) && int(h[k]) < lo {
+		k++
+	}
+	c.hole += k
+	n := hi - lo
+	for _, x := range h[k:] {
+		if int(x) >= hi {
+			break
+		}
+		n--
+	}
+	return n
 }
 
 // valIdx returns the dictionary indexes of the next n values of a sample
