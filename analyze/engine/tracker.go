@@ -61,9 +61,14 @@ type Tracker struct {
 	// lastIDs are the ids of the last SetAll, kept when it was the first
 	// of its poll and took every sample (lastOK); touched are the name
 	// slots it began; setSeq is the poll of the last SetAll.
-	lastIDs  []int32
-	touched  []int32
-	lastOK   bool
+	lastIDs []int32
+	touched []int32
+	lastOK  bool
+	// feeds are the samples of lastIDs fed to the estimator, in order:
+	// their place in lastIDs and their estimator id, as the call that
+	// kept lastIDs found them (classify, which changes a key's feed,
+	// drops lastOK).
+	feeds    []feedAt
 	setSeq   uint64
 	procSlot int32 // name slot of process_start_time_seconds, -1 until seen
 
@@ -136,6 +141,10 @@ func (t *Tracker) label(id int32, name string) (string, bool) {
 	}
 	return "", false
 }
+
+// feedAt is a sample of lastIDs fed to the estimator: its place there
+// and its id in the estimator.
+type feedAt struct{ pos, est int32 }
 
 // nameSlot groups the series of one sample name present in the current poll.
 type nameSlot struct {
@@ -368,7 +377,7 @@ func (t *Tracker) SetAll(ids []int32, vals []float64) {
 	// The ids are kept for the next poll only when the whole poll is
 	// taken in this one call (a second call of the poll appends to the
 	// slots' lists).
-	t.touched = t.touched[:0]
+	t.touched, t.feeds = t.touched[:0], t.feeds[:0]
 	clean := t.set(ids, vals, first)
 	t.lastOK = first && clean
 	if t.lastOK {
@@ -405,6 +414,9 @@ func (t *Tracker) set(ids []int32, vals []float64, note bool) bool {
 		if r.est >= 0 {
 			t.poll.Readings = append(t.poll.Readings, rate.Reading{ID: r.est, Value: v})
 			t.pollIDs = append(t.pollIDs, id)
+			if note {
+				t.feeds = append(t.feeds, feedAt{int32(i), r.est})
+			}
 		}
 	}
 	return clean
@@ -420,6 +432,7 @@ func (t *Tracker) setAgain(ids []int32, vals []float64) bool {
 		// NaN or an infinity (v-v is NaN for both): from here on set
 		// decides, the lists built anew for the samples taken.
 		if v-v != 0 {
+			t.feedAgain(ids, vals, i)
 			t.restartLists(ids[:i])
 			t.samples += i
 			t.set(ids[i:], vals[i:], false)
@@ -431,16 +444,32 @@ func (t *Tracker) setAgain(ids []int32, vals []float64) bool {
 			t.fall(id, r.v, v)
 		}
 		r.v, r.seq = v, t.seq
-		if r.est >= 0 {
-			t.poll.Readings = append(t.poll.Readings, rate.Reading{ID: r.est, Value: v})
-			t.pollIDs = append(t.pollIDs, id)
-		}
 	}
+	t.feedAgain(ids, vals, len(ids))
 	t.samples += len(ids)
 	for _, s := range t.touched {
 		t.slots[s].seq = t.seq
 	}
 	return true
+}
+
+// feedAgain writes the estimator's readings of the samples of ids[:n]
+// that the last poll fed, in the order set appended them: the same keys,
+// so no key's feed is looked up again, and no append a sample.
+func (t *Tracker) feedAgain(ids []int32, vals []float64, n int) {
+	fs := t.feeds
+	// The fed samples before n: those past it are set's to take.
+	for len(fs) > 0 && int(fs[len(fs)-1].pos) >= n {
+		fs = fs[:len(fs)-1]
+	}
+	nr, np := len(t.poll.Readings), len(t.pollIDs)
+	t.poll.Readings = slices.Grow(t.poll.Readings, len(fs))[:nr+len(fs)]
+	t.pollIDs = slices.Grow(t.pollIDs, len(fs))[:np+len(fs)]
+	rs, ps := t.poll.Readings[nr:], t.pollIDs[np:]
+	for k, f := range fs {
+		rs[k] = rate.Reading{ID: f.est, Value: vals[f.pos]}
+		ps[k] = ids[f.pos]
+	}
 }
 
 // restartLists builds the name slots' lists of ids, taken in the current
@@ -659,6 +688,8 @@ func (t *Tracker) classify(id int32) {
 	if !t.rd.knows(ks.Family) {
 		t.unknown[ks.Family] = true
 	}
+	// The last poll's feeds may change: the next poll sets anew.
+	t.lastOK = false
 	t.vals[id].est = -1
 	ks.noFall = false
 	if d, ok := engines.DeclaredKind(t.engine, ks.Family, ks.rkey.Labels); ok && ks.counter {
