@@ -323,14 +323,14 @@ func (t *Tracker) Key(s Series) int32 {
 	ks := keyState{Series: s, rkey: rk, counter: f.counter, est: -1}
 	if ks.counter {
 		ks.createdKey = f.createdKey
-		ks.est = t.est.Register(rk)
+		ks.est = t.est.RegisterNew(rk)
 		if f.bucket {
 			t.est.SetBucketOf(ks.est, f.bf)
 		}
 		for _, e := range t.more {
 			// Registered in the same order as est, from the same
 			// start: the same id.
-			e.Register(rk)
+			e.RegisterNew(rk)
 			if f.bucket {
 				e.SetBucketOf(ks.est, f.bf)
 			}
