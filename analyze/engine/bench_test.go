@@ -13,10 +13,15 @@ import (
 // vllmPage is the real vLLM V1 capture, parsed; the benchmark skips when
 // the shared folder is absent.
 func vllmPage(b *testing.B) []expo.Sample {
-	path := filepath.Join(realCaptures, "vllm-v1-armandossrecife-vllm-server-api-chat.txt")
-	body, err := os.ReadFile(path)
+	return realPage(b, "vllm-v1-armandossrecife-vllm-server-api-chat.txt")
+}
+
+// realPage is the samples of a real capture; the benchmark skips without
+// the shared folder.
+func realPage(b *testing.B, name string) []expo.Sample {
+	body, err := os.ReadFile(filepath.Join(realCaptures, name))
 	if err != nil {
-		b.Skipf("no real vLLM capture (%v): the shared folder is absent", err)
+		b.Skipf("no real capture %s (%v): the shared folder is absent", name, err)
 	}
 	ss, err := expo.Parse(body, "text/plain; version=0.0.4")
 	if err != nil {
@@ -72,22 +77,37 @@ func BenchmarkTrackerVLLM(b *testing.B) { benchTrackerVLLM(b, nil) }
 func BenchmarkTrackerVLLMSummary(b *testing.B) { benchTrackerVLLM(b, wantSets[0]) }
 
 func benchTrackerVLLM(b *testing.B, want []string) {
-	ss := vllmPage(b)
+	benchTracker(b, vllmPage(b), VLLM, want, TTFT+SuffixP50)
+}
+
+// BenchmarkTrackerLlamaCppSummary is the same for a real llama.cpp page
+// (llama-server's counters move at completion: the tracker chooses their
+// span, as a replay's does), with the summary's cells.
+func BenchmarkTrackerLlamaCppSummary(b *testing.B) {
+	benchTracker(b, realPage(b, "llamacpp-cpu-tiny-midload.txt"), LlamaCpp, wantSets[0], DecodeTokensPerSecond)
+}
+
+// benchTracker times the polls of page ss through a tracker of engine
+// hint wanting want (nil: every cell), once cell check is valued.
+func benchTracker(b *testing.B, ss []expo.Sample, hint string, want []string, check string) {
 	// The package's tests check every query's feed (strictFeeds); a
 	// replay does not.
 	strictFeeds = false
 	defer func() { strictFeeds = true }()
-	tr := NewTracker(VLLM, rate.Config{Span: 10})
+	tr := NewTracker(hint, rate.Config{Span: 10})
 	tr.Want(want...)
 	tr.SetStepSpan(2)
+	if hint == LlamaCpp {
+		tr.SetCompletionSpan(2, 60)
+	}
 	var dst Cells
 	poll := pagePolls(ss, tr, &dst)
 	i := 0
 	for ; i < 16; i++ { // warm: every key seen, histories at their steady length
 		poll(i)
 	}
-	if c, _ := dst.Get(TTFT + SuffixP50); !c.Value.Valid {
-		b.Fatalf("TTFT p50 is null (%s): the page does not move", c.Reason)
+	if c, _ := dst.Get(check); !c.Value.Valid {
+		b.Fatalf("%s is null (%s): the page does not move", check, c.Reason)
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -24,7 +24,7 @@ var noteNoCached = []string{"cache hits not included: this build exports no cach
 // the kv_cache gauges mainline removed; others add cached-prompt and
 // speculative-decoding counters). No series has labels.
 func newLlamaCpp() *reader {
-	r := &reader{id: LlamaCpp}
+	r := &reader{id: LlamaCpp, skips: true}
 	// n_decode_total moves once per llama_decode() call; the token
 	// counters move when a request's prompt is done or it completes.
 	r.everyStep = map[string]bool{"llamacpp:n_decode_total": true}
@@ -95,37 +95,80 @@ func newLlamaCpp() *reader {
 		return strings.Join(parts, "; ")
 	}
 	r.decode, r.decodeReads = func(q *query, c *Cell) { q.rateTo(c, nil, lcPredicted) }, lcPredicted
+	var (
+		decodeBit    = wantBits(DecodeTokensPerSecond)
+		promptBits   = wantBits(PromptTokensPerSecond, PromptTokensComputedPerSecond)
+		hitBit       = wantBits(PrefixCacheHitRatio)
+		specBit      = wantBits(SpecAcceptRatio)
+		specLifeBit  = wantBits(SpecAcceptRatioLifetime)
+		perReqBit    = wantBits(PerRequestDecodeTokensPerSecond)
+		decodeNative = wantBits(DecodeTokensPerSecondNative)
+		promptNative = wantBits(PromptTokensPerSecondNative)
+		hitNative    = wantBits(PrefixCacheHitRatioNative)
+		specNative   = wantBits(SpecAcceptRatioNative)
+		predicted    = []string{lcPredicted}
+		predictedSec = []string{lcPredictedSec}
+	)
+	// The cells are written in place (query.cell), each once; a cell read
+	// through the estimator is made only when wanted (Tracker.Want), as
+	// its counters are fed only then.
 	r.fill = func(q *query) {
-		r.decode(q, q.cell(DecodeTokensPerSecond))
-		prompt := q.rate(nil, lcPrompt)
-		q.put(PromptTokensPerSecond, prompt)
-		q.put(PromptTokensComputedPerSecond, prompt)
-		q.put(RequestsRunning, q.gauge(aggSum, nil, "llamacpp:requests_processing"))
-		q.put(RequestsWaiting, q.gauge(aggSum, nil, "llamacpp:requests_deferred"))
-		q.put(KVCacheUsageRatio, q.kv(nil, lcKV))
+		if q.wants(decodeBit) {
+			r.decode(q, q.cell(DecodeTokensPerSecond))
+		}
+		if q.wants(promptBits) {
+			pr := q.cell(PromptTokensPerSecond)
+			q.rateTo(pr, nil, lcPrompt)
+			*q.cell(PromptTokensComputedPerSecond) = *pr
+		}
+		q.gaugeTo(q.cell(RequestsRunning), aggSum, nil, "llamacpp:requests_processing")
+		q.gaugeTo(q.cell(RequestsWaiting), aggSum, nil, "llamacpp:requests_deferred")
+		q.kvTo(q.cell(KVCacheUsageRatio), nil, lcKV)
 
-		cached, _ := q.pick(lcCached...)
-		q.put(PrefixCacheHitRatio, q.hitShare(cached, lcPrompt))
-		pt, ct, gt := q.total(nil, lcPrompt), q.total(nil, lcCached...), q.total(nil, lcPredicted)
-		q.put(PrefixCacheHitRatioLifetime, q.lifetimeShare(ct, pt))
-		q.put(SpecAcceptRatio, q.ratio(lcAccepted, lcDrafted))
-		q.put(SpecAcceptRatioLifetime, q.lifetimeRatio(q.total(nil, lcAccepted...), q.total(nil, lcDrafted...)))
-		q.put(PerRequestDecodeTokensPerSecond, q.ratio([]string{lcPredicted}, []string{lcPredictedSec}))
-		q.put(PerRequestDecodeTokensPerSecondLifetime, q.lifetimeRatio(gt, q.total(nil, lcPredictedSec)))
+		if q.wants(hitBit) {
+			cached, _ := q.pick(lcCached...)
+			q.put(PrefixCacheHitRatio, q.hitShare(cached, lcPrompt))
+		}
+		pt, ct, gt := q.cell(PromptTokensTotal), q.cell(PromptTokensCachedTotal), q.cell(GenerationTokensTotal)
+		q.totalTo(pt, nil, lcPrompt)
+		q.totalTo(ct, nil, lcCached...)
+		q.totalTo(gt, nil, lcPredicted)
+		q.put(PrefixCacheHitRatioLifetime, q.lifetimeShare(*ct, *pt))
+		if q.wants(specBit) {
+			q.ratioTo(q.cell(SpecAcceptRatio), lcAccepted, lcDrafted)
+		}
+		if q.wants(specLifeBit) {
+			var num, den Cell
+			q.totalTo(&num, nil, lcAccepted...)
+			q.totalTo(&den, nil, lcDrafted...)
+			q.lifetimeRatioTo(q.cell(SpecAcceptRatioLifetime), &num, &den)
+		}
+		if q.wants(perReqBit) {
+			q.ratioTo(q.cell(PerRequestDecodeTokensPerSecond), predicted, predictedSec)
+		}
+		var sec, ptc Cell
+		q.totalTo(&sec, nil, lcPredictedSec)
+		q.lifetimeRatioTo(q.cell(PerRequestDecodeTokensPerSecondLifetime), gt, &sec)
 
-		tt := q.sumTotals(q.sumTotals(pt, ct, true), gt, false)
+		tt := q.cell(TokensTotal)
+		q.sumTotalsTo(&ptc, pt, ct, true)
+		q.sumTotalsTo(tt, &ptc, gt, false)
 		if tt.Value.Valid && !ct.Value.Valid {
 			tt.Notes = noteNoCached
 		}
-		q.put(TokensTotal, tt)
-		q.put(PromptTokensTotal, pt)
-		q.put(PromptTokensCachedTotal, ct)
-		q.put(GenerationTokensTotal, gt)
 
-		q.put(DecodeTokensPerSecondNative, q.gauge(aggSum, nil, "llamacpp:predicted_tokens_seconds"))
-		q.put(PromptTokensPerSecondNative, q.gauge(aggSum, nil, "llamacpp:prompt_tokens_seconds"))
-		q.put(PrefixCacheHitRatioNative, q.gauge(aggMax, nil, "llamacpp:prompt_cache_hit_ratio"))
-		q.put(SpecAcceptRatioNative, q.gauge(aggMax, nil, "llamacpp:draft_acceptance_rate"))
+		if q.wants(decodeNative) {
+			q.gaugeTo(q.cell(DecodeTokensPerSecondNative), aggSum, nil, "llamacpp:predicted_tokens_seconds")
+		}
+		if q.wants(promptNative) {
+			q.gaugeTo(q.cell(PromptTokensPerSecondNative), aggSum, nil, "llamacpp:prompt_tokens_seconds")
+		}
+		if q.wants(hitNative) {
+			q.gaugeTo(q.cell(PrefixCacheHitRatioNative), aggMax, nil, "llamacpp:prompt_cache_hit_ratio")
+		}
+		if q.wants(specNative) {
+			q.gaugeTo(q.cell(SpecAcceptRatioNative), aggMax, nil, "llamacpp:draft_acceptance_rate")
+		}
 	}
 	return r
 }

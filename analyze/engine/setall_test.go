@@ -57,6 +57,11 @@ func TestSetAllAgain(t *testing.T) {
 			vals[0] = math.Inf(1)
 		case 15: // an absent sample past the first counters
 			vals[len(vals)/2] = math.NaN()
+		case 17, 18: // an absent sample the estimator is fed (the one after the first fed)
+			if len(one.feeds) < 2 {
+				t.Fatal("no fed samples kept")
+			}
+			vals[one.feeds[1].pos] = math.NaN()
 		case 20: // fewer series
 			pid, vals = pid[:len(pid)-5], vals[:len(vals)-5]
 		case 25: // a series twice

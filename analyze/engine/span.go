@@ -99,6 +99,15 @@ type spanChooser struct {
 	// sum and count are the series of the e2e histogram named e2e, made
 	// once: a poll's concatenation was two allocations.
 	e2e, sum, count string
+	// The name slots of the four series read, found once each (a slot
+	// is never dropped): two string hashes a poll were 0.5 % of a replay.
+	at [4]namedSlot
+}
+
+// namedSlot is a name's slot, once found.
+type namedSlot struct {
+	name string
+	slot int32
 }
 
 // SetCompletionSpan makes the tracker choose the span of the counters the
@@ -164,9 +173,17 @@ func (t *Tracker) classifyCompletion(ks *keyState) {
 
 // sumOf returns the sum of the series named name in the current poll; ok
 // is false when none is in it.
-func (t *Tracker) sumOf(name string) (float64, bool) {
-	slot, ok := t.names[name]
-	if !ok || t.slots[slot].seq != t.seq {
+func (t *Tracker) sumOf(name string, at *namedSlot) (float64, bool) {
+	slot := at.slot
+	if at.name != name || name == "" {
+		s, ok := t.names[name]
+		// Not keyed yet: looked up again next poll.
+		if !ok {
+			return 0, false
+		}
+		*at, slot = namedSlot{name, s}, s
+	}
+	if t.slots[slot].seq != t.seq {
 		return 0, false
 	}
 	s := 0.0
@@ -209,8 +226,8 @@ func (t *Tracker) measureSpan(c *spanChooser, src durationSource) {
 		if c.e2e != src.e2e {
 			c.e2e, c.sum, c.count = src.e2e, src.e2e+"_sum", src.e2e+"_count"
 		}
-		sum, ok1 := t.sumOf(c.sum)
-		n, ok2 := t.sumOf(c.count)
+		sum, ok1 := t.sumOf(c.sum, &c.at[0])
+		n, ok2 := t.sumOf(c.count, &c.at[1])
 		if !ok1 || !ok2 {
 			return
 		}
@@ -223,8 +240,8 @@ func (t *Tracker) measureSpan(c *spanChooser, src durationSource) {
 			c.pts = append(c.pts, p)
 		}
 	} else {
-		run, ok1 := t.sumOf(src.running)
-		v, ok2 := t.sumOf(src.moves)
+		run, ok1 := t.sumOf(src.running, &c.at[2])
+		v, ok2 := t.sumOf(src.moves, &c.at[3])
 		if !ok1 || !ok2 {
 			return
 		}

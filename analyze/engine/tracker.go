@@ -61,11 +61,21 @@ type Tracker struct {
 	// lastIDs are the ids of the last SetAll, kept when it was the first
 	// of its poll and took every sample (lastOK); touched are the name
 	// slots it began; setSeq is the poll of the last SetAll.
-	lastIDs  []int32
-	touched  []int32
-	lastOK   bool
-	setSeq   uint64
-	procSlot int32 // name slot of process_start_time_seconds, -1 until seen
+	lastIDs []int32
+	touched []int32
+	lastOK  bool
+	// feeds are the samples of lastIDs fed to the estimator, in order:
+	// their place in lastIDs, their estimator id and their _created
+	// sibling's key when that poll carried it, as the call that kept
+	// lastIDs and its End found them (classify, which changes a key's
+	// feed, drops lastOK); feedSeq is that poll.
+	feeds   []feedAt
+	feedSeq uint64
+	// createdSet says the poll's readings carry their _created already
+	// (feedAgain wrote every one): End does not look them up.
+	createdSet bool
+	setSeq     uint64
+	procSlot   int32 // name slot of process_start_time_seconds, -1 until seen
 
 	// stepSpan is the span of the counters that move on every engine
 	// step (reader.everyStep); 0: the configured span.
@@ -136,6 +146,11 @@ func (t *Tracker) label(id int32, name string) (string, bool) {
 	}
 	return "", false
 }
+
+// feedAt is a sample of lastIDs fed to the estimator: its place there,
+// its id in the estimator and its _created sibling's key (-1 none in the
+// poll).
+type feedAt struct{ pos, est, created int32 }
 
 // nameSlot groups the series of one sample name present in the current poll.
 type nameSlot struct {
@@ -308,14 +323,14 @@ func (t *Tracker) Key(s Series) int32 {
 	ks := keyState{Series: s, rkey: rk, counter: f.counter, est: -1}
 	if ks.counter {
 		ks.createdKey = f.createdKey
-		ks.est = t.est.Register(rk)
+		ks.est = t.est.RegisterNew(rk)
 		if f.bucket {
 			t.est.SetBucketOf(ks.est, f.bf)
 		}
 		for _, e := range t.more {
 			// Registered in the same order as est, from the same
 			// start: the same id.
-			e.Register(rk)
+			e.RegisterNew(rk)
 			if f.bucket {
 				e.SetBucketOf(ks.est, f.bf)
 			}
@@ -342,6 +357,7 @@ func (t *Tracker) Begin(T, start float64) {
 	t.fell, t.fellWhy = t.fell[:0], ""
 	t.poll.Readings = t.poll.Readings[:0]
 	t.pollIDs = t.pollIDs[:0]
+	t.createdSet = false
 }
 
 // Set records the value of series id in the current poll. A series set twice
@@ -368,7 +384,7 @@ func (t *Tracker) SetAll(ids []int32, vals []float64) {
 	// The ids are kept for the next poll only when the whole poll is
 	// taken in this one call (a second call of the poll appends to the
 	// slots' lists).
-	t.touched = t.touched[:0]
+	t.touched, t.feeds, t.feedSeq, t.createdSet = t.touched[:0], t.feeds[:0], t.seq, false
 	clean := t.set(ids, vals, first)
 	t.lastOK = first && clean
 	if t.lastOK {
@@ -405,6 +421,9 @@ func (t *Tracker) set(ids []int32, vals []float64, note bool) bool {
 		if r.est >= 0 {
 			t.poll.Readings = append(t.poll.Readings, rate.Reading{ID: r.est, Value: v})
 			t.pollIDs = append(t.pollIDs, id)
+			if note {
+				t.feeds = append(t.feeds, feedAt{int32(i), r.est, -1})
+			}
 		}
 	}
 	return clean
@@ -420,6 +439,7 @@ func (t *Tracker) setAgain(ids []int32, vals []float64) bool {
 		// NaN or an infinity (v-v is NaN for both): from here on set
 		// decides, the lists built anew for the samples taken.
 		if v-v != 0 {
+			t.feedAgain(ids, vals, i)
 			t.restartLists(ids[:i])
 			t.samples += i
 			t.set(ids[i:], vals[i:], false)
@@ -431,16 +451,39 @@ func (t *Tracker) setAgain(ids []int32, vals []float64) bool {
 			t.fall(id, r.v, v)
 		}
 		r.v, r.seq = v, t.seq
-		if r.est >= 0 {
-			t.poll.Readings = append(t.poll.Readings, rate.Reading{ID: r.est, Value: v})
-			t.pollIDs = append(t.pollIDs, id)
-		}
 	}
+	t.feedAgain(ids, vals, len(ids))
+	t.createdSet = true
 	t.samples += len(ids)
 	for _, s := range t.touched {
 		t.slots[s].seq = t.seq
 	}
 	return true
+}
+
+// feedAgain writes the estimator's readings of the samples of ids[:n]
+// that the last poll fed, in the order set appended them: the same keys,
+// so no key's feed is looked up again, and no append a sample. A
+// reading's _created is its sibling's value when the poll of the feeds
+// carried the sibling: with the same ids and none absent, this one does
+// (set past n takes the rest: End looks those up).
+func (t *Tracker) feedAgain(ids []int32, vals []float64, n int) {
+	fs := t.feeds
+	// The fed samples before n: those past it are set's to take.
+	for len(fs) > 0 && int(fs[len(fs)-1].pos) >= n {
+		fs = fs[:len(fs)-1]
+	}
+	nr, np := len(t.poll.Readings), len(t.pollIDs)
+	t.poll.Readings = slices.Grow(t.poll.Readings, len(fs))[:nr+len(fs)]
+	t.pollIDs = slices.Grow(t.pollIDs, len(fs))[:np+len(fs)]
+	rs, ps := t.poll.Readings[nr:], t.pollIDs[np:]
+	for k, f := range fs {
+		rs[k] = rate.Reading{ID: f.est, Value: vals[f.pos]}
+		if f.created >= 0 {
+			rs[k].Created = t.vals[f.created].v
+		}
+		ps[k] = ids[f.pos]
+	}
 }
 
 // restartLists builds the name slots' lists of ids, taken in the current
@@ -484,17 +527,18 @@ func (t *Tracker) End(dst Cells) Cells {
 		}
 		t.newKeys = false
 	}
-	for i, id := range t.pollIDs {
-		c := t.created[id]
-		if c == -2 {
-			c = -1
-			if k, ok := t.byKey[t.keys[id].createdKey]; ok && t.keys[id].createdKey.Series != "" {
-				c = k
+	// The readings of the ids of the last poll carry their _created
+	// (feedAgain); a key's sibling looked up later is none of this poll.
+	if !t.createdSet {
+		t.createdOf()
+	}
+	// The feeds kept by this poll learn their readings' siblings.
+	if t.lastOK && t.feedSeq == t.seq {
+		for k := range t.feeds {
+			f := &t.feeds[k]
+			if c := t.created[t.pollIDs[k]]; c >= 0 && t.vals[c].seq == t.seq {
+				f.created = c
 			}
-			t.created[id] = c
-		}
-		if c >= 0 && t.vals[c].seq == t.seq {
-			t.poll.Readings[i].Created = t.vals[c].v
 		}
 	}
 	if t.procSlot >= 0 && t.slots[t.procSlot].seq == t.seq {
@@ -547,6 +591,25 @@ func (t *Tracker) End(dst Cells) Cells {
 	q.dst = nil
 	refuseOverflow(dst)
 	return dst
+}
+
+// createdOf writes the _created sibling's value, when the poll carries
+// it, into each of the poll's readings, looking up the siblings not
+// looked up yet.
+func (t *Tracker) createdOf() {
+	for i, id := range t.pollIDs {
+		c := t.created[id]
+		if c == -2 {
+			c = -1
+			if k, ok := t.byKey[t.keys[id].createdKey]; ok && t.keys[id].createdKey.Series != "" {
+				c = k
+			}
+			t.created[id] = c
+		}
+		if c >= 0 && t.vals[c].seq == t.seq {
+			t.poll.Readings[i].Created = t.vals[c].v
+		}
+	}
 }
 
 // fall notes that counter id fell from one reading to the next.
@@ -659,6 +722,8 @@ func (t *Tracker) classify(id int32) {
 	if !t.rd.knows(ks.Family) {
 		t.unknown[ks.Family] = true
 	}
+	// The last poll's feeds may change: the next poll sets anew.
+	t.lastOK = false
 	t.vals[id].est = -1
 	ks.noFall = false
 	if d, ok := engines.DeclaredKind(t.engine, ks.Family, ks.rkey.Labels); ok && ks.counter {

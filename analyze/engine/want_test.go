@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -308,5 +309,35 @@ func TestByReasonSplits(t *testing.T) {
 	}
 	if shared < 500 || reused > 0 {
 		t.Errorf("%d splits shared (want many), %d changed splits in the last map", shared, reused)
+	}
+}
+
+// A llama.cpp fork's speculative-decoding counters (on a real llama-server
+// page) feed the spec ratio only: a tracker that does not want it neither
+// feeds nor reads them (strict feeds), and wants the rest as a full one.
+func TestWantLlamaCppSpec(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join(realCaptures, "llamacpp-cpu-tiny-midload.txt"))
+	if err != nil {
+		t.Skipf("no real llama.cpp capture (%v): the shared folder is absent", err)
+	}
+	body = append(body, "# TYPE llamacpp:n_drafted_total counter\nllamacpp:n_drafted_total 100\n"+
+		"# TYPE llamacpp:n_drafted_accepted_total counter\nllamacpp:n_drafted_accepted_total 60\n"...)
+	ss, err := expo.Parse(body, "text/plain; version=0.0.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := make([]float64, len(ss))
+	for j := range ss {
+		base[j] = ss[j].Value
+	}
+	p := newWantPair("llama.cpp with spec counters", LlamaCpp)
+	for i := range 20 {
+		advancePage(ss, base, i)
+		p.poll(t, 1000+2*float64(i), ss)
+	}
+	// The full tracker reads them: the comparison compared a spec ratio.
+	if c, _ := p.a.Get(SpecAcceptRatio); !c.Value.Valid || p.skipped[0] == 0 || p.fewer[0] == 0 {
+		t.Errorf("full tracker's spec ratio %+v; the summary's set skipped %d cells, fed fewer readings %d times",
+			c, p.skipped[0], p.fewer[0])
 	}
 }

@@ -105,6 +105,11 @@ type Estimator struct {
 	keys   []keyState
 	index  map[Key]int32
 	series map[string]*seriesState
+	// indexed keys are in index: RegisterNew leaves keys[indexed:] out
+	// until Register looks one up. lastName's state is lastSeries.
+	indexed    int
+	lastName   string
+	lastSeries *seriesState
 
 	// prev and cur map a sample's position in a poll to its key: targets
 	// print their series in a stable order, so most lookups are one compare.
@@ -296,13 +301,30 @@ func (e *Estimator) slot(i int, k Key) int32 {
 // Register returns the id of key k for Poll.Readings, creating its state
 // on first sight. Every call with the same key returns the same id.
 func (e *Estimator) Register(k Key) int32 {
+	for ; e.indexed < len(e.keys); e.indexed++ {
+		e.index[e.keys[e.indexed].key] = int32(e.indexed)
+	}
 	if s, ok := e.index[k]; ok {
 		return s
 	}
+	s := e.RegisterNew(k)
+	e.index[k], e.indexed = s, len(e.keys)
+	return s
+}
+
+// RegisterNew is Register of a key the caller knows e has not seen (a
+// tracker registers each of its series once): no lookup, and the key
+// is indexed only when Register next looks one up. A key registered
+// twice this way gets two ids, the later one's Register's.
+func (e *Estimator) RegisterNew(k Key) int32 {
 	s := int32(len(e.keys))
 	e.keys = append(e.keys, keyState{key: k})
-	e.index[k] = s
-	ss := e.seriesOf(k.Series)
+	// A histogram's buckets come one after another: one lookup a name.
+	ss := e.lastSeries
+	if ss == nil || e.lastName != k.Series {
+		ss = e.seriesOf(k.Series)
+		e.lastName, e.lastSeries = k.Series, ss
+	}
 	ss.keys = append(ss.keys, s)
 	return s
 }

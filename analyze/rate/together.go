@@ -255,8 +255,9 @@ func (e *Estimator) run(gi int32, rs []Reading, u float64) bool {
 		for m, id := range g.members {
 			r := &rs[m]
 			v, c := r.Value, r.Created
-			// A reading out of order, or not a number, ends the run.
-			if r.ID != id || math.IsNaN(v) || math.IsInf(v, 0) {
+			// A reading out of order, or not a number, ends the run
+			// (v-v is NaN for NaN and both infinities, 0 for the rest).
+			if r.ID != id || v-v != 0 {
 				return false
 			}
 			// A new _created, or a fall: that member restarts.
