@@ -445,7 +445,7 @@ func (s *sums) merge(o *sums) {
 func (in *Input) figures(s *sums, p *pass) Figures {
 	t, l := in.Target, in.Log
 	ps := &t.Polls
-	out := Figures{Target: t.Name, Bounds: s.b, Figures: make([]Figure, 0, 48)}
+	out := Figures{Target: t.Name, Bounds: s.b, Figures: make([]Figure, 0, nFigures)}
 	b := &out.Bounds
 	acc, dt, pollsIn := s.acc, s.dt, s.pollsIn
 	b.Seconds = dt
@@ -790,6 +790,16 @@ var gauges = func() [5]gauge {
 		}
 	}
 	return gs
+}()
+
+// nFigures is how many figures a stretch has (countedWith's): the
+// counters', each histogram's count, mean and quantiles, the gauges'.
+var nFigures = func() int {
+	n := len(counterFigures) + len(engine.Histograms)*(2+len(quantiles))
+	for _, g := range gauges {
+		n += len(g.stats)
+	}
+	return n
 }()
 
 // gaugeFields are the polls' fields of the gauges.
