@@ -18,7 +18,11 @@ type Counter struct {
 	First, Last   float64 // Σ over label sets as read at those polls
 	Max           float64 // the largest Σ read
 
-	prev  map[int32]float64
+	// The last reading of each label set: the first few in a slice (a
+	// scan of a handful is cheaper than hashing, once a poll), the rest
+	// in a map.
+	few   []setReading
+	more  map[int32]float64
 	curT  float64
 	cur   float64
 	base  float64 // Σ of the previous readings of the sets that rose at curT
@@ -29,16 +33,12 @@ type Counter struct {
 // Observe adds the reading v of label set set at poll time t. Readings of
 // one poll share t; polls come in time order.
 func (c *Counter) Observe(t float64, set int32, v float64) {
-	if c.prev == nil {
-		c.prev = make(map[int32]float64)
-	}
 	if !c.open || t != c.curT {
 		c.flush()
 		c.open, c.curT, c.cur, c.base = true, t, 0, 0
 	}
 	c.cur += v
-	p, seen := c.prev[set]
-	c.prev[set] = v
+	p, seen := c.swap(set, v)
 	switch {
 	case !seen:
 		// A set's first reading is its baseline: it adds nothing.
@@ -50,6 +50,37 @@ func (c *Counter) Observe(t float64, set int32, v float64) {
 		c.Increase += v
 		c.Resets++
 	}
+}
+
+// setReading is a label set's last reading.
+type setReading struct {
+	set int32
+	v   float64
+}
+
+// fewSets is how many label sets a Counter keeps in its slice.
+const fewSets = 8
+
+// swap keeps v as set's last reading and returns the one before (seen
+// false: none).
+func (c *Counter) swap(set int32, v float64) (float64, bool) {
+	for i := range c.few {
+		if r := &c.few[i]; r.set == set {
+			p := r.v
+			r.v = v
+			return p, true
+		}
+	}
+	if len(c.few) < fewSets {
+		c.few = append(c.few, setReading{set, v})
+		return 0, false
+	}
+	if c.more == nil {
+		c.more = make(map[int32]float64)
+	}
+	p, seen := c.more[set]
+	c.more[set] = v
+	return p, seen
 }
 
 // Restart says the target restarted before the poll at t, whose readings

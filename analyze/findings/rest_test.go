@@ -3,6 +3,7 @@ package findings
 import (
 	"bytes"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -312,6 +313,46 @@ func TestFacts(t *testing.T) {
 	}
 	if n := len(run(newTarget("x", engine.VLLM)).Facts[0].Facts); n != 0 {
 		t.Errorf("%d facts invented for a target that published none", n)
+	}
+}
+
+// A counter of many label sets (past the few it keeps in a slice) adds up
+// each set's rises and resets as one set alone would, whatever the order
+// the sets come in a poll.
+func TestCounterManySets(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	for _, sets := range []int{1, fewSets, fewSets + 1, 3 * fewSets} {
+		c := &Counter{}
+		last := map[int32]float64{}
+		inc, resets := 0.0, 0
+		for poll := range 200 {
+			order := r.Perm(sets)
+			for _, k := range order {
+				// A set joins late at times: it adds nothing until then.
+				if poll < k {
+					continue
+				}
+				set := int32(k*7 + 3)
+				v := last[set] + float64(r.IntN(5))
+				if r.IntN(40) == 0 {
+					v = float64(r.IntN(3)) // a reset
+				}
+				if p, ok := last[set]; ok {
+					if v >= p {
+						inc += v - p
+					} else {
+						inc += v
+						resets++
+					}
+				}
+				last[set] = v
+				c.Observe(float64(poll), set, v)
+			}
+		}
+		c.Done()
+		if c.Increase != inc || c.Resets != resets {
+			t.Fatalf("%d sets: increase %v resets %d, want %v and %d", sets, c.Increase, c.Resets, inc, resets)
+		}
 	}
 }
 

@@ -445,7 +445,7 @@ func (s *sums) merge(o *sums) {
 func (in *Input) figures(s *sums, p *pass) Figures {
 	t, l := in.Target, in.Log
 	ps := &t.Polls
-	out := Figures{Target: t.Name, Bounds: s.b, Figures: make([]Figure, 0, 48)}
+	out := Figures{Target: t.Name, Bounds: s.b, Figures: make([]Figure, 0, nFigures)}
 	b := &out.Bounds
 	acc, dt, pollsIn := s.acc, s.dt, s.pollsIn
 	b.Seconds = dt
@@ -559,6 +559,10 @@ func restarts(in *Input) []bool {
 	return out
 }
 
+// evalCells are the cells the figures read of an evaluator's: the
+// counters' figures and the histograms (a base stands for its cells).
+var evalCells = append(slices.Clone(counterFigures), engine.Histograms...)
+
 // evaluator reads counter deltas through the engine's own reader, every
 // gate off: one tracker per target, fed each phase's Δ as one more
 // interval on top of the ones before (cumulative values, time moving on by
@@ -584,6 +588,10 @@ func (in *Input) evaluate(dt float64, acc []float64) engine.Cells {
 	}
 	if ev.tr == nil {
 		ev.tr = engine.NewTracker(ev.eng, offGates)
+		// The figures read the counters' cells and the histograms'
+		// (counterFigures; a histogram's count, mean and its p50's source
+		// and reason): the reader need not make the others.
+		ev.tr.Want(evalCells...)
 		ev.ids = make([]int32, len(l.Series))
 		for x, s := range l.Series {
 			ev.ids[x] = ev.tr.Key(s)
@@ -782,6 +790,16 @@ var gauges = func() [5]gauge {
 		}
 	}
 	return gs
+}()
+
+// nFigures is how many figures a stretch has (countedWith's): the
+// counters', each histogram's count, mean and quantiles, the gauges'.
+var nFigures = func() int {
+	n := len(counterFigures) + len(engine.Histograms)*(2+len(quantiles))
+	for _, g := range gauges {
+		n += len(g.stats)
+	}
+	return n
 }()
 
 // gaugeFields are the polls' fields of the gauges.

@@ -17,6 +17,7 @@ type pass struct {
 	rxs   [findings.NRates][]float64
 	rnull [findings.NRates]map[string]int // by reason
 	xs    []float64                       // one PubCell's at a time (published)
+	nulls [256]int                        // its nulls by reason code (published)
 	// keep, while on, is given a copy of what gather reads: the steady
 	// phases' polls, which the busy headline is made of.
 	keep kept
@@ -172,7 +173,10 @@ func (p *pass) publishedRates(dst []Published) [findings.NRates]*Published {
 func (p *pass) published(l *Log, name string, k int, idx runs, out *Published) *Published {
 	*out = Published{Cell: name, Nulls: map[string]int{}}
 	xs := p.xs[:0]
-	var nulls [256]int
+	// A count for each of the log's reasons' codes (a handful), not for
+	// every code a byte holds: 2 KiB cleared and walked a cell and stretch.
+	nulls := p.nulls[:len(l.reasons)]
+	clear(nulls)
 	for i := range idx.all() {
 		v, code := l.publishedCode(i, k)
 		if code != 0 {

@@ -44,3 +44,12 @@ func TestPctSelectsAsSorting(t *testing.T) {
 		}
 	}
 }
+
+// A stretch's figures fill the room made for them (nFigures): no stretch
+// grows its array, none leaves room unused.
+func TestFiguresFillTheirRoom(t *testing.T) {
+	gs := newGaugeStats()
+	if out := countedWith(nil, NewLog(0), nil, nil, &gs, true); len(out) != nFigures {
+		t.Fatalf("a stretch has %d figures, room is made for %d", len(out), nFigures)
+	}
+}
