@@ -1,0 +1,10 @@
+//go:build !linux
+
+package hugeheap
+
+// Elsewhere the advice is not asked.
+func adviceFollowed() bool { return false }
+
+func advise([]byte) {}
+
+func mapped() int64 { return 0 }
