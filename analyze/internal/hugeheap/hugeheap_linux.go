@@ -3,7 +3,6 @@ package hugeheap
 import (
 	"bytes"
 	"os"
-	"runtime/metrics"
 	"syscall"
 	"unsafe"
 )
@@ -26,14 +25,4 @@ func advise(b []byte) {
 		return
 	}
 	_ = syscall.Madvise(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), lo-p)), hi-lo), syscall.MADV_HUGEPAGE)
-}
-
-// mapped is what the runtime has mapped, bytes.
-func mapped() int64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return int64(s[0].Value.Uint64())
 }
