@@ -14,6 +14,7 @@ package hugeheap
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"sync"
 )
@@ -23,8 +24,10 @@ var once sync.Once
 // Advise asks, once a process, that the next n bytes of address space the
 // heap grows into be backed by huge pages: it makes the heap map them at
 // once, advises them MADV_HUGEPAGE and gives them back, unwritten, with
-// one collection (debug.FreeOSMemory: the runtime then counts them as
-// released, and its scavenger does not spend itself on them). A later
+// one collection. (debug.FreeOSMemory would also count them as released,
+// but gives back every free page: a process whose heap was used before
+// faults them in again, which cost a benchmark's first replay what the
+// advice saved.) A later
 // call does nothing: a warm heap has its pages. Where a memory limit is
 // set, or the kernel gives huge pages to every mapping, to none, or is
 // not Linux, nothing is done.
@@ -49,7 +52,7 @@ func Advise(n int) {
 		// The reserve is unreachable but not yet free: a collection
 		// frees it before the heap grows past it (else the heap grows
 		// beyond it, into pages nobody advised).
-		debug.FreeOSMemory()
+		runtime.GC()
 	})
 }
 
