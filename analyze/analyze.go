@@ -257,7 +257,7 @@ func (an *analyzer) tail(res *Result) {
 // what is advised the heap grows as before; what is advised and never
 // used is address space, not memory.
 const (
-	heapBase    = 64 << 20
+	heapBase    = 128 << 20
 	heapPerTick = 1 << 10
 	heapMax     = 1 << 30
 )

@@ -26,6 +26,11 @@ func child(t *testing.T, mode string) (faults, hugeKB, heap int) {
 		t.Skip("transparent huge pages are not set to madvise here")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestChild$", "-test.v")
+	if mode == "ulimit" {
+		// 64 GiB of address space: far more than the child uses, but a
+		// bound.
+		cmd = exec.Command("sh", "-c", `ulimit -v 67108864 && exec "$@"`, "sh", os.Args[0], "-test.run", "^TestChild$", "-test.v")
+	}
 	cmd.Env = append(os.Environ(), "HUGEHEAP_CHILD="+mode, "GOGC=", "GOMEMLIMIT=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -47,7 +52,7 @@ func TestChild(t *testing.T) {
 		t.Skip("run by the other tests in a fresh process")
 	}
 	switch mode {
-	case "advise":
+	case "advise", "ulimit":
 		Advise(64 << 20)
 	case "limited":
 		// A bounded process keeps its small pages.
@@ -106,12 +111,12 @@ func TestAdviseBacksTheHeapWithHugePages(t *testing.T) {
 	}
 }
 
-func TestAdviseAsksNothingPastTheLimitOrBelowAHugePage(t *testing.T) {
+func TestAdviseAsksNothingUnderABoundOrBelowAHugePage(t *testing.T) {
 	pf, _, _ := child(t, "plain")
 	if pf < 4096 {
 		t.Skipf("the heap was not faulted in page by page (%d faults): nothing to compare", pf)
 	}
-	for _, mode := range []string{"limited", "small"} {
+	for _, mode := range []string{"limited", "small", "ulimit"} {
 		f, huge, _ := child(t, mode)
 		if f*2 < pf || huge > 4<<10 {
 			t.Errorf("%s: %d faults, %d KiB huge; want as without advice (%d faults)", mode, f, huge, pf)
