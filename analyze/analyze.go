@@ -253,9 +253,10 @@ func (an *analyzer) tail(res *Result) {
 // The heap a replay grows into, sized from the manifests' ticks (a
 // process's first replay has it backed by huge pages: hugeheap). Measured
 // on 8 simulated engines at 2 s: an hour (14,400 polls) maps about 60 MB
-// of heap, a day (345,600 polls) peaks at about 360 MB resident. Past
-// what is advised the heap grows as before; what is advised and never
-// used is address space, not memory.
+// of heap, twice that in a process that held a heap before (a benchmark's
+// reading, the replays before), a day (345,600 polls) peaks at about
+// 360 MB resident. Past what is advised the heap grows as before; what is
+// advised and never used is address space, not memory.
 const (
 	heapBase    = 128 << 20
 	heapPerTick = 1 << 10
