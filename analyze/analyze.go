@@ -183,7 +183,7 @@ func replay(opts Options) (*analyzer, *Result, error) {
 		return cmp.Or(cmp.Compare(a.start, b.start), strings.Compare(a.run, b.run), cmp.Compare(a.seg, b.seg),
 			cmp.Compare(boolInt(a.live), boolInt(b.live)))
 	})
-	hugeheap.Advise(heapHint(metas))
+	hugeheap.Advise(heapReserve)
 
 	an := newAnalyzer(opts)
 	an.metas = metas
@@ -250,28 +250,15 @@ func (an *analyzer) tail(res *Result) {
 	res.Caps = append([]findings.Cap{}, an.opts.Caps...)
 }
 
-// The heap a replay grows into, sized from the manifests' ticks (a
-// process's first replay has it backed by huge pages: hugeheap). Measured
-// on 8 simulated engines at 2 s: an hour (14,400 polls) maps about 60 MB
-// of heap, twice that in a process that held a heap before (a benchmark's
-// reading, the replays before), a day (345,600 polls) peaks at about
-// 360 MB resident. Past what is advised the heap grows as before; what is
-// advised and never used is address space, not memory.
-const (
-	heapBase    = 128 << 20
-	heapPerTick = 1 << 10
-	heapMax     = 1 << 30
-)
-
-// heapHint is the heap the replay of these targets is expected to grow
-// into, bytes.
-func heapHint(metas map[string]*targetMeta) int {
-	n := 0
-	for _, m := range metas {
-		n += m.ticks
-	}
-	return min(heapBase+n*heapPerTick, heapMax)
-}
+// heapReserve is the heap a process's first replay has backed by huge
+// pages (hugeheap). Measured on 8 simulated engines at 2 s: an hour
+// (14,400 polls) maps about 60 MB of heap, twice that in a process that
+// held a heap before (a benchmark's reading, the replays before). A day
+// grows past it as before: sized for the day from the manifests (1 KiB a
+// tick), its replay took 0.74-0.93x the CPU but peaked 12-46 MiB higher
+// (a huge page is resident whole), above what a day's analysis is held
+// to. What is advised and never used is address space, not memory.
+const heapReserve = 128 << 20
 
 func boolInt(b bool) int {
 	if b {
