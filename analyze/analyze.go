@@ -255,7 +255,7 @@ func (an *analyzer) tail(res *Result) {
 // (14,400 polls) maps about 60 MB of heap, twice that in a process that
 // held a heap before (a benchmark's reading, the replays before). A day
 // grows past it as before: sized for the day from the manifests (1 KiB a
-// tick), its replay took 0.74-0.93x the CPU but peaked 12-46 MiB higher
+// tick), its replay took 0.74-0.93x the CPU but peaked 11-40 MiB higher
 // (a huge page is resident whole), above what a day's analysis is held
 // to. What is advised and never used is address space, not memory.
 const heapReserve = 128 << 20

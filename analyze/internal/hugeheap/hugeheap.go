@@ -27,10 +27,9 @@ var once sync.Once
 // one collection. (debug.FreeOSMemory would also count them as released,
 // but gives back every free page: a process whose heap was used before
 // faults them in again, which cost a benchmark's first replay what the
-// advice saved.) A later
-// call does nothing: a warm heap has its pages. Where a memory limit is
-// set, or the kernel gives huge pages to every mapping, to none, or is
-// not Linux, nothing is done.
+// advice saved.) A later call does nothing: a warm heap has its pages.
+// Where a memory limit is set, or the kernel gives huge pages to every
+// mapping, to none, or is not Linux, nothing is done.
 func Advise(n int) {
 	once.Do(func() {
 		// Nothing to ask where the kernel would not follow the advice.
@@ -40,7 +39,7 @@ func Advise(n int) {
 		// A process that bounds its memory (render's boundHeap, a
 		// user's GOMEMLIMIT) keeps its 4 KiB pages: a huge page counts
 		// whole against the bound (render of a day of 8 engines peaked
-		// at 459-510 MB instead of 434-452).
+		// at 445-498 MiB instead of 424-441).
 		if debug.SetMemoryLimit(-1) != math.MaxInt64 {
 			return
 		}
