@@ -36,7 +36,10 @@ func boundHeap() (stop func()) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	prev := debug.SetMemoryLimit(-1)
+	// The floor is set at once, before anything is read: a replay that
+	// starts unbounded would have its heap backed by huge pages
+	// (analyze/internal/hugeheap), which count whole against the bound.
+	prev := debug.SetMemoryLimit(heapFloor)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {

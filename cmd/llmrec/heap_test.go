@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// boundHeap raises the soft memory limit to its floor over a small live
-// heap, an eighth above a large one, restores the limit there was when
+// boundHeap sets the soft memory limit to its floor at once, keeps it
+// there over a small live heap, an eighth above a large one, restores the limit there was when
 // stopped, and leaves alone a GOMEMLIMIT the user set.
 func TestBoundHeap(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1)
@@ -26,6 +26,11 @@ func TestBoundHeap(t *testing.T) {
 		return debug.SetMemoryLimit(-1)
 	}
 	stop := boundHeap()
+	// Set before anything is read: a replay started unbounded would back
+	// its heap with huge pages.
+	if l := debug.SetMemoryLimit(-1); l != heapFloor {
+		t.Errorf("limit as boundHeap returns: %d, want the floor %d at once", l, heapFloor)
+	}
 	if l := limitAfterGC(); l != heapFloor {
 		t.Errorf("limit over a small heap: %d, want the floor %d", l, heapFloor)
 	}
