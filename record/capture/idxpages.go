@@ -61,22 +61,11 @@ type idxCol struct {
 	// levels says the repetition and definition levels are handed out
 	// (the column that delimits the rows), else only counted.
 	levels bool
-	pages  []ixHdr
+	pages  []v2Page
 	next   int    // the next page to read
 	hdr    []byte // page headers are read through it
 	raw    []byte // the page's bytes as stored (ixRawFree's)
 	buf    []byte // its values, decompressed (ixBufFree's)
-}
-
-// ixHdr is a data page of the chunk, as its header states it.
-type ixHdr struct {
-	data          int64 // the page's bytes: its levels, then its values
-	size          int32 // stored
-	full          int32 // uncompressed (levels included)
-	values, nulls int32 // levels, and those stated null
-	rl, dl        int32 // the levels' bytes
-	compressed    bool
-	crc           int32 // 0: none stated
 }
 
 // idxPage is a page read by an idxCol: its indexes and, for a column whose
@@ -127,29 +116,9 @@ func (x *idxCol) reset(r io.ReaderAt, md *format.ColumnMetaData, leaf parquet.Le
 	if md.TotalCompressedSize < 0 || end < pos {
 		return false
 	}
-	for pos < end {
-		h, n, hdr, err := readPageHeader(r, pos, end, x.hdr)
-		x.hdr = hdr
-		if err != nil {
-			return false
-		}
-		data := pos + int64(n)
-		if checkPage(&h, end-data) != nil {
-			return false
-		}
-		pos = data + int64(h.CompressedPageSize)
-		if h.Type == format.IndexPage || h.Type == format.DictionaryPage {
-			continue
-		}
-		d := &h.DataPageHeaderV2
-		if h.Type != format.DataPageV2 || !d.Valid || d.V.Encoding != format.RLEDictionary {
-			return false
-		}
-		x.pages = append(x.pages, ixHdr{data: data, size: h.CompressedPageSize, full: h.UncompressedPageSize,
-			values: d.V.NumValues, nulls: d.V.NumNulls, rl: d.V.RepetitionLevelsByteLength, dl: d.V.DefinitionLevelsByteLength,
-			compressed: x.zstd && (!d.V.IsCompressed.Valid || d.V.IsCompressed.V), crc: h.CRC})
-	}
-	return true
+	var ok bool
+	x.pages, x.hdr, ok = v2Pages(r, pos, end, x.zstd, true, format.RLEDictionary, x.hdr, x.pages)
+	return ok
 }
 
 // read decodes the next page, or returns io.EOF after the last page.
@@ -240,7 +209,7 @@ func (x *idxCol) read() (out idxPage, err error) {
 // readLevels checks the page's levels, as parquet-go decodes them, into
 // out when x hands them out, and returns how many of its values are there
 // (the definition levels at the maximum).
-func (x *idxCol) readLevels(p *ixHdr, out *idxPage) (int, error) {
+func (x *idxCol) readLevels(p *v2Page, out *idxPage) (int, error) {
 	n := int(p.values)
 	out.n = n
 	if n == 0 {

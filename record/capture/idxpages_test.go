@@ -419,7 +419,7 @@ func TestIdxColOnAnyBytes(t *testing.T) {
 // the bytes allocated.
 func readIdxPage(t *testing.T, b []byte, full, values, nulls, rl, dl int32, compressed, levels bool) uint64 {
 	x := idxCol{r: bytes.NewReader(b), zstd: true, maxDef: 3, maxRep: 1, levels: levels, hdr: make([]byte, 256),
-		pages: []ixHdr{{size: int32(len(b)), full: full, values: values, nulls: nulls, rl: rl, dl: dl, compressed: compressed}}}
+		pages: []v2Page{{size: int32(len(b)), full: full, values: values, nulls: nulls, rl: rl, dl: dl, compressed: compressed}}}
 	var p idxPage
 	var err error
 	got := allocated(func() { p, err = x.read() })

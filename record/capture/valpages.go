@@ -82,7 +82,7 @@ type valCol struct {
 	zstd   bool // the pages are zstd-compressed (else not at all)
 	maxDef int
 	maxRep int
-	pages  []valPage
+	pages  []v2Page
 	next   int    // the next page to read
 	hdr    []byte // page headers are read through it
 	raw    []byte // the page's bytes as stored (rawFree's)
@@ -96,15 +96,48 @@ func (v *valCol) release() {
 	v.raw, v.buf, v.r = nil, nil, nil
 }
 
-// valPage is a data page of the chunk, as its header states it.
-type valPage struct {
-	data       int64 // the page's bytes: its levels, then its values
-	size       int32 // stored
-	full       int32 // uncompressed (levels included)
-	values     int32 // levels
-	rl, dl     int32 // the levels' bytes
-	compressed bool
-	crc        int32 // 0: none stated
+// v2Page is a version 2 data page of a column chunk, as its header states
+// it (the pages valCol and idxCol read).
+type v2Page struct {
+	data          int64 // the page's bytes: its levels, then its values
+	size          int32 // stored
+	full          int32 // uncompressed (levels included)
+	values, nulls int32 // levels, and those stated null
+	rl, dl        int32 // the levels' bytes
+	compressed    bool
+	crc           int32 // 0: none stated
+}
+
+// v2Pages appends to pages the data pages of a chunk's bytes [pos, end),
+// their headers read through r into hdr: each a version 2 page of
+// encoding enc (index pages passed over, and dictionary pages where dict).
+// It reports false for a header it cannot read, one the open's checks
+// would refuse (checkPage) or any other page: the chunk is then
+// parquet-go's, whose error it is.
+func v2Pages(r io.ReaderAt, pos, end int64, zstd, dict bool, enc format.Encoding, hdr []byte, pages []v2Page) ([]v2Page, []byte, bool) {
+	for pos < end {
+		h, n, b, err := readPageHeader(r, pos, end, hdr)
+		hdr = b
+		if err != nil {
+			return pages, hdr, false
+		}
+		data := pos + int64(n)
+		if checkPage(&h, end-data) != nil {
+			return pages, hdr, false
+		}
+		pos = data + int64(h.CompressedPageSize)
+		if h.Type == format.IndexPage || (dict && h.Type == format.DictionaryPage) {
+			continue
+		}
+		d := &h.DataPageHeaderV2
+		if h.Type != format.DataPageV2 || !d.Valid || d.V.Encoding != enc {
+			return pages, hdr, false
+		}
+		pages = append(pages, v2Page{data: data, size: h.CompressedPageSize, full: h.UncompressedPageSize,
+			values: d.V.NumValues, nulls: d.V.NumNulls, rl: d.V.RepetitionLevelsByteLength, dl: d.V.DefinitionLevelsByteLength,
+			compressed: zstd && (!d.V.IsCompressed.Valid || d.V.IsCompressed.V), crc: h.CRC})
+	}
+	return pages, hdr, true
 }
 
 // reset makes v the reader of the column chunk md of a file read through
@@ -127,29 +160,9 @@ func (v *valCol) reset(r io.ReaderAt, md *format.ColumnMetaData, leaf parquet.Le
 	if pos < 4 || md.TotalCompressedSize < 0 || end < pos {
 		return false
 	}
-	for pos < end {
-		h, n, hdr, err := readPageHeader(r, pos, end, v.hdr)
-		v.hdr = hdr
-		if err != nil {
-			return false
-		}
-		data := pos + int64(n)
-		if checkPage(&h, end-data) != nil {
-			return false
-		}
-		pos = data + int64(h.CompressedPageSize)
-		if h.Type == format.IndexPage {
-			continue
-		}
-		d := &h.DataPageHeaderV2
-		if h.Type != format.DataPageV2 || !d.Valid || d.V.Encoding != format.ByteStreamSplit {
-			return false
-		}
-		v.pages = append(v.pages, valPage{data: data, size: h.CompressedPageSize, full: h.UncompressedPageSize,
-			values: d.V.NumValues, rl: d.V.RepetitionLevelsByteLength, dl: d.V.DefinitionLevelsByteLength,
-			compressed: v.zstd && (!d.V.IsCompressed.Valid || d.V.IsCompressed.V), crc: h.CRC})
-	}
-	return true
+	var ok bool
+	v.pages, v.hdr, ok = v2Pages(r, pos, end, v.zstd, false, format.ByteStreamSplit, v.hdr, v.pages)
+	return ok
 }
 
 // read decodes the next page's doubles into a buffer of f64Free, or
@@ -206,7 +219,7 @@ func (v *valCol) read() ([]float64, error) {
 
 // levels checks the page's levels, as parquet-go decodes them, and returns
 // how many of its values are there (the definition levels at the maximum).
-func (v *valCol) levels(p *valPage) (int, error) {
+func (v *valCol) levels(p *v2Page) (int, error) {
 	n := int(p.values)
 	if n == 0 {
 		return 0, nil

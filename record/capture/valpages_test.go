@@ -264,7 +264,7 @@ func TestValColOnAnyBytes(t *testing.T) {
 		}
 		full := int32(rnd.IntN(4096))
 		v := valCol{r: bytes.NewReader(b), zstd: true, maxDef: 3, maxRep: 1, hdr: make([]byte, 256),
-			pages: []valPage{{size: int32(len(b)), full: full, values: int32(rnd.IntN(600)), rl: rl, dl: dl, compressed: i%3 != 0}}}
+			pages: []v2Page{{size: int32(len(b)), full: full, values: int32(rnd.IntN(600)), rl: rl, dl: dl, compressed: i%3 != 0}}}
 		var f []float64
 		var err error
 		got := allocated(func() { f, err = v.read() })
@@ -396,7 +396,7 @@ func FuzzValCol(f *testing.F) {
 			return // what checkPage refuses before a page is read
 		}
 		v := valCol{r: bytes.NewReader(b), zstd: true, maxDef: 3, maxRep: 1, hdr: make([]byte, 256),
-			pages: []valPage{{size: int32(len(b)), full: full, values: values, rl: rl, dl: dl, compressed: compressed}}}
+			pages: []v2Page{{size: int32(len(b)), full: full, values: values, rl: rl, dl: dl, compressed: compressed}}}
 		got, err := v.read()
 		if err == nil && int64(len(got))*8 > frameLimit(int64(full)) {
 			t.Fatalf("%d doubles from a page stated %d bytes", len(got), full)
