@@ -138,10 +138,7 @@ func newLlamaCpp() *reader {
 			q.ratioTo(q.cell(SpecAcceptRatio), lcAccepted, lcDrafted)
 		}
 		if q.wants(specLifeBit) {
-			var num, den Cell
-			q.totalTo(&num, nil, lcAccepted...)
-			q.totalTo(&den, nil, lcDrafted...)
-			q.lifetimeRatioTo(q.cell(SpecAcceptRatioLifetime), &num, &den)
+			q.totalsRatioTo(q.cell(SpecAcceptRatioLifetime), lcAccepted, lcDrafted)
 		}
 		if q.wants(perReqBit) {
 			q.ratioTo(q.cell(PerRequestDecodeTokensPerSecond), predicted, predictedSec)

@@ -526,6 +526,14 @@ func (q *query) lifetimeRatio(num, den Cell) Cell {
 	return c
 }
 
+// totalsRatioTo is lifetimeRatioTo of the totals of the series num and den.
+func (q *query) totalsRatioTo(c *Cell, num, den []string) {
+	var n, d Cell
+	q.totalTo(&n, nil, num...)
+	q.totalTo(&d, nil, den...)
+	q.lifetimeRatioTo(c, &n, &d)
+}
+
 // lifetimeRatioTo is lifetimeRatio written into *c (which is zero) from
 // *num and *den.
 func (q *query) lifetimeRatioTo(c, num, den *Cell) {

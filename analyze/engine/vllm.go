@@ -206,18 +206,12 @@ func newVLLM(id, p string) *reader {
 		if q.wants(hitBit) {
 			q.ratioTo(q.cell(PrefixCacheHitRatio), hits, queries)
 		}
-		var num, den Cell
-		q.totalTo(&num, nil, hits...)
-		q.totalTo(&den, nil, queries...)
-		q.lifetimeRatioTo(q.cell(PrefixCacheHitRatioLifetime), &num, &den)
+		q.totalsRatioTo(q.cell(PrefixCacheHitRatioLifetime), hits, queries)
 		if q.wants(specBit) {
 			q.ratioTo(q.cell(SpecAcceptRatio), accepted, drafted)
 		}
 		if q.wants(specLifeBit) {
-			num, den = Cell{}, Cell{}
-			q.totalTo(&num, nil, accepted...)
-			q.totalTo(&den, nil, drafted...)
-			q.lifetimeRatioTo(q.cell(SpecAcceptRatioLifetime), &num, &den)
+			q.totalsRatioTo(q.cell(SpecAcceptRatioLifetime), accepted, drafted)
 		}
 
 		if q.wants(ttftBits) {
