@@ -68,6 +68,17 @@ func TestSetAllAgain(t *testing.T) {
 			pid[3] = pid[2]
 		case 30: // a pair swapped
 			pid[4], pid[5] = pid[5], pid[4]
+		case 32, 33, 34: // a pair swapped and a series left out, poll after poll: the ids in runs
+			pid[4], pid[5] = pid[5], pid[4]
+			pid, vals = slices.Delete(pid, 9, 10), slices.Delete(vals, 9, 10)
+			if i == 34 { // a fall in the third run
+				for j := 12; j < len(pid); j++ {
+					if ss[j+1].Type == "counter" {
+						vals[j] = 0
+						break
+					}
+				}
+			}
 		case 40, 41: // a counter falls: a restart, in a poll like the last
 			for j := range ss {
 				if ss[j].Type == "counter" {
@@ -111,7 +122,24 @@ func TestSetAllAgain(t *testing.T) {
 		}
 	}
 	// Every poll but the first, the odd ones and those right after them.
-	if again < 48-1-2*8 {
+	if again < 48-1-2*9 {
 		t.Errorf("%d polls reused the slots' lists", again)
+	}
+}
+
+func TestRunsOf(t *testing.T) {
+	for _, c := range []struct {
+		ids  []int32
+		want []idRun
+	}{
+		{nil, nil},
+		{[]int32{7}, []idRun{{0, 7, 1}}},
+		{[]int32{0, 1, 2, 3}, []idRun{{0, 0, 4}}},
+		{[]int32{0, 1, 3, 2, 4, 5, 5}, []idRun{{0, 0, 2}, {2, 3, 1}, {3, 2, 1}, {4, 4, 2}, {6, 5, 1}}},
+	} {
+		got := runsOf([]idRun{{9, 9, 9}}, c.ids)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("runsOf(%v) = %v, want %v", c.ids, got, c.want)
+		}
 	}
 }

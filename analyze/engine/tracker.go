@@ -49,9 +49,14 @@ type Tracker struct {
 	// not looked up yet, -1 none): End walks it for every counter of a
 	// poll, 4 bytes a key instead of the keyState's 176.
 	created []int32
-	byKey   map[rate.Key]int32
-	names   map[string]int32
-	slots   []nameSlot
+	// fallEv says a key's fall is restart evidence (a counter, not a
+	// lifetime average), by key id: set's per-sample test of a reading
+	// that fell reads 1 byte a key instead of the keyState's 176 (a
+	// gauge falls often; keys is not in cache during the poll's set).
+	fallEv []bool
+	byKey  map[rate.Key]int32
+	names  map[string]int32
+	slots  []nameSlot
 
 	seq     uint64 // polls begun, from 1
 	samples int    // samples set in the current poll
@@ -64,6 +69,10 @@ type Tracker struct {
 	lastIDs []int32
 	touched []int32
 	lastOK  bool
+	// runs are lastIDs as runs of consecutive ids (a target's series are
+	// keyed in the order it prints them, so most polls are one run):
+	// setAgain walks the readings of a run in order, without the ids.
+	runs []idRun
 	// feeds are the samples of lastIDs fed to the estimator, in order:
 	// their place in lastIDs, their estimator id and their _created
 	// sibling's key when that poll carried it, as the call that kept
@@ -117,7 +126,6 @@ type keyState struct {
 	Series
 	rkey       rate.Key
 	counter    bool     // registered with the estimator
-	noFall     bool     // its fall is no restart evidence (a lifetime average typed counter)
 	est        int32    // its id there, when counter
 	createdKey rate.Key // the _created sibling of a counter or histogram series (its key: Tracker.created)
 	pairs      [][2]string
@@ -151,6 +159,23 @@ func (t *Tracker) label(id int32, name string) (string, bool) {
 // its id in the estimator and its _created sibling's key (-1 none in the
 // poll).
 type feedAt struct{ pos, est, created int32 }
+
+// idRun is a run of lastIDs: ids[pos+k] is id+k for k below n.
+type idRun struct{ pos, id, n int32 }
+
+// runsOf appends ids as runs of consecutive ids to dst[:0].
+func runsOf(dst []idRun, ids []int32) []idRun {
+	dst = dst[:0]
+	for i := 0; i < len(ids); {
+		j := i + 1
+		for j < len(ids) && ids[j] == ids[j-1]+1 {
+			j++
+		}
+		dst = append(dst, idRun{pos: int32(i), id: ids[i], n: int32(j - i)})
+		i = j
+	}
+	return dst
+}
 
 // nameSlot groups the series of one sample name present in the current poll.
 type nameSlot struct {
@@ -339,6 +364,7 @@ func (t *Tracker) Key(s Series) int32 {
 	id := int32(len(t.keys))
 	t.keys, t.vals = append(t.keys, ks), append(t.vals, reading{slot: slot, est: ks.est})
 	t.created = append(t.created, -2)
+	t.fallEv = append(t.fallEv, ks.counter)
 	t.byKey[rk] = id
 	t.newKeys = true
 	if t.decided {
@@ -389,6 +415,7 @@ func (t *Tracker) SetAll(ids []int32, vals []float64) {
 	t.lastOK = first && clean
 	if t.lastOK {
 		t.lastIDs = append(t.lastIDs[:0], ids...)
+		t.runs = runsOf(t.runs, ids)
 	}
 }
 
@@ -410,7 +437,7 @@ func (t *Tracker) set(ids []int32, vals []float64, note bool) bool {
 		}
 		// A counter that fell is restart evidence (End weighs it): a
 		// gauge's fall is nothing, nor is a lifetime average's.
-		if v < r.v && r.seq != 0 && t.keys[id].counter && !t.keys[id].noFall {
+		if v < r.v && r.seq != 0 && t.fallEv[id] {
 			t.fall(id, r.v, v)
 		}
 		r.v, r.seq = v, t.seq
@@ -434,29 +461,39 @@ func (t *Tracker) set(ids []int32, vals []float64, note bool) bool {
 // decides (the slots' lists are built anew). It reports whether every
 // sample was taken.
 func (t *Tracker) setAgain(ids []int32, vals []float64) bool {
-	for i, id := range ids {
-		r, v := &t.vals[id], vals[i]
-		// NaN or an infinity (v-v is NaN for both): from here on set
-		// decides, the lists built anew for the samples taken.
-		if v-v != 0 {
-			t.feedAgain(ids, vals, i)
-			t.restartLists(ids[:i])
-			t.samples += i
-			t.set(ids[i:], vals[i:], false)
-			return false
+	seq := t.seq
+	// Run by run: a run's readings, fall flags and values in step, no id
+	// loaded a sample.
+	for _, run := range t.runs {
+		rs := t.vals[run.id : run.id+run.n]
+		fe := t.fallEv[run.id : run.id+run.n]
+		vs := vals[run.pos : run.pos+run.n]
+		fe, vs = fe[:len(rs)], vs[:len(rs)]
+		for k := range rs {
+			r, v := &rs[k], vs[k]
+			// NaN or an infinity (v-v is NaN for both): from here on set
+			// decides, the lists built anew for the samples taken.
+			if v-v != 0 {
+				i := int(run.pos) + k
+				t.feedAgain(ids, vals, i)
+				t.restartLists(ids[:i])
+				t.samples += i
+				t.set(ids[i:], vals[i:], false)
+				return false
+			}
+			// Taken as set takes a sample, written out again: a call a
+			// sample (it does not inline) cost SetAll 1.3x.
+			if v < r.v && r.seq != 0 && fe[k] {
+				t.fall(run.id+int32(k), r.v, v)
+			}
+			r.v, r.seq = v, seq
 		}
-		// Taken as set takes a sample, written out again: a call a
-		// sample (it does not inline) cost SetAll 1.3x.
-		if v < r.v && r.seq != 0 && t.keys[id].counter && !t.keys[id].noFall {
-			t.fall(id, r.v, v)
-		}
-		r.v, r.seq = v, t.seq
 	}
 	t.feedAgain(ids, vals, len(ids))
 	t.createdSet = true
 	t.samples += len(ids)
 	for _, s := range t.touched {
-		t.slots[s].seq = t.seq
+		t.slots[s].seq = seq
 	}
 	return true
 }
@@ -725,13 +762,15 @@ func (t *Tracker) classify(id int32) {
 	// The last poll's feeds may change: the next poll sets anew.
 	t.lastOK = false
 	t.vals[id].est = -1
-	ks.noFall = false
+	// A counter's fall is restart evidence, unless declared otherwise.
+	t.fallEv[id] = ks.counter
 	if d, ok := engines.DeclaredKind(t.engine, ks.Family, ks.rkey.Labels); ok && ks.counter {
 		// Typed counter, declared no count: listed, never rated.
 		if !d.Kind.Rateable() {
 			t.mistyped[ks.Family] = d
 		}
-		ks.noFall = !d.Kind.FallIsRestart()
+		// A lifetime average typed counter's fall is no evidence.
+		t.fallEv[id] = d.Kind.FallIsRestart()
 		if !d.Kind.Rateable() {
 			return
 		}
