@@ -51,7 +51,7 @@ type Tracker struct {
 	created []int32
 	// fallEv says a key's fall is restart evidence (a counter, not a
 	// lifetime average), by key id: set's per-sample test of a reading
-	// that fell reads 1 byte a key instead of the keyState's 176 (a
+	// that fell reads 1 byte a key instead of the keyState's 168 (a
 	// gauge falls often; keys is not in cache during the poll's set).
 	fallEv []bool
 	byKey  map[rate.Key]int32
