@@ -73,13 +73,19 @@ const hugePage = 2 << 20
 //
 //go:noinline
 func reserve(n int) {
+	advise(uncleared(n))
+}
+
+// uncleared is n bytes of heap the runtime has not cleared: what a
+// strings.Builder grows into.
+func uncleared(n int) []byte {
 	var b strings.Builder
 	b.Grow(n)
 	// The builder's buffer: its String is empty but points at it.
 	p := unsafe.StringData(b.String())
-	// No buffer to advise.
+	// No buffer (n is 0).
 	if p == nil {
-		return
+		return nil
 	}
-	advise(unsafe.Slice(p, n))
+	return unsafe.Slice(p, n)
 }
