@@ -841,21 +841,39 @@ func rateable(s Series, labels string) bool {
 // beside a counter (foo_total → foo_created) or a histogram (foo_bucket,
 // foo_count, foo_sum → foo_created, without le).
 func createdOf(s Series, labels string) rate.Key {
-	base := ""
-	switch {
-	case strings.HasSuffix(s.Name, "_total"):
-		base = strings.TrimSuffix(s.Name, "_total")
-	case strings.HasSuffix(s.Name, "_bucket"):
-		base = strings.TrimSuffix(s.Name, "_bucket")
-		labels = withoutLabel(labels, "le")
-	case strings.HasSuffix(s.Name, "_count"):
-		base = strings.TrimSuffix(s.Name, "_count")
-	case strings.HasSuffix(s.Name, "_sum"):
-		base = strings.TrimSuffix(s.Name, "_sum")
-	default:
+	return createdWith(createdName(s.Name), s.Name, labels)
+}
+
+// createdWith is createdOf with the _created name of series name worked
+// out already (createdName).
+func createdWith(created, name, labels string) rate.Key {
+	// No _created sibling.
+	if created == "" {
 		return rate.Key{}
 	}
-	return rate.Key{Series: base + "_created", Labels: labels}
+	if strings.HasSuffix(name, "_bucket") {
+		labels = withoutLabel(labels, "le")
+	}
+	return rate.Key{Series: created, Labels: labels}
+}
+
+// createdName is the name of the _created series beside series name, ""
+// for none.
+func createdName(name string) string {
+	base := ""
+	switch {
+	case strings.HasSuffix(name, "_total"):
+		base = strings.TrimSuffix(name, "_total")
+	case strings.HasSuffix(name, "_bucket"):
+		base = strings.TrimSuffix(name, "_bucket")
+	case strings.HasSuffix(name, "_count"):
+		base = strings.TrimSuffix(name, "_count")
+	case strings.HasSuffix(name, "_sum"):
+		base = strings.TrimSuffix(name, "_sum")
+	default:
+		return ""
+	}
+	return base + "_created"
 }
 
 // canonicalLabels turns the capture's JSON label object into package rate's

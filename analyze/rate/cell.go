@@ -234,33 +234,11 @@ func eachLabel(labels string, fn func(name, value string) bool) bool {
 		}
 		name := s[:eq]
 		s = s[eq+2:]
-		var value strings.Builder
-		escaped, end := false, -1
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			switch {
-			case escaped:
-				if c == 'n' {
-					c = '\n'
-				}
-				value.WriteByte(c)
-				escaped = false
-				continue
-			case c == '\\':
-				escaped = true
-				continue
-			case c == '"':
-				end = i
-			}
-			if end >= 0 {
-				break
-			}
-			value.WriteByte(c)
-		}
+		value, end := unescaped(s)
 		if end < 0 {
 			return false
 		}
-		if !fn(name, value.String()) {
+		if !fn(name, value) {
 			return true
 		}
 		s = s[end+1:]
@@ -273,6 +251,36 @@ func eachLabel(labels string, fn func(name, value string) bool) bool {
 		s = s[1:]
 	}
 	return true
+}
+
+// unescaped returns the label value s starts with, unescaped, and the
+// index of its closing quote in s (-1: none).
+func unescaped(s string) (string, int) {
+	// Nothing escaped before the closing quote: the set's own bytes.
+	if q := strings.IndexAny(s, `"\`); q >= 0 && s[q] == '"' {
+		return s[:q], q
+	}
+	var value strings.Builder
+	escaped := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case escaped:
+			if c == 'n' {
+				c = '\n'
+			}
+			value.WriteByte(c)
+			escaped = false
+			continue
+		case c == '\\':
+			escaped = true
+			continue
+		case c == '"':
+			return value.String(), i
+		}
+		value.WriteByte(c)
+	}
+	return "", -1
 }
 
 // labelValue returns the value of one label of a canonical label set.

@@ -123,3 +123,43 @@ func TestAdviseAsksNothingUnderABoundOrBelowAHugePage(t *testing.T) {
 		}
 	}
 }
+
+// The reserve is memory nobody reads: taken from a heap that held data
+// before, it is not cleared (clearing writes every page of it, a fault
+// each where the pages were given back, before the advice is given).
+func TestTheReserveIsNotCleared(t *testing.T) {
+	const n = 8 << 20
+	held := 0
+	for range 10 {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = 0xa5
+		}
+		runtime.KeepAlive(b)
+		b = nil
+		runtime.GC()
+		r := uncleared(n)
+		if len(r) != n {
+			t.Fatalf("uncleared(%d): %d bytes", n, len(r))
+		}
+		for _, c := range r {
+			if c == 0xa5 {
+				held++
+			}
+		}
+		runtime.KeepAlive(r)
+		r = nil
+		runtime.GC()
+		if held > 0 {
+			break
+		}
+	}
+	// Freed memory the runtime handed out again: cleared, it would hold
+	// none of what was written there.
+	if held == 0 {
+		t.Errorf("the reserve was cleared: none of the freed heap's bytes in it (10 tries)")
+	}
+	if uncleared(0) != nil {
+		t.Errorf("uncleared(0) is not nil")
+	}
+}
