@@ -304,7 +304,7 @@ func encode(dst []byte, n int, pos []logged, vals, prev []float64, fromZero bool
 	// Across a restart every series counts from 0: once in a process's
 	// life, by the general loop.
 	if fromZero {
-		return encodeAll(dst, n, pos, vals, prev, true)
+		return encodeAll(dst, n, pos, vals, prev, fromZero)
 	}
 	fell := false
 	// lastInc is NaN after a run break: no increment equals it.
