@@ -301,6 +301,78 @@ const maxEntry = 1 + binary.MaxVarintLen64 + 9
 // and whether a series fell. Across a restart (fromZero) every series
 // counts from 0.
 func encode(dst []byte, n int, pos []logged, vals, prev []float64, fromZero bool) (int, bool) {
+	// Across a restart every series counts from 0: once in a process's
+	// life, by the general loop.
+	if fromZero {
+		return encodeAll(dst, n, pos, vals, prev, fromZero)
+	}
+	fell := false
+	// lastInc is NaN after a run break: no increment equals it.
+	last, lastInc := int32(-1), math.NaN()
+	for _, at := range pos {
+		x, v := at.x, vals[at.k]
+		p := prev[x]
+		// An idle series (most, each poll) adds nothing and leaves prev as
+		// it is.
+		if v == p {
+			continue
+		}
+		// A value that is not a number is no reading.
+		if v-v != 0 { // NaN or ±Inf
+			continue
+		}
+		prev[x] = v
+		// v ≠ p, both finite: the rise is above 0, unless p is NaN (no
+		// reading before: v is the baseline) or v fell (a reset: the
+		// counter counts from 0 again).
+		inc := v - p
+		if !(inc > 0) {
+			if p != p {
+				continue
+			}
+			inc, fell = v, true
+			if inc == 0 {
+				continue
+			}
+		}
+		if x <= last {
+			dst[n] = 0 // run break
+			n++
+			last, lastInc = -1, math.NaN()
+		}
+		d := uint64(x-last) << 1
+		same := inc == lastInc
+		if same {
+			d |= 1
+		}
+		for ; d >= 0x80; d >>= 7 {
+			dst[n] = byte(d) | 0x80
+			n++
+		}
+		dst[n] = byte(d)
+		n++
+		last, lastInc = x, inc
+		if same {
+			continue
+		}
+		if inc != math.Trunc(inc) || inc >= 1<<52 {
+			dst[n] = 1
+			binary.LittleEndian.PutUint64(dst[n+1:], math.Float64bits(inc))
+			n += 9
+			continue
+		}
+		for d = uint64(inc) << 1; d >= 0x80; d >>= 7 {
+			dst[n] = byte(d) | 0x80
+			n++
+		}
+		dst[n] = byte(d)
+		n++
+	}
+	return n, fell
+}
+
+// encodeAll is encode by the general loop, fromZero or not.
+func encodeAll(dst []byte, n int, pos []logged, vals, prev []float64, fromZero bool) (int, bool) {
 	fell := false
 	last, lastInc := int32(-1), 0.0
 	for _, at := range pos {

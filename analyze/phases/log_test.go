@@ -174,3 +174,71 @@ func leOf(labels string) (float64, bool) {
 	}
 	return le, true
 }
+
+// encode's loop without a restart writes what the general loop writes,
+// byte for byte, and leaves prev the same: on readings that rise, stay,
+// fall (to 0, to below 0), start (no reading before), are not numbers or
+// are infinite, are ±0, whole, fractional or past 2^52, at positions in
+// and out of order (run breaks) with repeated increments.
+func TestEncodeAsGeneral(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	pick := func(p float64) float64 {
+		switch r := rng.IntN(20); r {
+		case 0:
+			return math.NaN()
+		case 1:
+			return math.Inf(1 - 2*rng.IntN(2))
+		case 2:
+			return p // idle
+		case 3:
+			return math.Copysign(0, float64(1-2*rng.IntN(2)))
+		case 4:
+			return -float64(rng.IntN(5)) // a fall below 0
+		case 5:
+			return p + rng.Float64()
+		case 6:
+			return p + float64(uint64(1)<<(52+rng.IntN(3)))
+		case 7:
+			return float64(rng.IntN(3)) // a fall, maybe to the same rise
+		default:
+			return p + float64(rng.IntN(4))
+		}
+	}
+	const nx = 24
+	for round := range 20000 {
+		pos := make([]logged, rng.IntN(40))
+		vals := make([]float64, len(pos))
+		prevA := make([]float64, nx)
+		for x := range prevA {
+			switch rng.IntN(4) {
+			case 0:
+				prevA[x] = math.NaN()
+			default:
+				prevA[x] = float64(rng.IntN(8))
+			}
+		}
+		x := int32(0)
+		for k := range pos {
+			// Mostly rising ids, sometimes back (a run break).
+			if rng.IntN(8) == 0 {
+				x = int32(rng.IntN(nx))
+			} else {
+				x = min(x+int32(rng.IntN(3)), nx-1)
+			}
+			pos[k] = logged{int32(k), x}
+			vals[k] = pick(prevA[x])
+		}
+		prevB := append([]float64{}, prevA...)
+		a, b := make([]byte, len(pos)*maxEntry), make([]byte, len(pos)*maxEntry)
+		na, fa := encode(a, 0, pos, vals, prevA, false)
+		nb, fb := encodeAll(b, 0, pos, vals, prevB, false)
+		if na != nb || fa != fb || string(a[:na]) != string(b[:nb]) {
+			t.Fatalf("round %d: encode %d bytes fell %v %x, general %d fell %v %x", round, na, fa, a[:na], nb, fb, b[:nb])
+		}
+		for x := range prevA {
+			if math.Float64bits(prevA[x]) != math.Float64bits(prevB[x]) {
+				t.Fatalf("round %d: prev[%d] %v, general %v", round, x, prevA[x], prevB[x])
+			}
+		}
+	}
+}
