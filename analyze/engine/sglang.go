@@ -82,7 +82,7 @@ func newSGLang() *reader {
 		q.put(PrefixCacheHitRatioLifetime, q.lifetimeRatio(ct, pt))
 
 		q.histTo(TTFT, ttft)
-		mean, name := q.histTo(TPOT, itl...)
+		mean, name := q.histWith(TPOT, histMean, itl...)
 		q.put(PerRequestDecodeTokensPerSecond, q.perRequest(mean, name))
 		q.histTo(ITL, itl...)
 		q.put(PerRequestDecodeTokensPerSecondLifetime, q.perRequestLifetime(itl...))

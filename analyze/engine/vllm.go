@@ -218,7 +218,7 @@ func newVLLM(id, p string) *reader {
 			q.histTo(TTFT, ttft)
 		}
 		if q.wants(tpotBits | perReqBit) {
-			mean, name := q.histTo(TPOT, tpot...)
+			mean, name := q.histWith(TPOT, histMean, tpot...)
 			q.perRequestTo(q.cell(PerRequestDecodeTokensPerSecond), mean, name)
 		}
 		if q.wants(perReqLifeBit) {

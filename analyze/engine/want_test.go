@@ -24,7 +24,10 @@ import (
 var wantSets = [][]string{
 	slices.DeleteFunc(slices.Clone(Canonical), func(c string) bool {
 		return slices.Contains([]string{SpecAcceptRatio, SpecAcceptRatioLifetime, PromptTokensCachedTotal,
-			DecodeTokensPerSecondNative, PromptTokensPerSecondNative, PrefixCacheHitRatioNative, SpecAcceptRatioNative}, c)
+			DecodeTokensPerSecondNative, PromptTokensPerSecondNative, PrefixCacheHitRatioNative, SpecAcceptRatioNative,
+			TTFT + SuffixMean, TTFT + SuffixP95, TPOT + SuffixP50, TPOT + SuffixP95, TPOT + SuffixP99,
+			ITL + SuffixMean, ITL + SuffixP95, ITL + SuffixP99, E2E + SuffixMean, E2E + SuffixP95, E2E + SuffixP99,
+			Queue + SuffixMean, Queue + SuffixP95, Queue + SuffixP99}, c)
 	}),
 	Headline,
 	{E2E + SuffixP50},

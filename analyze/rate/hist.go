@@ -58,30 +58,51 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 }
 
 // HistPtrs are the five cells a histogram is written into, in the order
-// of a Hist: count, mean, p50, p95, p99.
+// of a Hist: count, mean, p50, p95, p99. A nil pointer is a cell the
+// caller does not want: it is not made (HistogramCells).
 type HistPtrs [5]*Cell
 
 // HistogramCells is Histogram written into the five cells of *hp, each
 // overwritten whole: a caller whose cells are not a Hist (a poll's row
 // of cells) is written in place, not copied into. hp is a pointer: five
 // pointers passed by value went through the stack in a stalled copy.
+// A nil cell of *hp is not made, nor what only it needs (the sum for
+// the mean, the buckets' monotonic pass for the quantiles, the count);
+// every cell made is what it is when all five are.
 func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels string) bool) {
 	src := e.histSources(base)
+	var own Cell // the count, when the caller wants the mean alone
 	count, mean, p50, p95, p99 := hp[0], hp[1], hp[2], hp[3], hp[4]
-	*count = Cell{Source: src.count, Derived: true}
-	*mean = Cell{Source: src.mean, Derived: true}
-	*p50 = Cell{Source: src.p50, Derived: true}
-	*p95 = Cell{Source: src.p95, Derived: true}
-	*p99 = Cell{Source: src.p99, Derived: true}
+	quantiles := p50 != nil || p95 != nil || p99 != nil
+	if count == nil && mean != nil {
+		count = &own
+	}
+	if count != nil {
+		*count = Cell{Source: src.count, Derived: true}
+	}
+	if mean != nil {
+		*mean = Cell{Source: src.mean, Derived: true}
+	}
+	if p50 != nil {
+		*p50 = Cell{Source: src.p50, Derived: true}
+	}
+	if p95 != nil {
+		*p95 = Cell{Source: src.p95, Derived: true}
+	}
+	if p99 != nil {
+		*p99 = Cell{Source: src.p99, Derived: true}
+	}
 	// A refused poll measured nothing.
 	if e.disordered {
 		for _, c := range hp {
-			c.Reason = ReasonOrder
+			if c != nil {
+				c.Reason = ReasonOrder
+			}
 		}
 		return
 	}
 	var b, cnt, sum agg
-	var les, ns []float64
+	var les, ns, deltas []float64
 	readable, malformed, mixed := false, false, false
 	var g *group
 	if match == nil {
@@ -92,9 +113,10 @@ func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels 
 		// bounds are read from the group in place and the counts from
 		// its deltas, as gather and prepareBuckets would have copied
 		// them (b's sum is not read when the buckets are readable).
+		// The monotonic pass waits until a cell reads the counts.
 		b.window = maxOf(0, g.dt)
 		b.present, b.contributed = len(g.members), len(g.members)
-		les, ns = g.les, e.monotonic(g.delta)
+		les, deltas = g.les, g.delta
 		readable = true
 	} else {
 		e.buckets = e.buckets[:0]
@@ -106,11 +128,21 @@ func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels 
 		}
 		les, ns = e.split(bs)
 	}
-	e.gather(&cnt, src.countName, match, modeDelta)
-	e.gather(&sum, src.sumName, match, modeDelta)
+	if count != nil {
+		e.gather(&cnt, src.countName, match, modeDelta)
+	}
+	if mean != nil {
+		e.gather(&sum, src.sumName, match, modeDelta)
+	}
+	// The counts made monotonic, for a count read from the +Inf bucket
+	// or a quantile.
+	if deltas != nil && (quantiles || (count != nil && cnt.present == 0)) {
+		ns = e.monotonic(deltas)
+	}
 
 	// Count: Δ_count, or the +Inf bucket's Δ when the engine has no _count.
 	switch {
+	case count == nil:
 	case cnt.present > 0:
 		cnt.cellTo(count)
 	case readable:
@@ -124,6 +156,7 @@ func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels 
 
 	// Mean: Δsum over the count, when both can be read.
 	switch {
+	case mean == nil:
 	case !count.Value.Valid:
 		mean.Reason, mean.Window, mean.Notes = count.Reason, count.Window, count.Notes
 	case !sum.usable():
@@ -136,6 +169,9 @@ func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels 
 		mean.Window = Some(max(count.Window.V, sum.window))
 	}
 
+	if !quantiles {
+		return
+	}
 	k, lastRank := 0, math.Inf(-1) // risingQuantile's search
 	for _, q := range [...]struct {
 		c *Cell
@@ -143,6 +179,7 @@ func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels 
 	}{{p50, 0.5}, {p95, 0.95}, {p99, 0.99}} {
 		c := q.c
 		switch {
+		case c == nil:
 		case !b.usable():
 			b.cellTo(c)
 		case malformed:
