@@ -448,12 +448,16 @@ const histMean = 1 << 1
 // histWith is histTo making the cells of extra (histCount, histMean) too,
 // wanted or not: the mean of a speed made from it.
 func (q *query) histWith(base string, extra uint8, hs ...hname) (*rate.Cell, hname) {
-	for i := range hs {
-		q.fed(hs[i].bucket, hs[i].count, hs[i].sum)
-	}
 	h := &hs[q.pickHistAt(hs)]
 	i := at(&q.hpos, histIndex, base)
 	m := uint8(q.want>>i)&0x1f | extra
+	for k := range hs {
+		q.fed(hs[k].bucket, hs[k].count)
+		// The sum is read for the mean alone (and fed for it alone).
+		if m&histMean != 0 {
+			q.fed(hs[k].sum)
+		}
+	}
 	q.put1 |= uint64(m) << i
 	d := q.dst[i : i+5]
 	// One histogram read as two cells' (vLLM's pre-0.11

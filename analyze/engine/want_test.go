@@ -20,7 +20,8 @@ import (
 
 // wantSets are the wanted sets the tests check: every canonical cell but
 // the leaves a summary reads nowhere, the headline alone (most families
-// then feed nothing wanted), and one histogram's cell with nothing else.
+// then feed nothing wanted), and one histogram's quantile, then its mean
+// (its _sum fed alone), with nothing else.
 var wantSets = [][]string{
 	slices.DeleteFunc(slices.Clone(Canonical), func(c string) bool {
 		return slices.Contains([]string{SpecAcceptRatio, SpecAcceptRatioLifetime, PromptTokensCachedTotal,
@@ -31,6 +32,7 @@ var wantSets = [][]string{
 	}),
 	Headline,
 	{E2E + SuffixP50},
+	{ITL + SuffixMean},
 }
 
 // checkValued fails unless every cell of the headline and one-histogram
