@@ -445,6 +445,12 @@ func (q *query) histTo(base string, hs ...hname) (*rate.Cell, hname) {
 // order of rate.HistPtrs: count, mean, p50, p95, p99).
 const histMean = 1 << 1
 
+// histWants are the wanted cells of canonical histogram base, as bits of
+// its five.
+func (q *query) histWants(base string) uint8 {
+	return uint8(q.want>>histIndex[base]) & 0x1f
+}
+
 // histWith is histTo making the cells of extra (histCount, histMean) too,
 // wanted or not: the mean of a speed made from it.
 func (q *query) histWith(base string, extra uint8, hs ...hname) (*rate.Cell, hname) {
@@ -463,7 +469,8 @@ func (q *query) histWith(base string, extra uint8, hs ...hname) (*rate.Cell, hna
 	// One histogram read as two cells' (vLLM's pre-0.11
 	// time_per_output_token_seconds, its ITL and its TPOT) is computed
 	// once a poll: the second's cells are the first's, when the first
-	// made every cell the second makes.
+	// made every cell the second makes (its reader asks the first for
+	// them: histWants).
 	if q.hseq == q.t.seq && q.hbase == h.base && m&^q.hmade == 0 {
 		for k, c := range q.dst[q.hat : q.hat+5] {
 			if m&(1<<k) != 0 {
