@@ -105,10 +105,28 @@ func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels 
 	var les, ns, deltas []float64
 	readable, malformed, mixed := false, false, false
 	var g *group
+	var g2 *group
 	if match == nil {
-		g = e.wholeRun(src.bucket)
+		if g = e.wholeRun(src.bucket); g == nil {
+			g, g2 = e.twoRuns(src.bucket)
+		}
 	}
-	if g != nil {
+	if g2 != nil {
+		// Two label sets' buckets (vLLM's data-parallel engines), each
+		// set stepped together, with the same rising bounds: merged by
+		// le as prepareBuckets would (a sum of two is the same in either
+		// order), without the copies, the sort check and the merge.
+		M := len(g.members)
+		sums := e.merged2[:0]
+		for m, d := range g.delta[:M] {
+			sums = append(sums, d+g2.delta[m])
+		}
+		e.merged2 = sums
+		b.window = maxOf(maxOf(0, g.dt), g2.dt)
+		b.present, b.contributed = 2*M, 2*M
+		les, deltas = g.les[:M], sums
+		readable = true
+	} else if g != nil {
 		// One label set's buckets, stepped together and rising: the
 		// bounds are read from the group in place and the counts from
 		// its deltas, as gather and prepareBuckets would have copied
@@ -195,6 +213,42 @@ func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels 
 			c.Value, c.Window = Some(risingQuantile(q.q, les, ns, &k, &lastRank, &c.Bucket)), Some(b.window)
 		}
 	}
+}
+
+// twoRuns returns the two groups whose members are series' keys, the
+// first's then the second's, each as wholeRun reads one (in step this
+// poll, every window accepted, bounds strictly rising with +Inf last),
+// with the same bounds; nil, nil otherwise.
+func (e *Estimator) twoRuns(series *seriesState) (*group, *group) {
+	keys := series.keys
+	// Fewer than two buckets a set: no run to read.
+	if len(keys) < 4 {
+		return nil, nil
+	}
+	st := &e.keys[keys[0]]
+	if st.grp == 0 || st.member != 0 {
+		return nil, nil
+	}
+	g1 := &e.groups[st.grp-1]
+	M := len(g1.members)
+	if len(keys) != 2*M {
+		return nil, nil
+	}
+	st2 := &e.keys[keys[M]]
+	if st2.grp == 0 || st2.member != 0 || st2.grp == st.grp {
+		return nil, nil
+	}
+	g2 := &e.groups[st2.grp-1]
+	for _, g := range [2]*group{g1, g2} {
+		if len(g.members) != M || !g.rising || !math.IsInf(g.les[M-1], 1) || !g.inStep || g.vseq != e.seq ||
+			g.reason != "" || !g.hasWin || !g.lesOK {
+			return nil, nil
+		}
+	}
+	if !slices.Equal(g1.les[:M], g2.les[:M]) || !slices.Equal(g1.members, keys[:M]) || !slices.Equal(g2.members, keys[M:]) {
+		return nil, nil
+	}
+	return g1, g2
 }
 
 // split returns the bounds and counts of bs apart, for BucketQuantile,
