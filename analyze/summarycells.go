@@ -13,10 +13,20 @@ import (
 // phases (phases.PubCells). The engine's reader skips them there
 // (engine.Tracker.Want): they are null with reason not_computed and are
 // never printed, since the polls are not.
+//
+// Of the histograms' cells a summary reads each count (drift counts its
+// valued polls), the p50s, TTFT's p99 and TPOT's mean (the phases'
+// published figures and the headlines): the other quantiles and means
+// are not made, nor the monotonic pass and the sums only they need.
 var unreadInSummary = []string{
 	engine.SpecAcceptRatio, engine.SpecAcceptRatioLifetime, engine.PromptTokensCachedTotal,
 	engine.DecodeTokensPerSecondNative, engine.PromptTokensPerSecondNative,
 	engine.PrefixCacheHitRatioNative, engine.SpecAcceptRatioNative,
+	engine.TTFT + engine.SuffixMean, engine.TTFT + engine.SuffixP95,
+	engine.TPOT + engine.SuffixP50, engine.TPOT + engine.SuffixP95, engine.TPOT + engine.SuffixP99,
+	engine.ITL + engine.SuffixMean, engine.ITL + engine.SuffixP95, engine.ITL + engine.SuffixP99,
+	engine.E2E + engine.SuffixMean, engine.E2E + engine.SuffixP95, engine.E2E + engine.SuffixP99,
+	engine.Queue + engine.SuffixMean, engine.Queue + engine.SuffixP95, engine.Queue + engine.SuffixP99,
 }
 
 // summaryCells are the canonical cells a replay without its polls wants.

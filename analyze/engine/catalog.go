@@ -137,10 +137,12 @@ func (r *reader) cells(q *query, dst Cells, only bool) Cells {
 	canon := q.dst[n-len(Canonical) : n]
 	for i := range canon {
 		if q.put1&(1<<i) == 0 {
-			canon[i].Cell = notExported
 			// Not wanted (Tracker.Want): skipped, not asked of the engine.
+			// Written once: a cell is as large as a cache line or three.
 			if q.want&(1<<i) == 0 {
 				canon[i].Cell = notComputed
+			} else {
+				canon[i].Cell = notExported
 			}
 		}
 		canon[i].Name = Canonical[i]

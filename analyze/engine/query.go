@@ -33,6 +33,7 @@ type query struct {
 	hseq  uint64
 	hbase string
 	hat   int
+	hmade uint8 // the cells it made (bits of rate.HistPtrs)
 }
 
 // start starts a poll's queries.
@@ -432,37 +433,64 @@ func (q *query) pickHistAt(hs []hname) int {
 }
 
 // histTo writes the windowed histogram of the first present of hs into
-// the five cells of canonical histogram base, in place, and returns the
-// mean's cell (in the poll's cells: valid until the reader appends one
-// of its own) and the name read.
+// the wanted cells of the five of canonical histogram base (Tracker.Want),
+// in place, and returns the mean's cell (in the poll's cells: valid until
+// the reader appends one of its own; made only when wanted) and the name
+// read.
 func (q *query) histTo(base string, hs ...hname) (*rate.Cell, hname) {
-	for i := range hs {
-		q.fed(hs[i].bucket, hs[i].count, hs[i].sum)
-	}
+	return q.histWith(base, 0, hs...)
+}
+
+// histMean is the mean's bit among a histogram's five cells (in the
+// order of rate.HistPtrs: count, mean, p50, p95, p99).
+const histMean = 1 << 1
+
+// histWants are the wanted cells of canonical histogram base, as bits of
+// its five.
+func (q *query) histWants(base string) uint8 {
+	return uint8(q.want>>histIndex[base]) & 0x1f
+}
+
+// histWith is histTo making the cells of extra (histCount, histMean) too,
+// wanted or not: the mean of a speed made from it.
+func (q *query) histWith(base string, extra uint8, hs ...hname) (*rate.Cell, hname) {
 	h := &hs[q.pickHistAt(hs)]
 	i := at(&q.hpos, histIndex, base)
-	q.put1 |= 0x1f << i
+	m := uint8(q.want>>i)&0x1f | extra
+	for k := range hs {
+		q.fed(hs[k].bucket, hs[k].count)
+		// The sum is read for the mean alone (and fed for it alone).
+		if m&histMean != 0 {
+			q.fed(hs[k].sum)
+		}
+	}
+	q.put1 |= uint64(m) << i
 	d := q.dst[i : i+5]
 	// One histogram read as two cells' (vLLM's pre-0.11
 	// time_per_output_token_seconds, its ITL and its TPOT) is computed
-	// once a poll: the second's cells are the first's.
-	if q.hseq == q.t.seq && q.hbase == h.base {
+	// once a poll: the second's cells are the first's, when the first
+	// made every cell the second makes (its reader asks the first for
+	// them: histWants).
+	if q.hseq == q.t.seq && q.hbase == h.base && m&^q.hmade == 0 {
 		for k, c := range q.dst[q.hat : q.hat+5] {
-			d[k].Cell = c.Cell
+			if m&(1<<k) != 0 {
+				d[k].Cell = c.Cell
+			}
 		}
 		return &d[1].Cell.Cell, *h
 	}
-	for k := range d {
-		d[k].Cell.By = nil
-	}
 	// Element by element: a composite literal was built aside and copied
-	// in wider loads than it was stored with (a stalled copy).
+	// in wider loads than it was stored with (a stalled copy). A cell not
+	// made stays nil: the reader's cells make it not computed.
 	var hp rate.HistPtrs
 	for k := range d {
-		hp[k] = &d[k].Cell.Cell
+		if m&(1<<k) != 0 {
+			d[k].Cell.By = nil
+			hp[k] = &d[k].Cell.Cell
+		}
 	}
 	q.est.HistogramCells(&hp, h.base, nil)
-	q.hseq, q.hbase, q.hat = q.t.seq, h.base, i
+	q.hseq, q.hbase, q.hat, q.hmade = q.t.seq, h.base, i, m
 	return &d[1].Cell.Cell, *h
 }
 

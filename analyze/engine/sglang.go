@@ -82,7 +82,9 @@ func newSGLang() *reader {
 		q.put(PrefixCacheHitRatioLifetime, q.lifetimeRatio(ct, pt))
 
 		q.histTo(TTFT, ttft)
-		mean, name := q.histTo(TPOT, itl...)
+		// One histogram is TPOT's and ITL's: made once, with the cells
+		// either wants.
+		mean, name := q.histWith(TPOT, histMean|q.histWants(ITL), itl...)
 		q.put(PerRequestDecodeTokensPerSecond, q.perRequest(mean, name))
 		q.histTo(ITL, itl...)
 		q.put(PerRequestDecodeTokensPerSecondLifetime, q.perRequestLifetime(itl...))

@@ -51,7 +51,7 @@ func newTGI() *reader {
 		q.put(RequestsRunning, q.gauge(aggSum, nil, "tgi_batch_current_size"))
 		q.put(RequestsWaiting, q.gauge(aggSum, nil, "tgi_queue_size"))
 		q.put(RequestsFinishedPerSecond, q.rate(nil, "tgi_request_success"))
-		mean, name := q.histTo(TPOT, tpot)
+		mean, name := q.histWith(TPOT, histMean, tpot)
 		q.put(PerRequestDecodeTokensPerSecond, q.perRequest(mean, name))
 		q.put(PerRequestDecodeTokensPerSecondLifetime, q.perRequestLifetime(tpot))
 		q.histTo(E2E, e2e)

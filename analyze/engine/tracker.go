@@ -776,7 +776,7 @@ func (t *Tracker) classify(id int32) {
 		}
 	}
 	// A decode-only tracker feeds the decode cell's counter alone.
-	if ks.counter && t.rd.feedsWanted(ks.Family, t.want) && (!t.only || ks.Name == t.rd.decodeReads) {
+	if ks.counter && t.rd.feedsSeries(&ks.Series, t.want) && (!t.only || ks.Name == t.rd.decodeReads) {
 		t.vals[id].est = ks.est
 	}
 	if ks.counter {

@@ -218,7 +218,13 @@ func newVLLM(id, p string) *reader {
 			q.histTo(TTFT, ttft)
 		}
 		if q.wants(tpotBits | perReqBit) {
-			mean, name := q.histTo(TPOT, tpot...)
+			// Before 0.11 one histogram is TPOT's and ITL's: made once,
+			// with the cells either wants.
+			extra := uint8(histMean)
+			if q.wants(itlBits) && tpot[q.pickHistAt(tpot)].base == itl[q.pickHistAt(itl)].base {
+				extra |= q.histWants(ITL)
+			}
+			mean, name := q.histWith(TPOT, extra, tpot...)
 			q.perRequestTo(q.cell(PerRequestDecodeTokensPerSecond), mean, name)
 		}
 		if q.wants(perReqLifeBit) {

@@ -82,6 +82,31 @@ func (r *reader) feedsWanted(family string, want uint64) bool {
 	return r.masks[family]&want != 0
 }
 
+// histOthers are the bits of every histogram's cells but its mean: what
+// a histogram's _sum does not feed.
+var histOthers = func() uint64 {
+	var m uint64
+	for _, h := range Histograms {
+		m |= 0x1d << histIndex[h]
+	}
+	return m
+}()
+
+// feedsSeries is feedsWanted for one series of family: a histogram's
+// _sum feeds its mean alone (and what is made from the mean, which the
+// catalog names), so it is starved when no such cell is wanted.
+func (r *reader) feedsSeries(s *Series, want uint64) bool {
+	if !r.feedsWanted(s.Family, want) {
+		return false
+	}
+	// A reader that makes every cell whatever is wanted reads every
+	// series of a family it reads.
+	if want == allCells || r.readsAll || !r.skips || s.Type != "histogram" || s.Name != s.Family+"_sum" {
+		return true
+	}
+	return r.masks[s.Family]&^histOthers&want != 0
+}
+
 // feedMasks fills r.masks from r.families.
 func (r *reader) feedMasks() {
 	r.masks = make(map[string]uint64, len(r.families))

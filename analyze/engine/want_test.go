@@ -20,14 +20,19 @@ import (
 
 // wantSets are the wanted sets the tests check: every canonical cell but
 // the leaves a summary reads nowhere, the headline alone (most families
-// then feed nothing wanted), and one histogram's cell with nothing else.
+// then feed nothing wanted), and one histogram's quantile, then its mean
+// (its _sum fed alone), with nothing else.
 var wantSets = [][]string{
 	slices.DeleteFunc(slices.Clone(Canonical), func(c string) bool {
 		return slices.Contains([]string{SpecAcceptRatio, SpecAcceptRatioLifetime, PromptTokensCachedTotal,
-			DecodeTokensPerSecondNative, PromptTokensPerSecondNative, PrefixCacheHitRatioNative, SpecAcceptRatioNative}, c)
+			DecodeTokensPerSecondNative, PromptTokensPerSecondNative, PrefixCacheHitRatioNative, SpecAcceptRatioNative,
+			TTFT + SuffixMean, TTFT + SuffixP95, TPOT + SuffixP50, TPOT + SuffixP95, TPOT + SuffixP99,
+			ITL + SuffixMean, ITL + SuffixP95, ITL + SuffixP99, E2E + SuffixMean, E2E + SuffixP95, E2E + SuffixP99,
+			Queue + SuffixMean, Queue + SuffixP95, Queue + SuffixP99}, c)
 	}),
 	Headline,
 	{E2E + SuffixP50},
+	{ITL + SuffixMean},
 }
 
 // checkValued fails unless every cell of the headline and one-histogram

@@ -58,43 +58,83 @@ func (e *Estimator) HistogramTo(h *Hist, base string, match func(labels string) 
 }
 
 // HistPtrs are the five cells a histogram is written into, in the order
-// of a Hist: count, mean, p50, p95, p99.
+// of a Hist: count, mean, p50, p95, p99. A nil pointer is a cell the
+// caller does not want: it is not made (HistogramCells).
 type HistPtrs [5]*Cell
 
 // HistogramCells is Histogram written into the five cells of *hp, each
 // overwritten whole: a caller whose cells are not a Hist (a poll's row
 // of cells) is written in place, not copied into. hp is a pointer: five
 // pointers passed by value went through the stack in a stalled copy.
+// A nil cell of *hp is not made, nor what only it needs (the sum for
+// the mean, the buckets' monotonic pass for the quantiles, the count);
+// every cell made is what it is when all five are.
 func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels string) bool) {
 	src := e.histSources(base)
+	var own Cell // the count, when the caller wants the mean alone
 	count, mean, p50, p95, p99 := hp[0], hp[1], hp[2], hp[3], hp[4]
-	*count = Cell{Source: src.count, Derived: true}
-	*mean = Cell{Source: src.mean, Derived: true}
-	*p50 = Cell{Source: src.p50, Derived: true}
-	*p95 = Cell{Source: src.p95, Derived: true}
-	*p99 = Cell{Source: src.p99, Derived: true}
+	quantiles := p50 != nil || p95 != nil || p99 != nil
+	if count == nil && mean != nil {
+		count = &own
+	}
+	if count != nil {
+		*count = Cell{Source: src.count, Derived: true}
+	}
+	if mean != nil {
+		*mean = Cell{Source: src.mean, Derived: true}
+	}
+	if p50 != nil {
+		*p50 = Cell{Source: src.p50, Derived: true}
+	}
+	if p95 != nil {
+		*p95 = Cell{Source: src.p95, Derived: true}
+	}
+	if p99 != nil {
+		*p99 = Cell{Source: src.p99, Derived: true}
+	}
 	// A refused poll measured nothing.
 	if e.disordered {
 		for _, c := range hp {
-			c.Reason = ReasonOrder
+			if c != nil {
+				c.Reason = ReasonOrder
+			}
 		}
 		return
 	}
 	var b, cnt, sum agg
-	var les, ns []float64
+	var les, ns, deltas []float64
 	readable, malformed, mixed := false, false, false
 	var g *group
+	var g2 *group
 	if match == nil {
-		g = e.wholeRun(src.bucket)
+		if g = e.wholeRun(src.bucket); g == nil {
+			g, g2 = e.twoRuns(src.bucket)
+		}
 	}
-	if g != nil {
+	if g2 != nil {
+		// Two label sets' buckets (vLLM's data-parallel engines), each
+		// set stepped together, with the same rising bounds: merged by
+		// le as prepareBuckets would (a sum of two is the same in either
+		// order), without the copies, the sort check and the merge.
+		M := len(g.members)
+		sums := e.merged2[:0]
+		for m, d := range g.delta[:M] {
+			sums = append(sums, d+g2.delta[m])
+		}
+		e.merged2 = sums
+		b.window = maxOf(maxOf(0, g.dt), g2.dt)
+		b.present, b.contributed = 2*M, 2*M
+		les, deltas = g.les[:M], sums
+		readable = true
+	} else if g != nil {
 		// One label set's buckets, stepped together and rising: the
 		// bounds are read from the group in place and the counts from
 		// its deltas, as gather and prepareBuckets would have copied
 		// them (b's sum is not read when the buckets are readable).
+		// The monotonic pass waits until a cell reads the counts.
 		b.window = maxOf(0, g.dt)
 		b.present, b.contributed = len(g.members), len(g.members)
-		les, ns = g.les, e.monotonic(g.delta)
+		les, deltas = g.les, g.delta
 		readable = true
 	} else {
 		e.buckets = e.buckets[:0]
@@ -106,11 +146,21 @@ func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels 
 		}
 		les, ns = e.split(bs)
 	}
-	e.gather(&cnt, src.countName, match, modeDelta)
-	e.gather(&sum, src.sumName, match, modeDelta)
+	if count != nil {
+		e.gather(&cnt, src.countName, match, modeDelta)
+	}
+	if mean != nil {
+		e.gather(&sum, src.sumName, match, modeDelta)
+	}
+	// The counts made monotonic, for a count read from the +Inf bucket
+	// or a quantile.
+	if deltas != nil && (quantiles || (count != nil && cnt.present == 0)) {
+		ns = e.monotonic(deltas)
+	}
 
 	// Count: Δ_count, or the +Inf bucket's Δ when the engine has no _count.
 	switch {
+	case count == nil:
 	case cnt.present > 0:
 		cnt.cellTo(count)
 	case readable:
@@ -124,6 +174,7 @@ func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels 
 
 	// Mean: Δsum over the count, when both can be read.
 	switch {
+	case mean == nil:
 	case !count.Value.Valid:
 		mean.Reason, mean.Window, mean.Notes = count.Reason, count.Window, count.Notes
 	case !sum.usable():
@@ -136,6 +187,9 @@ func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels 
 		mean.Window = Some(max(count.Window.V, sum.window))
 	}
 
+	if !quantiles {
+		return
+	}
 	k, lastRank := 0, math.Inf(-1) // risingQuantile's search
 	for _, q := range [...]struct {
 		c *Cell
@@ -143,6 +197,7 @@ func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels 
 	}{{p50, 0.5}, {p95, 0.95}, {p99, 0.99}} {
 		c := q.c
 		switch {
+		case c == nil:
 		case !b.usable():
 			b.cellTo(c)
 		case malformed:
@@ -158,6 +213,42 @@ func (e *Estimator) HistogramCells(hp *HistPtrs, base string, match func(labels 
 			c.Value, c.Window = Some(risingQuantile(q.q, les, ns, &k, &lastRank, &c.Bucket)), Some(b.window)
 		}
 	}
+}
+
+// twoRuns returns the two groups whose members are series' keys, the
+// first's then the second's, each as wholeRun reads one (in step this
+// poll, every window accepted, bounds strictly rising with +Inf last),
+// with the same bounds; nil, nil otherwise.
+func (e *Estimator) twoRuns(series *seriesState) (*group, *group) {
+	keys := series.keys
+	// Fewer than two buckets a set: no run to read.
+	if len(keys) < 4 {
+		return nil, nil
+	}
+	st := &e.keys[keys[0]]
+	if st.grp == 0 || st.member != 0 {
+		return nil, nil
+	}
+	g1 := &e.groups[st.grp-1]
+	M := len(g1.members)
+	if len(keys) != 2*M {
+		return nil, nil
+	}
+	st2 := &e.keys[keys[M]]
+	if st2.grp == 0 || st2.member != 0 || st2.grp == st.grp {
+		return nil, nil
+	}
+	g2 := &e.groups[st2.grp-1]
+	for _, g := range [2]*group{g1, g2} {
+		if len(g.members) != M || !g.rising || !math.IsInf(g.les[M-1], 1) || !g.inStep || g.vseq != e.seq ||
+			g.reason != "" || !g.hasWin || !g.lesOK {
+			return nil, nil
+		}
+	}
+	if !slices.Equal(g1.les[:M], g2.les[:M]) || !slices.Equal(g1.members, keys[:M]) || !slices.Equal(g2.members, keys[M:]) {
+		return nil, nil
+	}
+	return g1, g2
 }
 
 // split returns the bounds and counts of bs apart, for BucketQuantile,

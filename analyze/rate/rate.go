@@ -117,6 +117,7 @@ type Estimator struct {
 
 	buckets  []bucket  // scratch for Histogram
 	merged   []bucket  // scratch of Histogram's merge by plan
+	merged2  []float64 // scratch of two groups' deltas summed by le (twoRuns)
 	qles, qn []float64 // scratch of Histogram: the merged bounds and counts
 	// Provenance strings and histogram series, built once per base name.
 	histSrc map[string]*histSources
