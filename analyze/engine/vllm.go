@@ -172,8 +172,8 @@ func newVLLM(id, p string) *reader {
 			PrefixCacheHitRatioNative, SpecAcceptRatioNative)
 	)
 	// The cells are written in place (query.cell), each once. A cell not
-	// wanted may be made all the same (a histogram's five cells are made
-	// together): it is made from counters fed to the estimator, since the
+	// wanted may be made all the same (TPOT's mean, for the per-request
+	// speed): it is made from counters fed to the estimator, since the
 	// catalog names every cell a family feeds, made or made from.
 	r.fill = func(q *query) {
 		if q.wants(decodeBit) {

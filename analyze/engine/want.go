@@ -19,10 +19,11 @@ const allCells = ^uint64(0)
 
 // Want makes End compute the canonical cells named and what they depend
 // on, and the reader skip the others it can (null with reason
-// [ReasonNotComputed]); a histogram's cell wants its histogram. A cell
-// not wanted may still be made, as a full tracker makes it (a
-// histogram's five cells are made together). The counters that feed
-// only cells not wanted are not fed to the estimator.
+// [ReasonNotComputed]); a histogram's cell wants its histogram, and
+// only the cells of it wanted are made. A cell not wanted may still be
+// made, as a full tracker makes it (a histogram's mean that a wanted
+// speed is made from). The counters that feed only cells not wanted are
+// not fed to the estimator.
 // Names that are not canonical are ignored; none wants every cell (the
 // default). Call it before the first Key.
 func (t *Tracker) Want(names ...string) {
