@@ -208,9 +208,8 @@ func (l *PollList) Append(p *Poll) {
 	}
 	l.t = append(l.t, p.T)
 	l.st = append(l.st, p.Start)
-	nums := numsOf(p)
 	if i%pollChunk == 0 {
-		base := nums
+		base := numsOf(p)
 		l.bases = append(l.bases, &base)
 	}
 	ci := len(l.chunks) - 1
@@ -233,26 +232,35 @@ func (l *PollList) Append(p *Poll) {
 	}
 	l.off = append(l.off, uint64(ci)<<32|uint64(len(c)))
 	// The record is written in place: the chunk has room for the longest.
-	// One pass over the numbers writes the stored ones after the masks'
-	// room and makes the masks.
+	// The numbers are read from p's fields in numsOf's order, not copied
+	// out first: the stored ones after the masks' room, with the masks.
 	b, n := c[:cap(c)], len(c)
-	var valid, same, stored uint32
-	base := l.bases[i/pollChunk]
-	at := n + 12
-	for k := range nums {
-		x, y := &nums[k], &base[k]
-		if x.Valid {
-			valid |= 1 << k
-		}
-		switch {
-		case x.Valid == y.Valid && math.Float64bits(x.V) == math.Float64bits(y.V):
-			same |= 1 << k
-		case x.Valid || math.Float64bits(x.V) != 0:
-			stored |= 1 << k
-			binary.LittleEndian.PutUint64(b[at:], math.Float64bits(x.V))
-			at += 8
-		}
+	e := numEnc{b: b, at: n + 12, base: l.bases[i/pollChunk]}
+	for r := range NRates {
+		e.put(r, p.Rates[r].V)
 	}
+	for r := range NRates {
+		e.put(NRates+r, p.Rates[r].Window)
+	}
+	e.put(2*NRates, p.Interval.V)
+	e.put(2*NRates+1, p.Interval.Window)
+	for r := range NRates {
+		e.put(2*NRates+2+r, p.Totals[r])
+	}
+	const g = 3*NRates + 2
+	e.put(g, p.Running)
+	e.put(g+1, p.Waiting)
+	e.put(g+2, p.KV)
+	e.put(g+3, p.TokensTotal)
+	e.put(g+4, p.Capacity)
+	e.put(g+5, p.Deferred)
+	e.put(g+6, p.KVCapacity)
+	e.put(g+7, p.PrefixCaching)
+	e.put(g+8, p.ProcessStart)
+	e.put(g+9, p.Steps)
+	e.put(g+10, p.Energy)
+	e.put(g+11, p.Power)
+	valid, same, stored, at := e.valid, e.same, e.stored, e.at
 	binary.LittleEndian.PutUint32(b[n:], valid)
 	binary.LittleEndian.PutUint32(b[n+4:], same)
 	binary.LittleEndian.PutUint32(b[n+8:], stored)
@@ -277,6 +285,31 @@ func (l *PollList) Append(p *Poll) {
 	b[mask] = tm
 	l.chunks[ci] = c[:n]
 	l.n++
+}
+
+// numEnc writes a record's numbers in numsOf's order (put's k): each
+// present one's bit in valid; one whose bits and validity are its chunk
+// base's in same; any other but a null 0 in stored, its bits at at.
+type numEnc struct {
+	b                   []byte
+	at                  int
+	base                *[nNums]rate.Num
+	valid, same, stored uint32
+}
+
+func (e *numEnc) put(k int, x rate.Num) {
+	bit, v := uint32(1)<<k, math.Float64bits(x.V)
+	if x.Valid {
+		e.valid |= bit
+	}
+	switch y := &e.base[k]; {
+	case x.Valid == y.Valid && v == math.Float64bits(y.V):
+		e.same |= bit
+	case x.Valid || v != 0:
+		e.stored |= bit
+		binary.LittleEndian.PutUint64(e.b[e.at:], v)
+		e.at += 8
+	}
 }
 
 // restChunk is what the polls the hint still counts (from i on) take, at
