@@ -235,31 +235,31 @@ func (l *PollList) Append(p *Poll) {
 	// The numbers are read from p's fields in numsOf's order, not copied
 	// out first: the stored ones after the masks' room, with the masks.
 	b, n := c[:cap(c)], len(c)
-	e := numEnc{b: b, at: n + 12, base: l.bases[i/pollChunk]}
+	e, base := numMasks{at: n + 12}, l.bases[i/pollChunk]
 	for r := range NRates {
-		e.put(r, p.Rates[r].V)
+		e = e.put(b, base, r, p.Rates[r].V)
 	}
 	for r := range NRates {
-		e.put(NRates+r, p.Rates[r].Window)
+		e = e.put(b, base, NRates+r, p.Rates[r].Window)
 	}
-	e.put(2*NRates, p.Interval.V)
-	e.put(2*NRates+1, p.Interval.Window)
+	e = e.put(b, base, 2*NRates, p.Interval.V)
+	e = e.put(b, base, 2*NRates+1, p.Interval.Window)
 	for r := range NRates {
-		e.put(2*NRates+2+r, p.Totals[r])
+		e = e.put(b, base, 2*NRates+2+r, p.Totals[r])
 	}
 	const g = 3*NRates + 2
-	e.put(g, p.Running)
-	e.put(g+1, p.Waiting)
-	e.put(g+2, p.KV)
-	e.put(g+3, p.TokensTotal)
-	e.put(g+4, p.Capacity)
-	e.put(g+5, p.Deferred)
-	e.put(g+6, p.KVCapacity)
-	e.put(g+7, p.PrefixCaching)
-	e.put(g+8, p.ProcessStart)
-	e.put(g+9, p.Steps)
-	e.put(g+10, p.Energy)
-	e.put(g+11, p.Power)
+	e = e.put(b, base, g, p.Running)
+	e = e.put(b, base, g+1, p.Waiting)
+	e = e.put(b, base, g+2, p.KV)
+	e = e.put(b, base, g+3, p.TokensTotal)
+	e = e.put(b, base, g+4, p.Capacity)
+	e = e.put(b, base, g+5, p.Deferred)
+	e = e.put(b, base, g+6, p.KVCapacity)
+	e = e.put(b, base, g+7, p.PrefixCaching)
+	e = e.put(b, base, g+8, p.ProcessStart)
+	e = e.put(b, base, g+9, p.Steps)
+	e = e.put(b, base, g+10, p.Energy)
+	e = e.put(b, base, g+11, p.Power)
 	valid, same, stored, at := e.valid, e.same, e.stored, e.at
 	binary.LittleEndian.PutUint32(b[n:], valid)
 	binary.LittleEndian.PutUint32(b[n+4:], same)
@@ -287,29 +287,30 @@ func (l *PollList) Append(p *Poll) {
 	l.n++
 }
 
-// numEnc writes a record's numbers in numsOf's order (put's k): each
-// present one's bit in valid; one whose bits and validity are its chunk
-// base's in same; any other but a null 0 in stored, its bits at at.
-type numEnc struct {
-	b                   []byte
+// numMasks are a record's masks while its numbers are written (put): each
+// present number's bit in valid; one whose bits and validity are its
+// chunk base's in same; any other but a null 0 in stored, its bits at at.
+// (Four fields and a value, not a pointer: they stay in registers.)
+type numMasks struct {
 	at                  int
-	base                *[nNums]rate.Num
 	valid, same, stored uint32
 }
 
-func (e *numEnc) put(k int, x rate.Num) {
+// put writes number k of numsOf's order, x, into b against base.
+func (m numMasks) put(b []byte, base *[nNums]rate.Num, k int, x rate.Num) numMasks {
 	bit, v := uint32(1)<<k, math.Float64bits(x.V)
 	if x.Valid {
-		e.valid |= bit
+		m.valid |= bit
 	}
-	switch y := &e.base[k]; {
+	switch y := &base[k]; {
 	case x.Valid == y.Valid && v == math.Float64bits(y.V):
-		e.same |= bit
+		m.same |= bit
 	case x.Valid || v != 0:
-		e.stored |= bit
-		binary.LittleEndian.PutUint64(e.b[e.at:], v)
-		e.at += 8
+		m.stored |= bit
+		binary.LittleEndian.PutUint64(b[m.at:], v)
+		m.at += 8
 	}
+	return m
 }
 
 // restChunk is what the polls the hint still counts (from i on) take, at
