@@ -573,7 +573,10 @@ func (fs *findingsState) end(cells engine.Cells) {
 	p.Row = len(fs.t.Rows) - 1
 	for k := range findings.RateCells {
 		c := cellAt(cells, atRate[k])
-		p.Rates[k] = findings.Value{V: c.Value, Window: c.Window, Reason: c.Reason}
+		// Field by field: a Value made whole on the stack and then copied
+		// is read back wide right after its narrow stores (a stall).
+		r := &p.Rates[k]
+		r.V, r.Window, r.Reason = c.Value, c.Window, c.Reason
 		if k == findings.Decode && len(c.Notes) > 0 {
 			p.DecodeNotes = c.Notes // the polls' list keeps a copy (PollList.Append)
 		}
@@ -627,9 +630,13 @@ func (fs *findingsState) end(cells engine.Cells) {
 	if n := min(len(cells), len(engine.Canonical)); len(fs.counts) < n {
 		fs.counts = append(fs.counts, make([]findings.CellCount, n-len(fs.counts))...)
 	}
-	for i := range min(len(cells), len(engine.Canonical)) {
+	// The counts' and the cells' arrays held in registers: counts stores
+	// would otherwise reload fs.counts each cell.
+	counts := fs.counts[:min(len(cells), len(engine.Canonical))]
+	cells = cells[:len(counts)]
+	for i := range counts {
 		c := &cells[i].Cell
-		n := &fs.counts[i]
+		n := &counts[i]
 		switch {
 		case c.Value.Valid:
 			n.Valued++
@@ -676,7 +683,7 @@ func (fs *findingsState) replay() {
 	x.SetAll(fs.feedIDs, fs.feedVals)
 	fs.xcells = x.End(fs.xcells)
 	d := &fs.xcells[0].Cell
-	p.Interval = findings.Value{V: d.Value, Window: d.Window, Reason: d.Reason}
+	p.Interval.V, p.Interval.Window, p.Interval.Reason = d.Value, d.Window, d.Reason
 	for j := range p.Spans {
 		p.Spans[j] = fs.xcells[j+1].Cell.Value
 	}
