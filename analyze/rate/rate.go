@@ -191,10 +191,7 @@ type point struct {
 //
 // The fields a query reads of every key it sums (gather: the verdict, the
 // le) come first and fill one cache line; the history and the gates'
-// state, which only step reads, fill the next one and a half; the key,
-// read only when the key is looked up by name, comes last. 192 bytes,
-// three cache lines: a keys array from a page-aligned allocation keeps
-// every key's lines its own (step reads all three of a key stepped alone).
+// state, which only step reads, follow.
 type keyState struct {
 	lastSeq, prevSeq uint64 // the last two polls that carried the key
 
@@ -210,6 +207,7 @@ type keyState struct {
 	grp     int32   // its group + 1 (0 none): Observe reads it of every key
 	le      float64 // the le label, parsed once for _bucket keys
 
+	key     Key
 	span    float64 // the key's own span (SetSpan); 0: the configuration's
 	hist    []point // hist[head:] is the history, oldest first
 	head    int
@@ -218,18 +216,15 @@ type keyState struct {
 
 	// The jump gate.
 	lastRate float64
-	// A key that moves once per request (SetPerRequest): its typical
-	// single-poll increment, a request-sized step.
-	step     float64
-	heldBase uint64 // seq of the base sample of the held jump
-	heldAt   uint64 // seq of the poll the jump was held at: an independent base
-	member   int32  // its place in its group
 	hasRate  bool
 	held     bool
-	// perRequest says the key moves once per request (SetPerRequest).
+	heldBase uint64 // seq of the base sample of the held jump
+	heldAt   uint64 // seq of the poll the jump was held at: an independent base
+	// A key that moves once per request (SetPerRequest): its typical
+	// single-poll increment, a request-sized step.
 	perRequest bool
-
-	key Key
+	step       float64
+	member     int32 // its place in its group
 }
 
 // Observe records one poll. Polls must come in time order: one not later than
