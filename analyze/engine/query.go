@@ -349,12 +349,17 @@ var noteMax = []string{"max over label sets"}
 // them carried the selector's label.
 func (q *query) fold(agg int, s *sel, ids []int32) (v float64, n int, labelled bool) {
 	for _, id := range ids {
-		ks := &q.t.keys[id]
-		if !s.ok(ks.rkey.Labels) {
-			continue
-		}
-		if s != nil && !labelled {
-			_, labelled = labelOf(ks.rkey.Labels, s.label)
+		// A nil selector selects every set with no label read: a key's
+		// state is out of the cache by the next poll, and each histogram's
+		// count and sum are folded this way.
+		if s != nil {
+			l := q.t.keys[id].rkey.Labels
+			if !s.fn(l) {
+				continue
+			}
+			if !labelled {
+				_, labelled = labelOf(l, s.label)
+			}
 		}
 		v = aggregate(agg, n, v, q.t.vals[id].v)
 		n++
