@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmrec/llmrec/analyze/findings"
 	"github.com/llmrec/llmrec/analyze/phases"
+	"github.com/llmrec/llmrec/internal/sharedtest"
 )
 
 // realRuns are real llama.cpp recordings with their client's truth
@@ -23,12 +24,7 @@ const realRuns = "../../shared/real-runs/llamacpp-b4748"
 func realRun(t *testing.T, name string) (byFile, byMarks *Result, truth []truthRow) {
 	t.Helper()
 	dir := filepath.Join(realRuns, name)
-	if _, err := os.Stat(filepath.Join(dir, "truth.csv")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("real run %s is absent (%v): CI needs ../shared", dir, err)
-		}
-		t.Skipf("no real run in %s (the shared folder is absent): skipping", dir)
-	}
+	sharedtest.Need(t, filepath.Join(dir, "truth.csv"), "real run "+name)
 	ps, err := phases.ReadFile(filepath.Join(dir, "phases.csv"))
 	if err != nil {
 		t.Fatal(err)

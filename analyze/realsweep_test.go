@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/llmrec/llmrec/analyze/client"
 	"github.com/llmrec/llmrec/analyze/phases"
 	"github.com/llmrec/llmrec/analyze/sweep"
+	"github.com/llmrec/llmrec/internal/sharedtest"
 )
 
 // realSweep analyses the a-baseline run with its phases.csv and, when
@@ -17,12 +17,7 @@ import (
 func realSweep(t *testing.T, withClient bool, slos string) *Result {
 	t.Helper()
 	dir := filepath.Join(realRuns, "a-baseline")
-	if _, err := os.Stat(filepath.Join(dir, "requests.csv")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("real run %s is absent (%v): CI needs ../shared", dir, err)
-		}
-		t.Skipf("no real run in %s (the shared folder is absent): skipping", dir)
-	}
+	sharedtest.Need(t, filepath.Join(dir, "requests.csv"), "real run a-baseline's client record")
 	ps, err := phases.ReadFile(filepath.Join(dir, "phases.csv"))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmrec/llmrec/internal/sharedtest"
 	"github.com/llmrec/llmrec/record/capture"
 	"github.com/llmrec/llmrec/record/replay"
 )
@@ -22,12 +23,7 @@ import (
 func realRun(t *testing.T, rel string) string {
 	t.Helper()
 	dir := filepath.Join("..", "..", "..", "shared", "real-runs", rel)
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("real run %s absent under CI=true: %v", rel, err)
-		}
-		t.Skipf("real run %s absent (the shared material beside the repository): %v", rel, err)
-	}
+	sharedtest.Need(t, dir, "real run "+rel)
 	return dir
 }
 

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmrec/llmrec/internal/sharedtest"
 )
 
 // captures names, by engine, the prefix of the real captures in
@@ -30,12 +32,10 @@ var uncaptured = map[string]string{
 // engine upgrade that renames it or retypes it fails here.
 func TestDeclarationsInRealCaptures(t *testing.T) {
 	dir := filepath.Join("..", "..", "..", "shared", "captures", "real")
+	sharedtest.Need(t, dir, "real captures")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("real captures: %v", err)
-		}
-		t.Skipf("real captures absent (%v): ../shared is not beside the repo", err)
+		t.Fatalf("real captures: %v", err)
 	}
 	for id, prefix := range captures {
 		types := map[string][]string{} // family → TYPE of each capture

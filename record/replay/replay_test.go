@@ -6,12 +6,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/llmrec/llmrec/internal/sharedtest"
 	"github.com/llmrec/llmrec/record/capture"
 )
 
@@ -215,12 +215,7 @@ func TestStartsWithFirstRequest(t *testing.T) {
 // segments. The rows are the real b4748 run's first answers.
 func TestLoadLiveJournal(t *testing.T) {
 	src := filepath.Join("..", "..", "..", "shared", "real-runs", "llamacpp-b4748", "a-baseline", "rec")
-	if _, err := os.Stat(src); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("real run absent under CI=true: %v", err)
-		}
-		t.Skipf("real run llamacpp-b4748/a-baseline absent (the shared material beside the repository): %v", err)
-	}
+	sharedtest.Need(t, src, "real run llamacpp-b4748/a-baseline")
 	run, err := capture.Open(src)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmrec/llmrec/internal/sharedtest"
 	"github.com/llmrec/llmrec/record/capture"
 )
 
@@ -24,12 +25,7 @@ import (
 func b4748Run(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join("..", "..", "..", "shared", "real-runs", "llamacpp-b4748", "a-baseline")
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("real run absent under CI=true: %v", err)
-		}
-		t.Skipf("real run llamacpp-b4748/a-baseline absent (the shared material beside the repository): %v", err)
-	}
+	sharedtest.Need(t, dir, "real run llamacpp-b4748/a-baseline")
 	return dir
 }
 
